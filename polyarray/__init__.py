@@ -1,0 +1,46 @@
+"""polyarray: NumPy-style maths as a lazy expression DAG, evaluated by NumPy
+(the reference) or lowered to fused Loopy kernels for OpenCL and CUDA.
+
+>>> import numpy as np, polyarray as pa
+>>> x = pa.placeholder("x", shape=(3,), dtype=np.float32)
+>>> y = pa.exp(-x) * 2.0
+>>> y.shape, y.dtype
+((3,), dtype('float32'))
+"""
+from numpy import (bool_, int8, int16, int32, int64, uint8, uint16, uint32,   # noqa: F401
+                   uint64, float16, float32, float64, pi, e, inf, nan)
+
+from .array import Array
+from .creation import (array, asarray, placeholder, zeros, ones, full, empty,
+                       arange, linspace, eye, zeros_like, ones_like, full_like,
+                       empty_like)
+from .elementwise import (exp, expm1, log, log1p, log2, log10, sqrt, square,
+                          sin, cos, tan, arcsin, arccos, arctan, arctan2, sinh,
+                          cosh, tanh, arcsinh, arccosh, arctanh, absolute, abs,
+                          sign, floor, ceil, trunc, rint, round, around,
+                          maximum, minimum, where, clip, power, isnan, isinf,
+                          isfinite, logical_and, logical_or, logical_xor,
+                          logical_not, astype, add, subtract, multiply, divide,
+                          true_divide, floor_divide, remainder, negative,
+                          positive, equal, not_equal, less, less_equal, greater,
+                          greater_equal, bitwise_and, bitwise_or, bitwise_xor,
+                          invert, broadcast_shapes)
+from .reductions import (sum, prod, mean, max, min, amax, amin, any, all, var,
+                         std, argmax, argmin)
+from .linalg import dot, matmul, vdot, inner, outer, tensordot, einsum
+from .shapes import (reshape, transpose, permute_dims, matrix_transpose,
+                     broadcast_to, broadcast_arrays, expand_dims, squeeze,
+                     concatenate, stack, flip, moveaxis, swapaxes, ravel)
+from .indexing import NonConcreteBooleanIndexError
+from .program import (Program, compile, set_default_target, get_default_target,
+                      target)
+from .show import show, format_dag
+
+newaxis = None
+__version__ = "0.1.0"
+
+
+def available_targets():
+    """Targets that can run on this machine, best first."""
+    import targets
+    return targets.available_targets()

@@ -1,0 +1,66 @@
+"""Helpers to build the pymbolic expressions held by ``IndexLambda``.
+
+Conventions (shared by every target):
+
+* ``_0, _1, ...`` are the output index variables.
+* ``_in0, _in1, ...`` name the bindings; ``_inK[i, j]`` reads one, and a 0-d
+  binding is read as the bare variable ``_inK``.
+* Value operations are ``Call(Variable(name), args)`` where ``name`` is a
+  NumPy ufunc name (``add``, ``exp``, ``floor_divide``...), ``where``, or
+  ``cast_<dtype>``.  Arguments already have the loop dtype.
+* Constants are NumPy scalars of their exact dtype.
+* Index expressions (inside subscripts, and the arguments of
+  ``cast_<dtype>`` when an index is used as a value) use plain pymbolic
+  integer arithmetic: Sum, Product, FloorDiv, Remainder, Comparison, If.
+"""
+from __future__ import annotations
+
+import pymbolic.primitives as p
+
+
+def index_var(k: int) -> p.Variable:
+    return p.Variable(f"_{k}")
+
+
+def index_vars(n: int) -> tuple:
+    return tuple(index_var(k) for k in range(n))
+
+
+def binding_name(k: int) -> str:
+    return f"_in{k}"
+
+
+def read(name: str, indices) -> p.Expression:
+    indices = tuple(indices)
+    if not indices:
+        return p.Variable(name)
+    return p.Subscript(p.Variable(name), indices)
+
+
+def call(fn: str, *args) -> p.Call:
+    return p.Call(p.Variable(fn), tuple(args))
+
+
+def cast(dtype, expr) -> p.Call:
+    return call("cast_" + dtype.name, expr)
+
+
+def broadcast_indices(in_shape, out_shape) -> tuple:
+    """Indices reading an input of ``in_shape`` broadcast to ``out_shape``."""
+    offset = len(out_shape) - len(in_shape)
+    idx = []
+    for d, n in enumerate(in_shape):
+        if n == 1 and out_shape[offset + d] != 1:
+            idx.append(0)
+        else:
+            idx.append(index_var(offset + d))
+    return tuple(idx)
+
+
+def is_call(expr, name=None) -> bool:
+    return (isinstance(expr, p.Call) and isinstance(expr.function, p.Variable)
+            and (name is None or expr.function.name == name))
+
+
+def call_name(expr) -> str:
+    return expr.function.name

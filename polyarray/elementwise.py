@@ -1,0 +1,168 @@
+"""Elementwise operations (ufuncs, ``where``, ``clip``, ``astype``).
+
+Each call builds one IndexLambda whose operands are read with broadcast
+indices and cast to the ufunc's loop dtype, which NumPy itself resolves.
+Fusion of chains into one kernel happens later, in ``codegen``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import nodes as N
+from ._dtypes import check_dtype, resolve_ufunc, scalar_to_dtype, is_python_scalar
+from ._expr import binding_name, broadcast_indices, call, cast, read
+from .array import Array
+from .creation import as_node, array
+
+
+def broadcast_shapes(*shapes, what="operands") -> tuple:
+    """NumPy broadcasting, with an error that names every shape."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for d in range(ndim):
+        size = 1
+        for s in shapes:
+            k = d - (ndim - len(s))
+            if k < 0:
+                continue
+            n = s[k]
+            if n != 1:
+                if size not in (1, n):
+                    raise ValueError(
+                        f"{what} could not be broadcast together with shapes "
+                        + " and ".join(str(tuple(s)) for s in shapes))
+                size = n
+        out.append(size)
+    return tuple(out)
+
+
+def _operand(x):
+    """An operand: a node, or a Python scalar (kept weak, NEP 50)."""
+    if is_python_scalar(x):
+        return x
+    if isinstance(x, complex):
+        raise TypeError("complex scalars are not supported yet")
+    return as_node(x)
+
+
+def build(op_label, fn, operands, loop_dtypes, out_dtype, shape=None):
+    """IndexLambda computing ``fn(*operands)`` with operands cast to loop dtypes.
+
+    ``operands`` are nodes or Python scalars; repeated nodes share a binding.
+    """
+    nodes = [o for o in operands if isinstance(o, N.Node)]
+    if shape is None:
+        shape = broadcast_shapes(*(n.shape for n in nodes), what=f"{op_label}: operands")
+    names, bindings, args = {}, [], []
+    for op, dt in zip(operands, loop_dtypes):
+        if isinstance(op, N.Node):
+            if id(op) not in names:
+                names[id(op)] = binding_name(len(bindings))
+                bindings.append((names[id(op)], op))
+            e = read(names[id(op)], broadcast_indices(op.shape, shape))
+            if op.dtype != dt:
+                e = cast(dt, e)
+        else:
+            e = scalar_to_dtype(op, dt)
+        args.append(e)
+    return Array(N.IndexLambda.make(shape, out_dtype, call(fn, *args),
+                                    tuple(bindings), op_label))
+
+
+def apply_ufunc(name, *args) -> Array:
+    """``np.<name>(*args)`` as a lazy IndexLambda."""
+    ufunc = getattr(np, name)
+    ops = [_operand(a) for a in args]
+    if not any(isinstance(o, N.Node) for o in ops):
+        ops[0] = array(ops[0]).node
+    types = [o.dtype if isinstance(o, N.Node) else o for o in ops]
+    ins, out = resolve_ufunc(ufunc, types)
+    if name == "power" and out.kind in "iu" and is_python_scalar(ops[1]) \
+            and ops[1] < 0:
+        raise ValueError("Integers to negative integer powers are not allowed.")
+    return build(name, ufunc.__name__, ops, ins, out)
+
+
+def _unary(name):
+    def f(x):
+        return apply_ufunc(name, x)
+    f.__name__ = name
+    f.__doc__ = f"Elementwise ``np.{name}``."
+    return f
+
+
+def _binary(name):
+    def f(x1, x2):
+        return apply_ufunc(name, x1, x2)
+    f.__name__ = name
+    f.__doc__ = f"Elementwise ``np.{name}`` with broadcasting."
+    return f
+
+
+UNARY = ("exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "square",
+         "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh",
+         "tanh", "arcsinh", "arccosh", "arctanh", "absolute", "sign", "floor",
+         "ceil", "trunc", "rint", "isnan", "isinf", "isfinite", "logical_not",
+         "negative", "positive", "invert")
+BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "remainder",
+          "power", "arctan2", "maximum", "minimum", "logical_and", "logical_or",
+          "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "equal",
+          "not_equal", "less", "less_equal", "greater", "greater_equal")
+
+globals().update({n: _unary(n) for n in UNARY})
+globals().update({n: _binary(n) for n in BINARY})
+abs = absolute          # noqa: A001  (NumPy's names)
+true_divide = divide    # noqa: F821
+
+
+def astype(x, dtype) -> Array:
+    node = as_node(x)
+    dtype = check_dtype(dtype, "astype")
+    if node.dtype == dtype:
+        return Array(node)
+    e = cast(dtype, read(binding_name(0), broadcast_indices(node.shape, node.shape)))
+    return Array(N.IndexLambda.make(node.shape, dtype, e, ((binding_name(0), node),),
+                                    f"astype({dtype.name})"))
+
+
+def where(condition, x, y) -> Array:
+    """``np.where(condition, x, y)``: picks elementwise, dtype by NEP 50."""
+    c, a, b = _operand(condition), _operand(x), _operand(y)
+    if not isinstance(c, N.Node):
+        c = array(c).node
+    if not any(isinstance(o, N.Node) for o in (a, b)):
+        a = array(a).node
+    out = np.result_type(*(o.dtype if isinstance(o, N.Node) else o for o in (a, b)))
+    out = check_dtype(out, "where")
+    return build("where", "where", [c, a, b], [np.dtype(bool), out, out], out)
+
+
+def clip(a, a_min=None, a_max=None) -> Array:
+    """``np.clip``: ``minimum(maximum(a, a_min), a_max)``; NaN propagates."""
+    out = a if isinstance(a, Array) else array(a)
+    if a_min is not None:
+        out = apply_ufunc("maximum", out, a_min)
+    if a_max is not None:
+        out = apply_ufunc("minimum", out, a_max)
+    return out
+
+
+def round(x, decimals=0) -> Array:      # noqa: A001
+    """``np.round``: half to even; ``decimals`` scales by powers of ten."""
+    x = x if isinstance(x, Array) else array(x)
+    if x.dtype.kind in "iu":
+        if decimals < 0:
+            raise NotImplementedError("round: negative decimals on integer "
+                                      "arrays are not supported")
+        return x
+    if decimals == 0:
+        return apply_ufunc("rint", x)
+    factor = 10.0 ** decimals
+    return apply_ufunc("divide", apply_ufunc("rint", apply_ufunc("multiply", x, factor)), factor)
+
+
+around = round
+
+
+def power(x1, x2):
+    return apply_ufunc("power", x1, x2)

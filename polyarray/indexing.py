@@ -1,0 +1,213 @@
+"""``x[key]``: basic indexing, integer-array gathers and concrete boolean masks,
+with NumPy's placement rules for advanced-index dimensions."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import pymbolic.primitives as p
+
+from . import nodes as N
+from ._expr import binding_name, index_var, read
+from .array import Array
+from .creation import index_constant
+
+
+class NonConcreteBooleanIndexError(IndexError):
+    """A boolean mask whose values are only known at evaluation."""
+
+
+_BAD_INDEX = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
+              "(`None`) and integer or boolean arrays are valid indices")
+
+
+def _format_item(item):
+    if item is None:
+        return "None"
+    if item is Ellipsis:
+        return "..."
+    if isinstance(item, slice):
+        parts = ["" if v is None else str(v) for v in (item.start, item.stop, item.step)]
+        return ":".join(parts[:2] if item.step is None else parts)
+    if isinstance(item, (numbers.Integral, np.integer)):
+        return str(int(item))
+    if isinstance(item, Array):
+        return f"<{item.dtype.name}{list(item.shape)}>"
+    arr = np.asarray(item)
+    return f"<{arr.dtype.name}{list(arr.shape)}>"
+
+
+def _format_key(key):
+    key = key if isinstance(key, tuple) else (key,)
+    return ", ".join(_format_item(k) for k in key)
+
+
+def _classify(item):
+    """Return ('int'|'slice'|'none'|'ellipsis'|'array'|'bool', value)."""
+    if item is None:
+        return "none", None
+    if item is Ellipsis:
+        return "ellipsis", None
+    if isinstance(item, slice):
+        return "slice", item
+    if isinstance(item, (bool, np.bool_)):
+        raise IndexError("a scalar boolean index is not supported; use "
+                         "pa.where or expand_dims instead")
+    if isinstance(item, (numbers.Integral, np.integer)):
+        return "int", int(item)
+    if isinstance(item, Array):
+        node = item.node
+        if node.dtype == np.bool_:
+            if isinstance(node, N.DataWrapper):
+                return "bool", node.data
+            raise NonConcreteBooleanIndexError(
+                "boolean mask indexing with a lazily computed mask would give "
+                "an array whose shape depends on data; use "
+                "pa.where(mask, x, fill) instead, or pass the mask as a NumPy "
+                "array or pa.array(...) data")
+        if node.dtype.kind not in "iu":
+            raise IndexError(_BAD_INDEX + f" (got an array of dtype {node.dtype})")
+        if isinstance(node, N.DataWrapper):
+            return "array", node.data
+        return "lazy", node
+    if isinstance(item, (list, tuple, np.ndarray)):
+        arr = np.asarray(item)
+        if arr.dtype == np.bool_:
+            return "bool", arr
+        if arr.size == 0 and arr.dtype.kind == "f":
+            arr = arr.astype(np.int64)
+        if arr.dtype.kind not in "iu":
+            raise IndexError(_BAD_INDEX + f" (got an array of dtype {arr.dtype})")
+        return "array", arr
+    raise IndexError(_BAD_INDEX + f" (got {type(item).__name__})")
+
+
+def _expand(node, key):
+    """Classify key items, expand the Ellipsis and boolean masks."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    items = [_classify(k) for k in key]
+    if sum(kind == "ellipsis" for kind, _ in items) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(np.ndim(v) if kind == "bool" else
+                   (1 if kind in ("int", "slice", "array", "lazy") else 0)
+                   for kind, v in items)
+    if consumed > node.ndim:
+        raise IndexError(f"too many indices for array: array is "
+                         f"{node.ndim}-dimensional, but {consumed} were indexed")
+    out, dim = [], 0
+    for kind, v in items:
+        if kind == "ellipsis":
+            for _ in range(node.ndim - consumed):
+                out.append(("slice", slice(None), dim))
+                dim += 1
+        elif kind == "bool":
+            if v.ndim == 0:
+                raise IndexError("a 0-d boolean index is not supported")
+            for k, n in enumerate(v.shape):
+                if node.shape[dim + k] != n:
+                    raise IndexError(
+                        f"boolean index did not match indexed array along axis "
+                        f"{dim + k}; size of axis is {node.shape[dim + k]} but "
+                        f"size of corresponding boolean axis is {n}")
+            for k, nz in enumerate(np.nonzero(v)):
+                out.append(("array", nz, dim + k))
+            dim += v.ndim
+        elif kind == "none":
+            out.append(("none", None, None))
+        else:
+            out.append((kind, v, dim))
+            dim += 1
+    while dim < node.ndim:
+        out.append(("slice", slice(None), dim))
+        dim += 1
+    return out
+
+
+def getitem(x: Array, key) -> Array:
+    node = x.node
+    items = _expand(node, key)
+    has_adv = any(kind in ("array", "lazy") for kind, _, _ in items)
+    if has_adv:   # NumPy: integers count as advanced indices next to arrays
+        items = [("array", np.asarray(v), d) if kind == "int" else (kind, v, d)
+                 for kind, v, d in items]
+    adv_pos = [i for i, (kind, _, _) in enumerate(items) if kind in ("array", "lazy")]
+    adv_shape = ()
+    if adv_pos:
+        try:
+            adv_shape = np.broadcast_shapes(*(np.shape(items[i][1]) if items[i][0] == "array"
+                                              else items[i][1].shape for i in adv_pos))
+        except ValueError:
+            shapes = " ".join(str(np.shape(items[i][1]) if items[i][0] == "array"
+                                  else items[i][1].shape) for i in adv_pos)
+            raise IndexError("shape mismatch: indexing arrays could not be "
+                             f"broadcast together with shapes {shapes}") from None
+    contiguous = not adv_pos or adv_pos == list(range(adv_pos[0], adv_pos[-1] + 1))
+    adv_at = adv_pos[0] if (adv_pos and contiguous) else 0
+
+    # lay out output dims
+    out_shape, plan = [], []        # plan: per item -> output dim index or None
+    nadv = len(adv_shape)
+
+    def place_adv():
+        start = len(out_shape)
+        out_shape.extend(adv_shape)
+        return start
+
+    adv_start = None
+    if adv_pos and not contiguous:
+        adv_start = place_adv()
+    for i, (kind, v, d) in enumerate(items):
+        if adv_pos and contiguous and i == adv_at:
+            adv_start = place_adv()
+        if kind == "slice":
+            start, stop, step = v.indices(node.shape[d])
+            plan.append(len(out_shape))
+            out_shape.append(len(range(start, stop, step)))
+        elif kind == "none":
+            plan.append(None)
+            out_shape.append(1)
+        else:
+            plan.append(None)
+
+    bindings = [(binding_name(0), node)]
+    indices = [None] * node.ndim
+    adv_vars = [index_var(adv_start + k) for k in range(nadv)] if adv_pos else []
+    for i, (kind, v, d) in enumerate(items):
+        if kind == "slice":
+            start, stop, step = v.indices(node.shape[d])
+            var = index_var(plan[i])
+            indices[d] = start + step * var if step != 1 else (start + var if start else var)
+        elif kind == "int":
+            n = node.shape[d]
+            if not -n <= v < n:
+                raise IndexError(f"index {v} is out of bounds for axis {d} with size {n}")
+            indices[d] = v % n
+        elif kind in ("array", "lazy"):
+            n = node.shape[d]
+            ishape = np.shape(v) if kind == "array" else v.shape
+            ivars = [adv_vars[nadv - len(ishape) + k] if s != 1 else 0
+                     for k, s in enumerate(ishape)]
+            if kind == "array":
+                arr = np.asarray(v).astype(np.int64)
+                if arr.size and (arr.max() >= n or arr.min() < -n):
+                    bad = arr.max() if arr.max() >= n else arr.min()
+                    raise IndexError(f"index {bad} is out of bounds for axis {d} "
+                                     f"with size {n}")
+                arr = np.where(arr < 0, arr + n, arr)
+                if arr.ndim == 0:
+                    indices[d] = int(arr)
+                    continue
+                idx_node = index_constant(arr)
+                name = binding_name(len(bindings))
+                bindings.append((name, idx_node))
+                indices[d] = read(name, ivars)
+            else:
+                name = binding_name(len(bindings))
+                bindings.append((name, v))
+                raw = read(name, ivars)
+                indices[d] = p.If(p.Comparison(raw, "<", 0), raw + n, raw)
+    label = "getitem[" + _format_key(key) + "]"
+    return Array(N.IndexLambda.make(tuple(out_shape), node.dtype,
+                                    read(binding_name(0), indices),
+                                    tuple(bindings), label))

@@ -1,0 +1,175 @@
+"""Linear algebra: everything that sums products lowers to one ``Einsum`` node.
+
+``dot``, ``matmul``, ``tensordot``, ``inner`` and ``vdot`` are rewritten as
+einsum subscripts here, so later stages (lowering, schedules) only know one
+contraction node.  ``outer`` has no reduction and stays elementwise.
+"""
+from __future__ import annotations
+
+import string
+
+import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
+
+from . import nodes as N
+from ._dtypes import check_dtype
+from .array import Array
+from .creation import as_node
+from .elementwise import apply_ufunc, astype, broadcast_shapes
+from .shapes import broadcast_to, reshape
+
+_LETTERS = string.ascii_letters
+
+
+def _parse(subscripts: str, nops: int):
+    subscripts = subscripts.replace(" ", "")
+    if "." in subscripts:
+        raise NotImplementedError("einsum: ellipsis ('...') subscripts are not "
+                                  "supported yet; write the indices out")
+    if "->" in subscripts:
+        lhs, out = subscripts.split("->")
+    else:
+        lhs = subscripts
+        counts = {}
+        for c in lhs.replace(",", ""):
+            counts[c] = counts.get(c, 0) + 1
+        out = "".join(sorted(c for c, k in counts.items() if k == 1))
+    ins = lhs.split(",")
+    if len(ins) != nops:
+        raise ValueError(f"einsum: {len(ins)} operand subscripts for {nops} operands")
+    for s in ins + [out]:
+        for c in s:
+            if c not in _LETTERS:
+                raise ValueError(f"einsum: invalid subscript {c!r} in {subscripts!r}")
+    if len(set(out)) != len(out):
+        raise ValueError(f"einsum: output subscript {out!r} repeats an index")
+    for c in out:
+        if not any(c in s for s in ins):
+            raise ValueError(f"einsum: output index {c!r} appears in no operand")
+    return ins, out
+
+
+def einsum(subscripts: str, *operands) -> Array:
+    nodes = [as_node(o) for o in operands]
+    ins, out = _parse(subscripts, len(nodes))
+    sizes = {}
+    for s, n in zip(ins, nodes):
+        if len(s) != n.ndim:
+            raise ValueError(f"einsum: operand of shape {n.shape} has {n.ndim} "
+                             f"dimensions but subscripts {s!r} name {len(s)}")
+        for c, size in zip(s, n.shape):
+            if sizes.setdefault(c, size) != size:
+                raise ValueError(f"einsum: index {c!r} has size {sizes[c]} in one "
+                                 f"operand and {size} in another (shapes "
+                                 + ", ".join(str(m.shape) for m in nodes) + ")")
+    dtype = check_dtype(np.result_type(*(n.dtype for n in nodes)), "einsum")
+    nodes = [astype(Array(n), dtype).node for n in nodes]
+    shape = tuple(sizes[c] for c in out)
+    sub = ",".join(ins) + "->" + out
+    return Array(N.Einsum.make(shape, dtype, sub, tuple(nodes)))
+
+
+def _letters(n, skip=""):
+    return [c for c in _LETTERS if c not in skip][:n]
+
+
+def tensordot(a, b, axes=2) -> Array:
+    na, nb = as_node(a), as_node(b)
+    if isinstance(axes, (int, np.integer)):
+        if axes < 0 or axes > min(na.ndim, nb.ndim):
+            raise ValueError(f"tensordot: axes={axes} is invalid for shapes "
+                             f"{na.shape} and {nb.shape}")
+        ax_a = list(range(na.ndim - axes, na.ndim))
+        ax_b = list(range(axes))
+    else:
+        ax_a, ax_b = axes
+        ax_a = [ax_a] if isinstance(ax_a, (int, np.integer)) else list(ax_a)
+        ax_b = [ax_b] if isinstance(ax_b, (int, np.integer)) else list(ax_b)
+        if len(ax_a) != len(ax_b):
+            raise ValueError("tensordot: shape-mismatch for sum")
+        ax_a = [normalize_axis_index(x, na.ndim) for x in ax_a]
+        ax_b = [normalize_axis_index(x, nb.ndim) for x in ax_b]
+    for x, y in zip(ax_a, ax_b):
+        if na.shape[x] != nb.shape[y]:
+            raise ValueError(f"tensordot: shape-mismatch for sum: shapes "
+                             f"{na.shape} (axis {x}) and {nb.shape} (axis {y})")
+    letters = iter(_LETTERS)
+    sa = [next(letters) for _ in range(na.ndim)]
+    sb = [None] * nb.ndim
+    for x, y in zip(ax_a, ax_b):
+        sb[y] = sa[x]
+    for k in range(nb.ndim):
+        if sb[k] is None:
+            sb[k] = next(letters)
+    out = [sa[k] for k in range(na.ndim) if k not in ax_a] + \
+          [sb[k] for k in range(nb.ndim) if k not in ax_b]
+    return einsum("".join(sa) + "," + "".join(sb) + "->" + "".join(out), na, nb)
+
+
+def dot(a, b) -> Array:
+    na, nb = as_node(a), as_node(b)
+    if na.ndim == 0 or nb.ndim == 0:
+        return apply_ufunc("multiply", Array(na), Array(nb))
+    if nb.ndim == 1:
+        if na.shape[-1] != nb.shape[0]:
+            raise ValueError(f"shapes {na.shape} and {nb.shape} not aligned: "
+                             f"{na.shape[-1]} (dim {na.ndim - 1}) != {nb.shape[0]} (dim 0)")
+        return tensordot(na, nb, ([na.ndim - 1], [0]))
+    if na.shape[-1] != nb.shape[-2]:
+        raise ValueError(f"shapes {na.shape} and {nb.shape} not aligned: "
+                         f"{na.shape[-1]} (dim {na.ndim - 1}) != "
+                         f"{nb.shape[-2]} (dim {nb.ndim - 2})")
+    return tensordot(na, nb, ([na.ndim - 1], [nb.ndim - 2]))
+
+
+def matmul(a, b) -> Array:
+    na, nb = as_node(a), as_node(b)
+    for k, n in enumerate((na, nb)):
+        if n.ndim == 0:
+            raise ValueError(f"matmul: Input operand {k} does not have enough "
+                             "dimensions (has 0, gufunc core with signature "
+                             "(n?,k),(k,m?)->(n?,m?) requires 1)")
+    a1, b1 = na.ndim == 1, nb.ndim == 1
+    A = reshape(Array(na), (1,) + na.shape) if a1 else Array(na)
+    B = reshape(Array(nb), nb.shape + (1,)) if b1 else Array(nb)
+    if A.shape[-1] != B.shape[-2]:
+        raise ValueError(f"matmul: Input operand 1 has a mismatch in its core "
+                         f"dimension 0, with gufunc signature (n?,k),(k,m?)->(n?,m?) "
+                         f"(size {B.shape[-2]} is different from {A.shape[-1]}); "
+                         f"shapes {na.shape} and {nb.shape}")
+    batch = broadcast_shapes(A.shape[:-2], B.shape[:-2], what="matmul: batch dimensions")
+    A = broadcast_to(A, batch + A.shape[-2:])
+    B = broadcast_to(B, batch + B.shape[-2:])
+    bl = "".join(_letters(len(batch), "ijk"))
+    out = einsum(f"{bl}ik,{bl}kj->{bl}ij", A, B)
+    if a1 and b1:
+        return reshape(out, batch)
+    if a1:
+        return reshape(out, batch + (out.shape[-1],))
+    if b1:
+        return reshape(out, batch + (out.shape[-2],))
+    return out
+
+
+def vdot(a, b) -> Array:
+    na, nb = as_node(a), as_node(b)
+    if na.size != nb.size:
+        raise ValueError(f"vdot: vectors have different sizes: shapes "
+                         f"{na.shape} and {nb.shape}")
+    return einsum("i,i->", reshape(Array(na), (-1,)), reshape(Array(nb), (-1,)))
+
+
+def inner(a, b) -> Array:
+    na, nb = as_node(a), as_node(b)
+    if na.ndim == 0 or nb.ndim == 0:
+        return apply_ufunc("multiply", Array(na), Array(nb))
+    if na.shape[-1] != nb.shape[-1]:
+        raise ValueError(f"inner: shapes {na.shape} and {nb.shape} not aligned "
+                         "along their last axes")
+    return tensordot(na, nb, ([na.ndim - 1], [nb.ndim - 1]))
+
+
+def outer(a, b) -> Array:
+    A = reshape(Array(as_node(a)), (-1, 1))
+    B = reshape(Array(as_node(b)), (1, -1))
+    return apply_ufunc("multiply", A, B)

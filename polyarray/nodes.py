@@ -1,0 +1,252 @@
+"""The expression DAG: immutable, hash-consed nodes.
+
+Every node is a frozen dataclass.  Nodes are *interned*: building a node that
+is structurally equal to a live node returns that node.  So structural
+equality is identity, comparing two DAGs is O(1), hashing is cached, and a
+subexpression that the user writes twice is still one node that is evaluated
+once.
+
+Each node also carries ``digest``: a SHA-256 of its structure that is stable
+across processes (it never uses Python's randomized ``hash``).  Disk caches
+key on it.
+
+Node types
+----------
+``Placeholder``   named input, bound at evaluation.
+``DataWrapper``   a NumPy array captured in the graph (read-only copy).
+``IndexLambda``   ``out[_0, .., _n] = expr`` over index variables ``_k`` with
+                  named bindings ``_in0..``.  Elementwise ops, broadcasts,
+                  transposes, slicing, gathers and constants are all
+                  IndexLambdas (pytato's model).
+``Reduce``        a reduction (sum, prod, max, min, any, all, argmax, argmin)
+                  over some axes; the output keeps the other axes in order.
+``Einsum``        a sum of products given by einsum subscripts (dot, matmul,
+                  tensordot, inner, vdot, einsum).
+``Reshape``       C-order reshape (cheap on contiguous data, so kept apart).
+``Concatenate``   joins arrays along an axis.
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+import weakref
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+
+_INTERN = weakref.WeakValueDictionary()
+_INTERN_LOCK = threading.Lock()
+
+
+def _key_part(value):
+    """A hashable stand-in for one field value, children by identity."""
+    if isinstance(value, Node):
+        return ("node", id(value))
+    if isinstance(value, np.dtype):
+        return ("dtype", value.str)
+    if isinstance(value, tuple):
+        return tuple(_key_part(v) for v in value)
+    if isinstance(value, np.ndarray):
+        raise AssertionError("arrays are keyed by DataWrapper.content_digest")
+    return (type(value).__name__, value)
+
+
+def _digest_part(value) -> str:
+    if isinstance(value, Node):
+        return value.digest
+    if isinstance(value, np.dtype):
+        return value.str
+    if isinstance(value, tuple):
+        return "(" + ",".join(_digest_part(v) for v in value) + ")"
+    return repr(value)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Node:
+    """Base node: ``shape`` and ``dtype`` are known when it is built."""
+    shape: tuple
+    dtype: np.dtype
+
+    # -- interning --------------------------------------------------------
+    @classmethod
+    def make(cls, *args, **kwargs):
+        node = cls(*args, **kwargs)
+        key = (cls.__name__,) + node._intern_key()
+        with _INTERN_LOCK:
+            existing = _INTERN.get(key)
+            if existing is not None:
+                return existing
+            _INTERN[key] = node
+        h = hashlib.sha256(cls.__name__.encode())
+        for f in fields(node):
+            h.update(b"\0" + f.name.encode() + b"=")
+            h.update(node._digest_field(f.name).encode())
+        object.__setattr__(node, "digest", h.hexdigest())
+        object.__setattr__(node, "_hash", hash(key))
+        return node
+
+    def _intern_key(self):
+        return tuple(_key_part(getattr(self, f.name)) for f in fields(self))
+
+    def _digest_field(self, name) -> str:
+        return _digest_part(getattr(self, name))
+
+    def __hash__(self):
+        return self._hash
+
+    def __eq__(self, other):
+        # interned: structurally equal nodes are the same object
+        return self is other
+
+    def __ne__(self, other):
+        return self is not other
+
+    def children(self) -> tuple:
+        return ()
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __repr__(self):
+        return f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype})"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Placeholder(Node):
+    mapper_method = "map_placeholder"
+    name: str
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class DataWrapper(Node):
+    mapper_method = "map_data_wrapper"
+    data: Any               # a read-only, C-contiguous numpy.ndarray
+    content_digest: str
+
+    def _intern_key(self):
+        return (self.shape, self.dtype.str, self.content_digest)
+
+    def _digest_field(self, name):
+        if name == "data":
+            return self.content_digest
+        return super()._digest_field(name)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class IndexLambda(Node):
+    """``out[_0, ..., _{n-1}] = expr``.
+
+    ``expr`` is a pymbolic expression.  Value operations are calls such as
+    ``add(a, b)`` or ``cast_float32(a)`` whose operands already have the loop
+    dtype; index arithmetic inside subscripts uses plain pymbolic integer
+    operators.  ``bindings`` maps ``_inK`` to input nodes.  ``op`` is a short
+    human-readable label (used by ``repr`` and ``pa.show``).
+    """
+    mapper_method = "map_index_lambda"
+    expr: Any
+    bindings: tuple          # ((name, Node), ...)
+    op: str
+
+    def children(self):
+        return tuple(n for _, n in self.bindings)
+
+    def _intern_key(self):
+        return (self.shape, self.dtype.str, self.expr,
+                tuple((k, id(v)) for k, v in self.bindings), self.op)
+
+    def _digest_field(self, name):
+        if name == "expr":
+            return repr(self.expr)
+        if name == "bindings":
+            return ",".join(f"{k}:{v.digest}" for k, v in self.bindings)
+        return super()._digest_field(name)
+
+
+REDUCE_OPS = ("sum", "prod", "max", "min", "any", "all", "argmax", "argmin")
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Reduce(Node):
+    """Reduce ``array`` over ``axes``; accumulates in ``dtype``.
+
+    For ``argmax``/``argmin`` with several axes the result is the C-order
+    flat index within the reduced axes (NumPy's ``axis=None`` behaviour).
+    """
+    mapper_method = "map_reduce"
+    op: str
+    array: Node
+    axes: tuple
+
+    def children(self):
+        return (self.array,)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Einsum(Node):
+    """``np.einsum(subscripts, *operands)`` with explicit output subscripts.
+    All operands already have ``dtype`` (the result dtype)."""
+    mapper_method = "map_einsum"
+    subscripts: str
+    operands: tuple
+
+    def children(self):
+        return self.operands
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Reshape(Node):
+    mapper_method = "map_reshape"
+    array: Node
+
+    def children(self):
+        return (self.array,)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Concatenate(Node):
+    mapper_method = "map_concatenate"
+    arrays: tuple
+    axis: int
+
+    def children(self):
+        return self.arrays
+
+
+def topological_order(outputs) -> list:
+    """All nodes reachable from ``outputs``, children before parents.
+
+    Iterative, so deep chains do not hit Python's recursion limit; O(N).
+    """
+    order, seen = [], set()
+    for root in outputs:
+        if id(root) in seen:
+            continue
+        stack = [(root, iter(root.children()))]
+        seen.add(id(root))
+        while stack:
+            node, it = stack[-1]
+            for child in it:
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    stack.append((child, iter(child.children())))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    return order
+
+
+def use_counts(order) -> dict:
+    """id(node) -> number of distinct consumers within ``order``."""
+    counts = {id(n): 0 for n in order}
+    for n in order:
+        for c in set(map(id, n.children())):
+            counts[c] += 1
+    return counts

@@ -1,0 +1,161 @@
+"""``pa.compile``: outputs + target -> a callable ``Program``.
+
+Binding checks live here, shared by all targets, so every target reports a
+missing, unknown or mistyped binding with the same error, before anything
+runs: a failed call changes nothing.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+
+import numpy as np
+
+from . import nodes as N
+from .array import Array
+
+_CONTEXT_TARGET = contextvars.ContextVar("polyarray_target", default=None)
+_DEFAULT_TARGET = None
+
+
+def set_default_target(name) -> None:
+    """Set the target used when none is named (``None`` restores auto)."""
+    global _DEFAULT_TARGET
+    if name is not None:
+        import targets
+        targets.target_class(name)          # rejects unknown names now
+    _DEFAULT_TARGET = name
+
+
+@contextlib.contextmanager
+def target(name):
+    """``with pa.target("opencl"): ...`` sets the default target in a block."""
+    import targets
+    targets.target_class(name)
+    token = _CONTEXT_TARGET.set(name)
+    try:
+        yield name
+    finally:
+        _CONTEXT_TARGET.reset(token)
+
+
+def get_default_target() -> str:
+    """Block setting > set_default_target > $POLYARRAY_TARGET > best available."""
+    import targets
+    for name in (_CONTEXT_TARGET.get(), _DEFAULT_TARGET,
+                 os.environ.get("POLYARRAY_TARGET") or None):
+        if name is not None:
+            return name
+    return targets.best_available()
+
+
+def _flatten(outputs):
+    """(kind, keys, list of nodes) for an array, list/tuple or dict."""
+    def node_of(x, key):
+        if isinstance(x, Array):
+            return x.node
+        raise TypeError(f"output {key!r} is a {type(x).__name__}, not a polyarray "
+                        "array")
+    if isinstance(outputs, Array):
+        return "single", None, [outputs.node]
+    if isinstance(outputs, dict):
+        keys = list(outputs)
+        return "dict", keys, [node_of(outputs[k], k) for k in keys]
+    if isinstance(outputs, (list, tuple)):
+        kind = "tuple" if isinstance(outputs, tuple) else "list"
+        return kind, None, [node_of(x, k) for k, x in enumerate(outputs)]
+    raise TypeError("pa.compile expects an array, a list/tuple or a dict of "
+                    f"arrays, got {type(outputs).__name__}")
+
+
+def _describe(shape, dtype):
+    return f"shape {tuple(shape)}, dtype {np.dtype(dtype).name}"
+
+
+class Program:
+    """A compiled set of outputs on one target.  Call it with bindings."""
+
+    def __init__(self, outputs, target=None, **options):
+        import targets as _targets
+        self._kind, self._keys, self._outputs = _flatten(outputs)
+        self.target_name = target or get_default_target()
+        self._target = _targets.get_target(self.target_name)
+        self.placeholders = {}
+        for node in N.topological_order(self._outputs):
+            if isinstance(node, N.Placeholder):
+                seen = self.placeholders.setdefault(node.name, node)
+                if seen is not node:
+                    raise ValueError(
+                        f"two different placeholders are named {node.name!r}: "
+                        f"{_describe(seen.shape, seen.dtype)} and "
+                        f"{_describe(node.shape, node.dtype)}")
+        self.options = options
+        self._exe = self._target.compile(self._outputs, **options)
+
+    # -- inspection ------------------------------------------------------
+    @property
+    def source(self) -> str:
+        return self._exe.source
+
+    @property
+    def kernels(self):
+        return self._exe.kernels
+
+    @property
+    def outputs(self):
+        nodes = [Array(n) for n in self._outputs]
+        return self._pack(nodes)
+
+    def __repr__(self):
+        ph = ", ".join(f"{n}: {p.dtype.name}{list(p.shape)}"
+                       for n, p in sorted(self.placeholders.items()))
+        return (f"<pa.Program target={self.target_name!r} outputs={len(self._outputs)} "
+                f"placeholders=({ph})>")
+
+    # -- calling ---------------------------------------------------------
+    def check_bindings(self, bindings) -> dict:
+        unknown = sorted(set(bindings) - set(self.placeholders))
+        if unknown:
+            known = ", ".join(sorted(self.placeholders)) or "none"
+            raise TypeError(f"unexpected binding {unknown[0]!r}: the program's "
+                            f"placeholders are: {known}")
+        prepared = {}
+        for name, ph in sorted(self.placeholders.items()):
+            if name not in bindings:
+                raise TypeError(f"missing binding for placeholder {name!r} "
+                                f"(expected {_describe(ph.shape, ph.dtype)})")
+            value = bindings[name]
+            info = self._target.binding_info(value)
+            if info is None:
+                raise TypeError(
+                    f"binding for placeholder {name!r} must be an array "
+                    f"accepted by the {self.target_name} target (e.g. a "
+                    f"numpy.ndarray), got {type(value).__name__}; expected "
+                    f"{_describe(ph.shape, ph.dtype)}")
+            shape, dtype = info
+            if tuple(shape) != ph.shape:
+                raise ValueError(f"binding for placeholder {name!r} has the wrong "
+                                 f"shape: expected {ph.shape}, got {tuple(shape)}")
+            if np.dtype(dtype) != ph.dtype:
+                raise TypeError(f"binding for placeholder {name!r} has the wrong "
+                                f"dtype: expected {ph.dtype.name}, got "
+                                f"{np.dtype(dtype).name}")
+            prepared[name] = self._target.prepare_binding(value)
+        return prepared
+
+    def __call__(self, **bindings):
+        prepared = self.check_bindings(bindings)
+        return self._pack(self._exe.run(prepared))
+
+    def _pack(self, results):
+        if self._kind == "single":
+            return results[0]
+        if self._kind == "dict":
+            return dict(zip(self._keys, results))
+        return tuple(results) if self._kind == "tuple" else list(results)
+
+
+def compile(outputs, target=None, **options) -> Program:   # noqa: A001
+    """Compile an array, a list/tuple or a dict of arrays for ``target``."""
+    return Program(outputs, target=target, **options)

@@ -1,0 +1,237 @@
+"""Shape manipulation.  Index remappings (transpose, broadcast, flip, ...)
+are IndexLambdas that read their input at affine indices; ``reshape`` and
+``concatenate`` have nodes of their own (see :mod:`polyarray.nodes`)."""
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
+
+from . import nodes as N
+from ._expr import binding_name, index_var, read
+from .array import Array
+from .creation import as_node, _normalize_shape
+
+
+def remap(node: N.Node, shape, indices, op: str) -> Array:
+    """``out[_0..] = node[indices]`` as an IndexLambda."""
+    name = binding_name(0)
+    return Array(N.IndexLambda.make(tuple(shape), node.dtype, read(name, indices),
+                                    ((name, node),), op))
+
+
+def _arr(x) -> N.Node:
+    return as_node(x)
+
+
+def transpose(x, axes=None) -> Array:
+    node = _arr(x)
+    if axes is None:
+        axes = tuple(reversed(range(node.ndim)))
+    else:
+        axes = tuple(axes)
+        if len(axes) != node.ndim:
+            raise ValueError(f"transpose: axes {axes} don't match array of "
+                             f"shape {node.shape}")
+        axes = normalize_axis_tuple(axes, node.ndim)   # rejects repeats too
+    if axes == tuple(range(node.ndim)):
+        return Array(node)
+    shape = tuple(node.shape[a] for a in axes)
+    idx = [None] * node.ndim
+    for out_d, in_d in enumerate(axes):
+        idx[in_d] = index_var(out_d)
+    return remap(node, shape, idx, f"transpose[axes={axes}]")
+
+
+def permute_dims(x, axes) -> Array:
+    return transpose(x, axes)
+
+
+def matrix_transpose(x) -> Array:
+    node = _arr(x)
+    if node.ndim < 2:
+        raise ValueError("matrix_transpose needs at least 2 dimensions, "
+                         f"got shape {node.shape}")
+    axes = list(range(node.ndim))
+    axes[-2], axes[-1] = axes[-1], axes[-2]
+    return transpose(x, axes)
+
+
+def moveaxis(x, source, destination) -> Array:
+    node = _arr(x)
+    src = normalize_axis_tuple(source, node.ndim, "source")
+    dst = normalize_axis_tuple(destination, node.ndim, "destination")
+    if len(src) != len(dst):
+        raise ValueError("moveaxis: `source` and `destination` arguments must "
+                         "have the same number of elements")
+    order = [a for a in range(node.ndim) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return transpose(x, order)
+
+
+def swapaxes(x, axis1, axis2) -> Array:
+    node = _arr(x)
+    a1 = normalize_axis_index(axis1, node.ndim)
+    a2 = normalize_axis_index(axis2, node.ndim)
+    axes = list(range(node.ndim))
+    axes[a1], axes[a2] = axes[a2], axes[a1]
+    return transpose(x, axes)
+
+
+def broadcast_to(x, shape) -> Array:
+    node = _arr(x)
+    shape = _normalize_shape(shape)
+    ok = len(shape) >= node.ndim and all(
+        n in (1, m) for n, m in zip(node.shape, shape[len(shape) - node.ndim:]))
+    if not ok:
+        raise ValueError(f"broadcast_to: cannot broadcast array of shape "
+                         f"{node.shape} to shape {shape}")
+    if shape == node.shape:
+        return Array(node)
+    from ._expr import broadcast_indices
+    return remap(node, shape, broadcast_indices(node.shape, shape),
+                 f"broadcast_to[{shape}]")
+
+
+def broadcast_arrays(*arrays) -> list:
+    from .elementwise import broadcast_shapes
+    nodes = [_arr(a) for a in arrays]
+    shape = broadcast_shapes(*(n.shape for n in nodes))
+    return [broadcast_to(Array(n), shape) for n in nodes]
+
+
+def expand_dims(x, axis) -> Array:
+    node = _arr(x)
+    if isinstance(axis, (int, np.integer)):
+        axis = (axis,)
+    out_ndim = node.ndim + len(axis)
+    axes = set(normalize_axis_tuple(axis, out_ndim))
+    shape, idx, k = [], [], 0
+    for d in range(out_ndim):
+        if d in axes:
+            shape.append(1)
+        else:
+            shape.append(node.shape[k])
+            idx.append(index_var(d))
+            k += 1
+    return remap(node, shape, idx, f"expand_dims[axis={tuple(sorted(axes))}]")
+
+
+def squeeze(x, axis=None) -> Array:
+    node = _arr(x)
+    if axis is None:
+        axes = tuple(d for d, n in enumerate(node.shape) if n == 1)
+    else:
+        axes = normalize_axis_tuple(axis, node.ndim)
+        for a in axes:
+            if node.shape[a] != 1:
+                raise ValueError("cannot select an axis to squeeze out which "
+                                 f"has size not equal to one (axis {a} of "
+                                 f"shape {node.shape})")
+    if not axes:
+        return Array(node)
+    shape, idx, k = [], [], 0
+    for d, n in enumerate(node.shape):
+        if d in axes:
+            idx.append(0)
+        else:
+            shape.append(n)
+            idx.append(index_var(k))
+            k += 1
+    return remap(node, shape, idx, f"squeeze[axis={tuple(axes)}]")
+
+
+def flip(x, axis=None) -> Array:
+    node = _arr(x)
+    axes = range(node.ndim) if axis is None else normalize_axis_tuple(axis, node.ndim)
+    axes = set(axes)
+    if not axes:
+        return Array(node)
+    idx = [(n - 1) - index_var(d) if d in axes else index_var(d)
+           for d, n in enumerate(node.shape)]
+    return remap(node, node.shape, idx, f"flip[axis={tuple(sorted(axes))}]")
+
+
+def reshape(x, shape, order="C") -> Array:
+    node = _arr(x)
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    shape = list(shape)
+    for n in shape:
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+            raise TypeError(f"reshape: shape must contain ints, got {tuple(shape)}")
+    if shape.count(-1) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    if any(n < -1 for n in shape):
+        raise ValueError(f"reshape: negative dimensions not allowed: {tuple(shape)}")
+    if -1 in shape:
+        known = int(np.prod([n for n in shape if n != -1], dtype=np.int64))
+        if known == 0 or node.size % known:
+            raise ValueError(f"cannot reshape array of size {node.size} into "
+                             f"shape {tuple(shape)}")
+        shape[shape.index(-1)] = node.size // known
+    shape = tuple(int(n) for n in shape)
+    if int(np.prod(shape, dtype=np.int64)) != node.size:
+        raise ValueError(f"cannot reshape array of size {node.size} into shape {shape}")
+    if order == "F":
+        t = transpose(Array(node))
+        return transpose(reshape(t, tuple(reversed(shape))))
+    if order != "C":
+        raise ValueError(f"reshape: order must be 'C' or 'F', got {order!r}")
+    if shape == node.shape:
+        return Array(node)
+    return Array(N.Reshape.make(shape, node.dtype, node))
+
+
+def ravel(x) -> Array:
+    return reshape(x, (-1,))
+
+
+def concatenate(arrays, axis=0) -> Array:
+    from ._dtypes import check_dtype
+    nodes = [_arr(a) for a in arrays]
+    if not nodes:
+        raise ValueError("need at least one array to concatenate")
+    if axis is None:
+        nodes = [reshape(Array(n), (-1,)).node for n in nodes]
+        axis = 0
+    ndim = nodes[0].ndim
+    if ndim == 0:
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    axis = normalize_axis_index(axis, ndim)
+    for n in nodes[1:]:
+        if n.ndim != ndim:
+            raise ValueError(
+                "all the input array dimensions except for the concatenation "
+                f"axis must match exactly: shapes {nodes[0].shape} and {n.shape}")
+        for d in range(ndim):
+            if d != axis and n.shape[d] != nodes[0].shape[d]:
+                raise ValueError(
+                    "all the input array dimensions except for the concatenation "
+                    f"axis must match exactly, but along dimension {d} the "
+                    f"shapes are {nodes[0].shape} and {n.shape}")
+    dtype = check_dtype(np.result_type(*(n.dtype for n in nodes)), "concatenate")
+    from .elementwise import astype
+    nodes = [astype(Array(n), dtype).node for n in nodes]
+    if len(nodes) == 1:
+        return Array(nodes[0])
+    shape = list(nodes[0].shape)
+    shape[axis] = sum(n.shape[axis] for n in nodes)
+    return Array(N.Concatenate.make(tuple(shape), dtype, tuple(nodes), axis))
+
+
+def stack(arrays, axis=0) -> Array:
+    nodes = [_arr(a) for a in arrays]
+    if not nodes:
+        raise ValueError("need at least one array to stack")
+    for n in nodes[1:]:
+        if n.shape != nodes[0].shape:
+            raise ValueError("all input arrays must have the same shape, got "
+                             f"{nodes[0].shape} and {n.shape}")
+    axis = normalize_axis_index(axis, nodes[0].ndim + 1)
+    return concatenate([expand_dims(Array(n), axis) for n in nodes], axis)
+
+
+def atleast_1d(x) -> Array:
+    node = _arr(x)
+    return reshape(Array(node), (1,)) if node.ndim == 0 else Array(node)

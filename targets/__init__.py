@@ -1,0 +1,56 @@
+"""Target registry.  Targets are imported lazily, so that a CPU-only install
+never imports pycuda (or pyopencl) until it is asked for."""
+from __future__ import annotations
+
+import importlib
+
+# name -> "module:Class"; the order is the preference for the default target
+REGISTRY = {
+    "cuda": "targets.cuda:CudaTarget",
+    "opencl": "targets.opencl:OpenCLTarget",
+    "numpy": "targets.numpy:NumpyTarget",
+}
+_INSTANCES = {}
+
+
+class TargetUnavailableError(RuntimeError):
+    """The target exists but cannot run on this machine."""
+
+
+def target_class(name):
+    if name not in REGISTRY:
+        raise ValueError(f"unknown target {name!r}; known targets: "
+                         + ", ".join(sorted(REGISTRY)))
+    module, cls = REGISTRY[name].split(":")
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name == module:
+            return None        # not implemented in this version
+        raise
+    return getattr(mod, cls)
+
+
+def availability(name):
+    cls = target_class(name)
+    if cls is None:
+        return False, f"the {name} target is not implemented in this version"
+    return cls.availability()
+
+
+def get_target(name):
+    if name in _INSTANCES:
+        return _INSTANCES[name]
+    ok, reason = availability(name)
+    if not ok:
+        raise TargetUnavailableError(f"target {name!r} is unavailable: {reason}")
+    _INSTANCES[name] = target_class(name)()
+    return _INSTANCES[name]
+
+
+def available_targets():
+    return [n for n in REGISTRY if availability(n)[0]]
+
+
+def best_available():
+    return available_targets()[0]

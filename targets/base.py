@@ -1,0 +1,38 @@
+"""The interface every target implements.
+
+A ``Target`` turns output nodes into an ``Executable`` (``compile``), says
+whether it can run here (``availability``), and tells which values it
+accepts as bindings (``binding_info`` / ``prepare_binding``).  Binding
+checks themselves are shared (``polyarray.program``), so every target gives
+the same errors for the same mistakes.
+"""
+from __future__ import annotations
+
+
+class Executable:
+    """A compiled program: ``run(bindings) -> list of outputs``."""
+
+    source: str = ""
+    kernels: dict = {}
+
+    def run(self, bindings):
+        raise NotImplementedError
+
+
+class Target:
+    name = "?"
+
+    @classmethod
+    def availability(cls):
+        """``(available: bool, reason: str)`` without side effects."""
+        raise NotImplementedError
+
+    def binding_info(self, value):
+        """``(shape, dtype)`` if ``value`` is an array this target accepts."""
+        raise NotImplementedError
+
+    def prepare_binding(self, value):
+        return value
+
+    def compile(self, outputs, **options) -> Executable:
+        raise NotImplementedError

@@ -1,0 +1,36 @@
+"""Test configuration: which targets run, and bounded Hypothesis budgets.
+
+``POLYARRAY_TEST_TARGETS`` (comma-separated) picks the targets the
+target-parametrized tests run on; by default every registered target.  A
+target whose device is missing is skipped, and the skip says why.
+"""
+import os
+import sys
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import targets  # noqa: E402
+
+settings.register_profile("ci", max_examples=40, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("thorough", max_examples=500, deadline=None)
+settings.load_profile(os.environ.get("POLYARRAY_HYPOTHESIS_PROFILE", "ci"))
+
+_IMPLEMENTED = [t for t in targets.REGISTRY if targets.target_class(t) is not None]
+TEST_TARGETS = [t for t in os.environ.get("POLYARRAY_TEST_TARGETS",
+                                          ",".join(_IMPLEMENTED)).split(",") if t]
+
+
+def _target_param(name):
+    ok, reason = targets.availability(name)
+    marks = [] if ok else [pytest.mark.skip(reason=f"{name}: {reason}")]
+    return pytest.param(name, marks=marks, id=name)
+
+
+@pytest.fixture(params=[_target_param(t) for t in TEST_TARGETS])
+def target(request):
+    """Every target under test that is available here."""
+    return request.param

@@ -1,0 +1,69 @@
+"""Shared test helpers: per-dtype tolerances (CuPy's ``numpy_cupy_allclose`` is
+the model) and random inputs that are never all zeros."""
+from __future__ import annotations
+
+import numpy as np
+
+import polyarray as pa
+
+ALL_DTYPES = [np.dtype(t) for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+    np.uint32, np.uint64, np.float16, np.float32, np.float64)]
+FLOATS = [np.dtype(t) for t in (np.float16, np.float32, np.float64)]
+INTS = [d for d in ALL_DTYPES if d.kind in "iu"]
+# the dtypes every device target must cover (issue 3)
+CORE_DTYPES = [np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64, np.bool_)]
+
+# (rtol, atol relative to the reference's largest magnitude)
+TOLERANCES = {
+    np.dtype(np.float16): (2e-3, 2e-3),
+    np.dtype(np.float32): (2e-5, 1e-6),
+    np.dtype(np.float64): (1e-12, 1e-13),
+}
+
+
+def assert_same(actual, expected, context=""):
+    """Same type, shape and dtype, and values equal within the dtype's tolerance."""
+    __tracebackhide__ = True
+    assert isinstance(actual, np.ndarray), f"{context}: got {type(actual).__name__}"
+    expected = np.asarray(expected)
+    assert actual.shape == expected.shape, \
+        f"{context}: shape {actual.shape} != expected {expected.shape}"
+    assert actual.dtype == expected.dtype, \
+        f"{context}: dtype {actual.dtype} != expected {expected.dtype}"
+    if expected.dtype.kind == "f":
+        rtol, atol = TOLERANCES[expected.dtype]
+        finite = np.isfinite(expected)
+        scale = float(np.max(np.abs(expected[finite]), initial=1.0))
+        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol * max(scale, 1.0),
+                                   equal_nan=True, err_msg=context)
+    else:
+        np.testing.assert_array_equal(actual, expected, err_msg=context)
+
+
+def random_array(rng, shape, dtype, low=None, high=None, nonzero=False):
+    """Random values of ``dtype``; small ranges keep integer ops in range."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        a = rng.random(shape) < 0.5
+        if nonzero:
+            a = np.ones(shape, bool)
+        return a
+    if dtype.kind == "f":
+        lo = -3.0 if low is None else low
+        hi = 3.0 if high is None else high
+        a = rng.uniform(lo, hi, size=shape)
+        if nonzero:
+            a = np.where(np.abs(a) < 0.1, 0.5, a)
+        return a.astype(dtype)
+    info = np.iinfo(dtype)
+    lo = max(info.min, -20 if low is None else int(low))
+    hi = min(info.max, 20 if high is None else int(high))
+    a = rng.integers(lo, hi + 1, size=shape).astype(dtype)
+    if nonzero:
+        a = np.where(a == 0, 1, a).astype(dtype)
+    return a
+
+
+def evaluate(expr, target, **bindings):
+    return pa.compile(expr, target=target)(**bindings)
