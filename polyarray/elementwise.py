@@ -76,11 +76,36 @@ def apply_ufunc(name, *args) -> Array:
     if not any(isinstance(o, N.Node) for o in ops):
         ops[0] = array(ops[0]).node
     types = [o.dtype if isinstance(o, N.Node) else o for o in ops]
-    ins, out = resolve_ufunc(ufunc, types)
+    try:
+        ins, out = resolve_ufunc(ufunc, types)
+    except OverflowError:
+        if name not in _COMPARISONS:
+            raise
+        return _out_of_range_comparison(name, ops)
     if name == "power" and out.kind in "iu" and is_python_scalar(ops[1]) \
             and ops[1] < 0:
         raise ValueError("Integers to negative integer powers are not allowed.")
     return build(name, ufunc.__name__, ops, ins, out)
+
+
+_COMPARISONS = {"less": (True, False, False, True), "less_equal": (True, False, False, True),
+                "greater": (False, True, True, False),
+                "greater_equal": (False, True, True, False),
+                "equal": (False,) * 4, "not_equal": (True,) * 4}
+
+
+def _out_of_range_comparison(name, ops):
+    """NumPy 2 compares an integer array with an out-of-range Python int
+    exactly: the answer is the same for every element."""
+    node_pos = 0 if isinstance(ops[0], N.Node) else 1
+    node, value = ops[node_pos], ops[1 - node_pos]
+    above = value > np.iinfo(node.dtype).max
+    # table: (array first & scalar above, array first & below,
+    #         scalar first & above, scalar first & below)
+    answer = _COMPARISONS[name][(0 if above else 1) if node_pos == 0 else (2 if above else 3)]
+    # keep the operand as a binding so its placeholder stays in the program
+    return Array(N.IndexLambda.make(node.shape, np.dtype(np.bool_), np.bool_(answer),
+                                    ((binding_name(0), node),), name))
 
 
 def _unary(name):
