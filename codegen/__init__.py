@@ -1,5 +1,174 @@
-"""DAG -> fused Loopy kernels, and their schedules.
+"""DAG -> fused Loopy kernels (see docs/DESIGN.md for the pipeline).
 
-See docs/DESIGN.md for the pipeline.  The lowering passes live in this
-package; targets (``targets/``) compile and launch what it produces.
+``lower_program(outputs, target)`` runs the passes in order:
+
+1. ``plan.make_plan``: which nodes are materialized, grouped into kernels;
+2. buffer naming (deterministic, in topological order);
+3. ``kernels.Assembler``: one loopy kernel per group, default schedule;
+4. ``lp.merge`` + ``generate_code_v2``: one device source for the program,
+   with each kernel's launch sizes.
+
+The result, ``Lowered``, is plain data (plus the loopy objects for
+inspection), so targets can cache it on disk and launch it themselves.
 """
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from polyarray import nodes as N
+
+log = logging.getLogger("polyarray.codegen")
+
+_C_KEYWORDS = set("""auto break case char const continue default do double else enum
+extern float for goto if inline int long register restrict return short signed sizeof
+static struct switch typedef union unsigned void volatile while bool half kernel global
+local private constant uchar ushort uint ulong size_t""".split())
+_INTERNAL = re.compile(r"^(i|j|m|t|k)(_.*)?$|^(v|val|t|out|data|insn)\d+|^pa_|^loopy|^lid$|^gid$")
+
+
+def _c_name(name):
+    return f"p_{name}" if (name in _C_KEYWORDS or _INTERNAL.match(name)) else name
+
+
+@dataclass
+class KernelInfo:
+    name: str
+    args: tuple            # buffer names, in the kernel's argument order
+    gsize: tuple
+    lsize: tuple
+    kind: str
+    loopy_kernel: object = None
+
+
+@dataclass
+class Lowered:
+    source: str
+    kernels: list                  # [KernelInfo] in launch order
+    buffers: dict                  # name -> (size, storage dtype, shape, dtype, role)
+    inputs: dict                   # placeholder name -> buffer name
+    data: dict                     # buffer name -> index of the DataWrapper in order
+    outputs: list                  # buffer name per output
+    index_dtype: str = "int32"
+    translation_unit: object = field(default=None, repr=False)
+
+
+def index_dtype_for(order):
+    big = any(n.size > 2**31 - 1 for n in order)
+    return np.dtype(np.int64) if big else np.dtype(np.int32)
+
+
+def data_nodes(order):
+    return [n for n in order if isinstance(n, N.DataWrapper)]
+
+
+def lower_program(outputs, target) -> Lowered:
+    """Lower output nodes to kernels for a loopy ``target``."""
+    import loopy as lp
+    from .cfuncs import storage_dtype
+    from .kernels import Assembler
+    from .plan import make_plan
+
+    plan = make_plan(outputs)
+    order = plan.order
+    idx_dt = index_dtype_for(order)
+    buffers, specs, inputs, data = {}, {}, {}, {}
+
+    def add(node, name, role):
+        buffers[id(node)] = name
+        specs[name] = (node.size, storage_dtype(node.dtype), node.shape, node.dtype, role)
+
+    for k, n in enumerate(data_nodes(order)):
+        add(n, f"data{k}", "data")
+        data[f"data{k}"] = k
+    for n in order:
+        if isinstance(n, N.Placeholder):
+            add(n, _c_name(n.name), "input")
+            inputs[n.name] = _c_name(n.name)
+    out_names = []
+    for k, o in enumerate(outputs):
+        if id(o) not in buffers:
+            add(o, f"out{k}", "output")
+        out_names.append(buffers[id(o)])
+    ntemp = 0
+    for n in order:
+        if id(n) in plan.materialized and id(n) not in buffers:
+            add(n, f"t{ntemp}", "temp")
+            ntemp += 1
+
+    asm = Assembler(plan, buffers, target, idx_dt)
+    for name, (size, sdt, *_rest) in specs.items():
+        asm.add_buffer(name, size, sdt)
+    ngroups = sum(1 for g in plan.groups if g.size > 0)
+    if ngroups > 4:
+        log.info("polyarray: lowering %d kernels", ngroups)
+    for gi, g in enumerate(plan.groups):
+        if g.size == 0:
+            continue
+        if g.kind == "elementwise":
+            asm.elementwise(f"k{gi}_elementwise", g)
+        else:
+            node = g.units[0].node
+            label = node.op if isinstance(node, N.Reduce) else "einsum"
+            asm.reduction(f"k{gi}_{label}", node)
+    for name, (size, sdt) in asm.buffer_specs.items():
+        if name not in specs:
+            specs[name] = (size, sdt, (size,), sdt, "temp")
+
+    kernels, tu, source = [], None, ""
+    if asm.kernels:
+        if len(asm.kernels) > 4:
+            log.info("polyarray: generating code for %d kernels: %s", len(asm.kernels),
+                     ", ".join(k.name for k in asm.kernels))
+        tu = lp.merge([k.tu for k in asm.kernels]) if len(asm.kernels) > 1 \
+            else asm.kernels[0].tu
+        from loopy.preprocess import preprocess_program
+        tu = preprocess_program(tu)
+        source = lp.generate_code_v2(tu).device_code()
+        for kp in asm.kernels:
+            knl = tu[kp.name]
+            gsize, lsize = knl.get_grid_size_upper_bounds_as_exprs(tu.callables_table)
+            args = tuple(a.name for a in knl.args)
+            kernels.append(KernelInfo(kp.name, args, tuple(int(x) for x in gsize),
+                                      tuple(int(x) for x in lsize),
+                                      kp.name.split("_", 1)[1], knl))
+    return Lowered(source, kernels, specs, inputs, data, out_names, idx_dt.name, tu)
+
+
+def program_key(outputs) -> str:
+    """Structural digest of the computation, independent of data values.
+
+    Data leaves are keyed by shape and dtype only (their values are passed
+    as kernel arguments), so re-running with new data reuses the kernels.
+    O(N): each node is described once with its children's local numbers.
+    """
+    import hashlib
+    order = N.topological_order(outputs)
+    num = {id(n): k for k, n in enumerate(order)}
+    h = hashlib.sha256(b"polyarray-program-v1")
+    for n in order:
+        h.update(_describe_node(n, num).encode() + b"\n")
+    h.update(repr([num[id(o)] for o in outputs]).encode())
+    return h.hexdigest()
+
+
+def _describe_node(n, num):
+    head = f"{type(n).__name__}|{n.shape}|{n.dtype.str}|"
+    if isinstance(n, N.DataWrapper):
+        return head
+    if isinstance(n, N.Placeholder):
+        return head + n.name
+    if isinstance(n, N.IndexLambda):
+        return head + repr(n.expr) + "|" + ",".join(f"{k}:{num[id(c)]}" for k, c in n.bindings)
+    if isinstance(n, N.Reduce):
+        return head + f"{n.op}|{n.axes}|{num[id(n.array)]}"
+    if isinstance(n, N.Einsum):
+        return head + n.subscripts + "|" + ",".join(str(num[id(o)]) for o in n.operands)
+    if isinstance(n, N.Reshape):
+        return head + str(num[id(n.array)])
+    if isinstance(n, N.Concatenate):
+        return head + f"{n.axis}|" + ",".join(str(num[id(a)]) for a in n.arrays)
+    raise TypeError(type(n).__name__)

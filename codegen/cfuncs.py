@@ -1,0 +1,262 @@
+"""Value operations with NumPy semantics, as target C.
+
+Simple arithmetic lowers to pymbolic operators that loopy prints natively.
+Everything whose C meaning differs from NumPy's (floor division, remainder,
+integer power, NaN-propagating maximum, sign, isinf...) becomes a call to a
+small typed helper, ``pa_<op>_<dtype>``, whose definition loopy emits as a
+preamble (see ``PaFunction``).  Helpers take their arguments once, so shared
+operands are never duplicated in the source.
+
+Booleans are stored and computed as ``uint8`` (0/1): OpenCL forbids ``bool``
+kernel arguments, and NumPy's bool is one byte.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import pymbolic.primitives as p
+from loopy.kernel.function_interface import ScalarCallable
+from loopy.symbolic import TypeCast
+from loopy.types import NumpyType
+
+BOOL = np.dtype(np.bool_)
+U8 = np.dtype(np.uint8)
+
+
+def storage_dtype(dtype) -> np.dtype:
+    dtype = np.dtype(dtype)
+    return U8 if dtype == BOOL else dtype
+
+
+_SHORT = {"b": "bool", "i1": "int8", "i2": "int16", "i4": "int32", "i8": "int64",
+          "u1": "uint8", "u2": "uint16", "u4": "uint32", "u8": "uint64",
+          "f2": "float16", "f4": "float32", "f8": "float64"}
+
+_MATH = {"exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p", "log2": "log2",
+         "log10": "log10", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan",
+         "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh",
+         "cosh": "cosh", "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh",
+         "arctanh": "atanh", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
+         "rint": "rint"}
+
+
+def _math(fn, dtype, cuda):
+    """A math function name for ``dtype`` (CUDA wants ``expf`` for float)."""
+    return fn + "f" if (cuda and dtype == np.float32) else fn
+
+
+def _body(op, dt, T, cuda):
+    """C body of ``pa_<op>_<dt>``; arguments are ``a`` (and ``b``)."""
+    f = dt.kind == "f"
+    signed = dt.kind == "i"
+    M = lambda fn: _math(fn, dt, cuda)     # noqa: E731
+    if op in _MATH:
+        return f"return {M(_MATH[op])}(a);"
+    if op == "arctan2":
+        return f"return {M('atan2')}(a, b);"
+    if op == "square":
+        return f"return ({T})(a * a);"
+    if op == "absolute":
+        if f:
+            return f"return {M('fabs')}(a);"
+        return f"return a < 0 ? ({T})(-a) : a;" if signed else "return a;"
+    if op == "sign":
+        if f:
+            return f"return a > 0 ? ({T})1 : (a < 0 ? ({T})-1 : a);"
+        return f"return ({T})((a > 0) - (a < 0));" if signed else f"return ({T})(a > 0);"
+    if op in ("maximum", "minimum"):
+        cmp = ">" if op == "maximum" else "<"
+        nan = "a != a || " if f else ""
+        return f"return ({nan}a {cmp} b) ? a : b;"
+    if op == "logical_xor":
+        return "return (a != 0) != (b != 0);"
+    if op == "isnan":
+        return "return a != a;" if f else "return 0;"
+    if op == "isinf":
+        return "return a == a && (a - a) != (a - a);" if f else "return 0;"
+    if op == "isfinite":
+        return "return (a - a) == (a - a);" if f else "return 1;"
+    if op == "floor_divide":
+        if f:
+            return (f"if (b == 0) return a / b;\n"
+                    f"  {T} mod = {M('fmod')}(a, b);\n"
+                    f"  {T} div = (a - mod) / b;\n"
+                    f"  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;\n"
+                    f"  if (div == 0) return {M('copysign')}(({T})0, a / b);\n"
+                    f"  {T} fl = {M('floor')}(div);\n"
+                    f"  if (div - fl > ({T})0.5) fl += 1;\n"
+                    f"  return fl;")
+        if signed:
+            return (f"if (b == 0) return 0;\n"
+                    f"  if (b == -1) return ({T})(0 - a);\n"
+                    f"  {T} q = a / b;\n"
+                    f"  if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;\n"
+                    f"  return q;")
+        return "return b == 0 ? 0 : a / b;"
+    if op == "remainder":
+        if f:
+            return (f"if (b == 0) return {M('fmod')}(a, b);\n"
+                    f"  {T} mod = {M('fmod')}(a, b);\n"
+                    f"  if (mod != 0) {{ if ((b < 0) != (mod < 0)) mod += b; }}\n"
+                    f"  else mod = {M('copysign')}(({T})0, b);\n"
+                    f"  return mod;")
+        if signed:
+            return (f"if (b == 0 || b == -1) return 0;\n"
+                    f"  {T} r = a % b;\n"
+                    f"  if (r != 0 && ((r < 0) != (b < 0))) r += b;\n"
+                    f"  return r;")
+        return "return b == 0 ? 0 : a % b;"
+    if op == "power":
+        if f:
+            return f"return {M('pow')}(a, b);"
+        neg = "if (b < 0) return 0;\n  " if signed else ""
+        return (f"{neg}{T} r = 1;\n"
+                f"  while (b > 0) {{ if (b & 1) r *= a; a *= a; b >>= 1; }}\n"
+                f"  return r;")
+    raise NotImplementedError(f"no C helper for {op} on {dt}")
+
+
+# ops producing bool regardless of input dtype
+_BOOL_RESULT = {"isnan", "isinf", "isfinite", "logical_xor"}
+HELPER_OPS = (set(_MATH) | {"arctan2", "square", "absolute", "sign", "maximum", "minimum",
+                            "floor_divide", "remainder", "power"} | _BOOL_RESULT)
+
+
+@lru_cache(maxsize=None)
+def _signature(name):
+    """``pa_<op>_<dtype>`` -> (op, dtype, nargs, result dtype)."""
+    _, rest = name.split("_", 1)
+    op, dtname = rest.rsplit("_", 1)
+    dt = np.dtype(dtname)
+    nargs = 2 if op in ("arctan2", "maximum", "minimum", "floor_divide", "remainder",
+                        "power", "logical_xor") else 1
+    out = U8 if op in _BOOL_RESULT else storage_dtype(dt)
+    return op, dt, nargs, out
+
+
+def helper_name(op, dtype) -> str:
+    return f"pa_{op}_{np.dtype(dtype).name}"
+
+
+class PaFunction(ScalarCallable):
+    """A typed polyarray helper; its C definition is emitted as a preamble."""
+
+    def with_types(self, arg_id_to_dtype, clbl_inf_ctx):
+        op, dt, nargs, out = _signature(self.name)
+        types = {k: NumpyType(storage_dtype(dt)) for k in range(nargs)}
+        types[-1] = NumpyType(out)
+        return self.copy(arg_id_to_dtype=types, name_in_target=self.name), clbl_inf_ctx
+
+    def generate_preambles(self, target):
+        from loopy.target.cuda import CudaTarget
+        op, dt, nargs, out = _signature(self.name)
+        cuda = isinstance(target, CudaTarget)
+        T = target.dtype_to_typename(NumpyType(storage_dtype(dt)))
+        R = target.dtype_to_typename(NumpyType(out))
+        params = ", ".join(f"{T} {v}" for v in "ab"[:nargs])
+        qual = "__device__ static inline" if cuda else "static inline"
+        body = _body(op, dt, T, cuda)
+        yield (f"50_{self.name}", f"{qual} {R} {self.name}({params})\n{{\n  {body}\n}}\n")
+
+
+# -- lowering of frontend value calls ------------------------------------
+
+def _small_int(dt):
+    return dt.kind in "iub" and dt.itemsize < 4
+
+
+def wrap(expr, dtype):
+    """Cast back to ``dtype`` where C's integer promotion would widen."""
+    dtype = np.dtype(dtype)
+    if dtype == BOOL or _small_int(dtype):
+        return TypeCast(storage_dtype(dtype), expr)
+    return expr
+
+
+def as_bool(expr, dtype):
+    """A C truth value of ``expr`` (0/1 as uint8)."""
+    if np.dtype(dtype) == BOOL:
+        return expr
+    return TypeCast(U8, p.Comparison(expr, "!=", 0))
+
+
+def cast(expr, from_dt, to_dt):
+    from_dt, to_dt = np.dtype(from_dt), np.dtype(to_dt)
+    if from_dt == to_dt:
+        return expr
+    if to_dt == BOOL:
+        return as_bool(expr, from_dt)
+    return TypeCast(to_dt, expr)
+
+
+_CMP = {"less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
+        "equal": "==", "not_equal": "!="}
+
+
+@lru_cache(maxsize=None)
+def ufunc_out_dtype(name, in_dtypes):
+    ufunc = getattr(np, name)
+    return np.dtype(ufunc.resolve_dtypes(tuple(in_dtypes) + (None,))[ufunc.nin])
+
+
+class Unsupported(TypeError):
+    pass
+
+
+def lower_call(name, args, functions):
+    """Lower ``name(*args)``; ``args`` are ``(expr, dtype)``; returns the same.
+
+    ``functions`` collects the helper names the kernel must register.
+    """
+    if name.startswith("cast_"):
+        (e, dt), = args
+        to = np.dtype(name[5:])
+        return cast(e, dt, to), to
+    if name == "where":
+        (c, cdt), (a, adt), (b, _) = args
+        return p.If(p.Comparison(c, "!=", 0), a, b), adt
+    dts = tuple(dt for _, dt in args)
+    out = ufunc_out_dtype(name, dts)
+    ex = [e for e, _ in args]
+    dt = dts[0]
+    if dt == np.float16 or out == np.float16:
+        raise Unsupported("float16 is not supported on device targets yet; "
+                          "use astype(np.float32)")
+    if name in ("floor", "ceil", "trunc", "rint") and dt.kind in "biu":
+        return ex[0], out                   # NumPy 2: identity on integers
+    if name in HELPER_OPS:
+        fname = helper_name(name, dt)
+        functions.add(fname)
+        return p.Call(p.Variable(fname), tuple(ex)), out
+    if name in _CMP:
+        return TypeCast(U8, p.Comparison(ex[0], _CMP[name], ex[1])), out
+    if name == "add":
+        return (as_bool(p.LogicalOr(tuple(ex)), out) if out == BOOL
+                else wrap(p.Sum(tuple(ex)), out)), out
+    if name == "multiply":
+        return (as_bool(p.LogicalAnd(tuple(ex)), out) if out == BOOL
+                else wrap(p.Product(tuple(ex)), out)), out
+    if name == "subtract":
+        return wrap(p.Sum((ex[0], p.Product((-1, ex[1])))), out), out
+    if name == "divide":
+        return p.Quotient(ex[0], ex[1]), out
+    if name == "negative":
+        return wrap(p.Product((-1, ex[0])), out), out
+    if name == "positive":
+        return ex[0], out
+    if name == "logical_and":
+        return TypeCast(U8, p.LogicalAnd(tuple(ex))), out
+    if name == "logical_or":
+        return TypeCast(U8, p.LogicalOr(tuple(ex))), out
+    if name == "logical_not":
+        return TypeCast(U8, p.Comparison(ex[0], "==", 0)), out
+    if name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        cls = {"bitwise_and": p.BitwiseAnd, "bitwise_or": p.BitwiseOr,
+               "bitwise_xor": p.BitwiseXor}[name]
+        return wrap(cls(tuple(ex)), out), out
+    if name == "invert":
+        if out == BOOL:
+            return TypeCast(U8, p.Comparison(ex[0], "==", 0)), out
+        return wrap(p.BitwiseNot(ex[0]), out), out
+    raise Unsupported(f"{name} is not supported on device targets yet")

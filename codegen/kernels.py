@@ -1,0 +1,377 @@
+"""Kernel construction: one loopy kernel per plan group, with default schedules.
+
+Elementwise groups run over a flat 1-D domain, split into work-groups
+(``g.0``/``l.0``), so stores are coalesced whatever the rank.
+
+Reductions (``Reduce`` and ``Einsum``) flatten the kept axes to ``i`` (M
+outputs) and the reduced axes to ``j`` (length R), then pick a strategy:
+
+* ``thread``: one work-item per output, sequential loop over ``j``; used
+  when outputs are many and the reduced axis is not the contiguous one (the
+  reads are then coalesced across work-items).
+* ``group``: one work-group per output, a tree reduction in local memory
+  over ``j`` (``split_reduction_outward``); used when the reduced axis is
+  contiguous and long.
+* ``two-stage``: few outputs and a long reduction: T work-items each reduce
+  a grid-strided slice into partials (coalesced), then a ``group`` kernel
+  reduces the partials.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pymbolic.primitives as p
+
+import loopy as lp
+from loopy.library.reduction import (ArgMaxReductionOperation, ArgMinReductionOperation,
+                                     MaxReductionOperation, MinReductionOperation)
+from loopy.symbolic import Reduction, ResolvedFunction, TypeCast
+
+from polyarray import nodes as N
+from .cfuncs import BOOL, U8, PaFunction, as_bool, helper_name, storage_dtype
+from .lower import KernelBuilder, ceil_div, decompose, linearize, pow2_floor
+from .plan import _materialized_deps
+
+WG = 256                # default work-group size
+MANY_OUTPUTS = 1024     # enough outputs to fill a device one per work-item
+LONG_REDUCTION = 4096   # worth two stages when outputs are few
+I32 = np.dtype(np.int32)
+I64 = np.dtype(np.int64)
+
+# -- reduction operations with NumPy semantics ------------------------------
+
+_TIE = (" op1 || index1 < 0 || (op2 == op1 && index2 < index1)"
+        " || (op2 != op2 && (op1 == op1 || index2 < index1)) || 0 > 1 &&")
+
+
+class PaArgMax(ArgMaxReductionOperation):
+    """argmax that keeps the first index on ties and on NaN, as NumPy does."""
+    update_comparison = ">" + _TIE
+
+    def prefix(self, scalar_dtype, index_dtype):
+        return "pa_" + super().prefix(scalar_dtype, index_dtype)
+
+
+class PaArgMin(ArgMinReductionOperation):
+    update_comparison = "<" + _TIE
+
+    def prefix(self, scalar_dtype, index_dtype):
+        return "pa_" + super().prefix(scalar_dtype, index_dtype)
+
+
+class _HelperCombine:
+    """max/min reduction that combines with our NaN-propagating helper."""
+    helper = None
+
+    def __call__(self, dtypes, operand1, operand2, callables_table, target):
+        from loopy.translation_unit import add_callable_to_table
+        dtype, = dtypes
+        name = helper_name(self.helper, dtype.numpy_dtype)
+        clbl, callables_table = PaFunction(name).with_types({0: dtype, 1: dtype},
+                                                            callables_table)
+        fid, callables_table = add_callable_to_table(callables_table, name, clbl)
+        return ResolvedFunction(fid)(operand1, operand2), callables_table
+
+
+class PaMax(_HelperCombine, MaxReductionOperation):
+    helper = "maximum"
+
+
+class PaMin(_HelperCombine, MinReductionOperation):
+    helper = "minimum"
+
+
+def _widen(expr, dt):
+    """loopy's max/min need a neutral element: compute small ints in int32."""
+    if dt == BOOL or (dt.kind in "iu" and dt.itemsize < 4):
+        return TypeCast(I32, expr), I32
+    return expr, dt
+
+
+def reduction_expr(op, inames, value, index=None):
+    """``(loopy expression, accumulator dtype, is_arg)`` for ``op``."""
+    expr, dt = value
+    if op in ("sum", "prod"):
+        if dt == BOOL:          # bool einsum: OR of ANDs
+            e, d = TypeCast(I32, as_bool(expr, dt)), I32
+            return Reduction("max", inames, e), d, False
+        return Reduction("sum" if op == "sum" else "product", inames, expr), dt, False
+    if op in ("max", "min"):
+        if dt.kind == "f":
+            return Reduction(PaMax() if op == "max" else PaMin(), inames, expr), dt, False
+        e, d = _widen(expr, dt)
+        return Reduction(op, inames, e), d, False
+    if op in ("any", "all"):
+        e = TypeCast(I32, as_bool(expr, dt))
+        return Reduction("max" if op == "any" else "min", inames, e), I32, False
+    if op in ("argmax", "argmin"):
+        e, d = _widen(expr, dt)
+        oper = PaArgMax() if op == "argmax" else PaArgMin()
+        return Reduction(oper, inames, (e, index)), d, True
+    raise NotImplementedError(op)
+
+
+def combine_op(op):
+    """The op that reduces partial results of ``op`` (second stage)."""
+    return {"sum": "sum", "prod": "prod", "max": "max", "min": "min",
+            "any": "any", "all": "all"}.get(op, op)
+
+
+# -- kernel assembly -------------------------------------------------------
+
+@dataclass
+class KernelPlan:
+    name: str
+    tu: object
+    written: tuple      # buffer names this kernel writes
+
+
+class Assembler:
+    """Builds all kernels of a plan; collects extra (partial) buffers."""
+
+    def __init__(self, plan, buffers, target, index_dtype):
+        self.plan = plan
+        self.buffers = buffers            # id(node) -> name
+        self.target = target
+        self.index_dtype = index_dtype
+        self.buffer_specs = {}            # name -> (size, storage dtype)
+        self.kernels = []
+
+    def add_buffer(self, name, size, dtype):
+        self.buffer_specs[name] = (int(size), storage_dtype(dtype))
+
+    def finish(self, name, kb, domains, written, schedule):
+        used = set()
+        from loopy.symbolic import get_dependencies
+        for insn in kb.instructions:
+            used |= set(get_dependencies(insn.expression)) | set(insn.assignee_var_names())
+        args = [lp.GlobalArg(b, self.buffer_specs[b][1], shape=(max(self.buffer_specs[b][0], 1),),
+                             is_input=b not in written, is_output=b in written)
+                for b in sorted(used & set(self.buffer_specs))]
+        knl = lp.make_kernel(domains, kb.instructions, args + list(kb.temporaries.values()),
+                             name=name, target=self.target, lang_version=(2018, 2),
+                             index_dtype=self.index_dtype)
+        for f in sorted(kb.functions):
+            knl = lp.register_callable(knl, f, PaFunction(f))
+        knl = lp.set_options(knl, enforce_array_accesses_within_bounds="no_check")
+        knl = schedule(knl)
+        # a work-group reduction's result is stored by every work-item (same value)
+        kern = knl.default_entrypoint
+        knl = knl.with_kernel(kern.copy(silenced_warnings=frozenset(
+            kern.silenced_warnings) | {"write_race(*)"}))
+        self.kernels.append(KernelPlan(name, knl, tuple(sorted(written))))
+
+    # -- elementwise ------------------------------------------------------
+    def elementwise(self, name, group):
+        kb = KernelBuilder(self.plan, self.buffers, ["i"])
+        roots = [u.node for u in group.units]
+        kb.analyze(roots)
+        i = p.Variable("i")
+        later_deps = set()
+        for u in group.units[1:]:
+            later_deps |= {id(d) for d in _materialized_deps(u.node, self.plan.materialized)}
+        written = set()
+        for u in group.units:
+            kb.flat[u.node.shape] = (i, decompose(i, u.node.shape))
+        kb.prewarm({shape: v[1] for shape, v in kb.flat.items()}, ["i"])
+        for u in group.units:
+            n = u.node
+            idx = kb.flat[n.shape][1]
+            expr, dt = kb.define(n, idx, ["i"])
+            if id(n) in later_deps:
+                expr = kb.temp(expr, dt, ["i"])
+                kb.local[id(n)] = (expr, idx)
+            buf = self.buffers[id(n)]
+            kb.assign(p.Subscript(p.Variable(buf), (i,)), expr, ["i"])
+            written.add(buf)
+        wg = min(WG, group.size)
+
+        def schedule(knl):
+            return lp.split_iname(knl, "i", wg, outer_tag="g.0", inner_tag="l.0")
+        self.finish(name, kb, [f"{{[i]: 0 <= i < {group.size}}}"], written, schedule)
+
+    # -- reductions ---------------------------------------------------------
+    def reduction(self, name, node):
+        """A Reduce or Einsum node -> one or two kernels."""
+        spec = _reduction_spec(node)
+        M, R = spec["M"], spec["R"]
+        out = self.buffers[id(node)]
+        if M == 0:
+            return
+        if R == 0:      # empty reduction: the neutral element (NumPy's identity)
+            return self._neutral(name, node, spec, out)
+        if M < MANY_OUTPUTS and R >= LONG_REDUCTION:
+            return self._two_stage(name, node, spec, out)
+        strategy = "group" if (spec["inner"] and R >= 64) or M < 64 else "thread"
+        if spec["op"] in ("argmax", "argmin"):
+            strategy = "thread"     # loopy cannot split an arg-reduction outward
+        self._single(name, node, spec, out, strategy)
+
+    def _neutral(self, name, node, spec, out):
+        value = {"sum": 0, "prod": 1, "any": 0, "all": 1}[spec["op"]]
+        kb = KernelBuilder(self.plan, self.buffers, ["i"])
+        i = p.Variable("i")
+        kb.assign(p.Subscript(p.Variable(out), (i,)),
+                  storage_dtype(node.dtype).type(value), ["i"])
+        M = spec["M"]
+        lw = min(WG, M)
+        self.finish(name, kb, [f"{{[i]: 0 <= i < {M}}}"], {out},
+                    lambda knl: lp.split_iname(knl, "i", lw, outer_tag="g.0",
+                                               inner_tag="l.0"))
+
+    def _body(self, kb, node, spec, i_expr, j_expr):
+        """Value (and flat reduction index) of the reduction body."""
+        kept = decompose(i_expr, spec["kept_shape"])
+        red = decompose(j_expr, spec["red_shape"])
+        return spec["body"](kb, kept, red), j_expr
+
+    def _write(self, kb, node, out, lhs_index, red_expr, acc_dt, is_arg, within, deps=()):
+        lhs = p.Subscript(p.Variable(out), (lhs_index,))
+        if is_arg:
+            vt = kb.fresh("val")
+            kb.temporaries[vt] = lp.TemporaryVariable(
+                vt, dtype=acc_dt, shape=(), address_space=lp.AddressSpace.PRIVATE)
+            kb.assign((p.Variable(vt), lhs), red_expr, within, deps)
+            return
+        res = red_expr
+        if node.dtype == BOOL:
+            res = TypeCast(U8, red_expr)
+        elif acc_dt != node.dtype:
+            res = TypeCast(storage_dtype(node.dtype), red_expr)
+        kb.assign(lhs, res, within, deps)
+
+    def _single(self, name, node, spec, out, strategy):
+        kb = KernelBuilder(self.plan, self.buffers, ["i"])
+        kb.analyze([node])
+        i, j = p.Variable("i"), p.Variable("j")
+        value, jx = self._body(kb, node, spec, i, j)
+        red, acc_dt, is_arg = reduction_expr(spec["op"], ("j",), value, TypeCast(I64, jx))
+        self._write(kb, node, out, i, red, acc_dt, is_arg, ["i"])
+        M, R = spec["M"], spec["R"]
+        domain = f"{{[i, j]: 0 <= i < {M} and 0 <= j < {R}}}"
+
+        if strategy == "group" and R > 1:
+            lw = min(WG, pow2_floor(R))
+
+            def schedule(knl):
+                knl = lp.split_iname(knl, "j", lw, inner_iname="j_inner",
+                                     outer_iname="j_outer")
+                knl = lp.split_reduction_outward(knl, "j_inner")
+                return lp.tag_inames(knl, {"i": "g.0", "j_inner": "l.0"})
+        else:
+            lw = min(WG, M)
+
+            def schedule(knl):
+                return lp.split_iname(knl, "i", lw, outer_tag="g.0", inner_tag="l.0")
+        self.finish(name, kb, [domain], {out}, schedule)
+
+    def _two_stage(self, name, node, spec, out):
+        M, R = spec["M"], spec["R"]
+        T = WG * max(1, min(512, R // (WG * 16)))
+        if spec["op"] in ("argmax", "argmin"):
+            T = min(T, 4 * WG)      # the second stage is sequential for these
+        K = ceil_div(R, T)
+        op = spec["op"]
+        is_arg = op in ("argmax", "argmin")
+        kb = KernelBuilder(self.plan, self.buffers, ["m", "t"])
+        kb.analyze([node])
+        m, t, k = p.Variable("m"), p.Variable("t"), p.Variable("k")
+        jflat = p.Sum((t, p.Product((T, k))))
+        value, jx = self._body(kb, node, spec, m, jflat)
+        red, acc_dt, _ = reduction_expr(op, ("k",), value, TypeCast(I64, jx))
+        part = f"{out}_part"
+        lin = p.Sum((p.Product((T, m)), t)) if M > 1 else t
+        self.add_buffer(part, M * T, acc_dt)
+        if is_arg:
+            self.add_buffer(part + "_idx", M * T, I64)
+            kb.assign((p.Subscript(p.Variable(part), (lin,)),
+                       p.Subscript(p.Variable(part + "_idx"), (lin,))), red, ["m", "t"])
+            written = {part, part + "_idx"}
+        else:
+            kb.assign(p.Subscript(p.Variable(part), (lin,)), red, ["m", "t"])
+            written = {part}
+        domain = (f"{{[m, t, k]: 0 <= m < {M} and 0 <= t < {T} and 0 <= k < {K} "
+                  f"and t + {T} * k < {R}}}")
+
+        def schedule1(knl):
+            knl = lp.split_iname(knl, "t", WG, outer_tag="g.0", inner_tag="l.0")
+            return lp.tag_inames(knl, {"m": "g.1"}) if M > 1 else knl
+        self.finish(name + "_s1", kb, [domain], written, schedule1)
+
+        # stage 2: reduce the partials of each output with one work-group
+        kb2 = KernelBuilder(self.plan, self.buffers, ["i"])
+        i, j = p.Variable("i"), p.Variable("j")
+        plin = p.Sum((p.Product((T, i)), j)) if M > 1 else j
+        pval = (p.Subscript(p.Variable(part), (plin,)), acc_dt)
+        pidx = p.Subscript(p.Variable(part + "_idx"), (plin,)) if is_arg else None
+        op2 = combine_op(op)
+        if op in ("any", "all") or node.dtype == BOOL:
+            op2 = "min" if op == "all" else "max"
+            red2 = Reduction(op2, ("j",), pval[0])
+            acc2, arg2 = I32, False
+        else:
+            red2, acc2, arg2 = reduction_expr(op2, ("j",), pval, pidx)
+        self._write(kb2, node, out, i, red2, acc2, arg2, ["i"])
+        lw = WG
+
+        def schedule2(knl):
+            if arg2:
+                return lp.tag_inames(knl, {"i": "g.0"})
+            knl = lp.split_iname(knl, "j", lw, inner_iname="j_inner", outer_iname="j_outer")
+            knl = lp.split_reduction_outward(knl, "j_inner")
+            return lp.tag_inames(knl, {"i": "g.0", "j_inner": "l.0"})
+        self.finish(name + "_s2", kb2, [f"{{[i, j]: 0 <= i < {M} and 0 <= j < {T}}}"],
+                    {out}, schedule2)
+
+
+def _reduction_spec(node):
+    """Flattened view of a Reduce/Einsum: sizes, shapes and a body builder."""
+    if isinstance(node, N.Reduce):
+        x = node.array
+        axes = node.axes
+        kept_shape = tuple(n for d, n in enumerate(x.shape) if d not in axes)
+        red_shape = tuple(x.shape[d] for d in axes)
+        inner = bool(x.ndim) and (x.ndim - 1) in axes
+
+        def body(kb, kept, red):
+            idx, ki, ri = [], iter(kept), iter(red)
+            for d in range(x.ndim):
+                idx.append(next(ri) if d in axes else next(ki))
+            return kb.value(x, tuple(idx), kb.inames, reducing=True)
+        op = node.op
+    else:
+        ins, out = node.subscripts.split("->")
+        ins = ins.split(",")
+        sizes = {}
+        for s, o in zip(ins, node.operands):
+            sizes.update(zip(s, o.shape))
+        contracted = [c for c in dict.fromkeys("".join(ins)) if c not in out]
+        kept_shape = tuple(sizes[c] for c in out)
+        red_shape = tuple(sizes[c] for c in contracted)
+        last = ins[0][-1] if ins[0] else None
+        inner = last in contracted
+
+        def body(kb, kept, red):
+            env = dict(zip(out, kept))
+            env.update(zip(contracted, red))
+            factors = []
+            for s, o in zip(ins, node.operands):
+                e, _ = kb.value(o, tuple(env[c] for c in s), kb.inames, reducing=True)
+                factors.append(e)
+            if node.dtype == BOOL:
+                return p.LogicalAnd(tuple(factors)), BOOL
+            if len(factors) == 1:
+                return factors[0], node.dtype
+            prod = p.Product(tuple(factors))
+            if node.dtype.kind in "iu" and node.dtype.itemsize < 4:
+                prod = TypeCast(node.dtype, prod)
+            return prod, node.dtype
+        op = "sum"
+    M = int(np.prod(kept_shape, dtype=np.int64))
+    R = int(np.prod(red_shape, dtype=np.int64))
+    return {"M": M, "R": R, "kept_shape": kept_shape, "red_shape": red_shape,
+            "inner": inner, "body": body, "op": op}
+
+
+__all__ = ["Assembler", "KernelPlan", "linearize"]

@@ -1,0 +1,307 @@
+"""Lowering of DAG nodes to loopy expressions, one kernel at a time.
+
+Every buffer is a flat 1-D array; multi-indices are linearized here, so a
+reshape of a buffer is free and a read at the kernel's own index is just
+``buf[i]``.  Inlined nodes are lowered by substituting index expressions
+(pymbolic-style mapper, one ``map_<node>`` per node type); a node that is
+used several times in one kernel is computed once into a private temporary.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pymbolic.primitives as p
+from pymbolic.mapper import Mapper as ExprMapper
+
+import loopy as lp
+from loopy.kernel.instruction import make_assignment
+
+from polyarray import nodes as N
+from polyarray.mapper import Mapper
+from .cfuncs import BOOL, U8, lower_call, storage_dtype
+
+SPILL_DEPTH = 24       # spill deep inlined chains into temporaries
+
+
+def decompose(flat, shape):
+    """Multi-index of C-order position ``flat`` in ``shape``."""
+    if len(shape) == 0:
+        return ()
+    if len(shape) == 1:
+        return (flat,)
+    strides = [int(np.prod(shape[k + 1:], dtype=np.int64)) for k in range(len(shape))]
+    idx = []
+    for k, (n, s) in enumerate(zip(shape, strides)):
+        e = flat if s == 1 else p.FloorDiv(flat, s)
+        if k > 0 and n != 1:
+            e = p.Remainder(e, n)
+        idx.append(0 if n == 1 else e)
+    return tuple(idx)
+
+
+def linearize(idx, shape):
+    """C-order linear index of ``idx`` in ``shape``."""
+    out, stride = 0, 1
+    terms = []
+    for e, n in zip(reversed(idx), reversed(shape)):
+        if n != 1 and not (isinstance(e, int) and e == 0):
+            terms.append(e if stride == 1 else p.Product((stride, e)))
+        stride *= n
+    terms.reverse()
+    if not terms:
+        return 0
+    return terms[0] if len(terms) == 1 else p.Sum(tuple(terms))
+
+
+class KernelBuilder(Mapper):
+    """Builds the instructions of one kernel.
+
+    ``buffers`` maps id(node) -> buffer name for every materialized or input
+    node; ``local`` maps id(node) -> (temporary name, index) for materialized
+    nodes computed earlier in this same kernel.
+    """
+
+    def __init__(self, plan, buffers, inames):
+        self.plan = plan
+        self.buffers = buffers
+        self.inames = inames               # outer parallel inames of this kernel
+        self.instructions = []
+        self.temporaries = {}
+        self.functions = set()
+        self.local = {}
+        self.flat = {}                     # shape -> (flat var, idx tuple)
+        self._memo = {}
+        self._tmp_writer = {}
+        self._n = 0
+        self.uses = {}
+        self.spill = set()
+
+    # -- analysis ----------------------------------------------------------
+    def analyze(self, roots):
+        """Count in-kernel reads of inlined nodes and choose spill points.
+
+        A node read more than once (by several consumers, or twice by one
+        expression such as ``e * e``) is computed once into a temporary.
+        Walks only this kernel's inlined region, so it is O(region).
+        """
+        order, seen = [], set()
+        for root in roots:
+            stack = [(root, iter(self._inlined_children(root)))]
+            while stack:
+                node, it = stack[-1]
+                for child in it:
+                    self.uses[id(child)] = self.uses.get(id(child), 0) + _reads(node, child)
+                    if id(child) not in seen:
+                        seen.add(id(child))
+                        stack.append((child, iter(self._inlined_children(child))))
+                        break
+                else:
+                    stack.pop()
+                    order.append(node)
+        self.region_order = order
+        depth = {}
+        for n in order:                 # children before parents
+            d = 1 + max((depth.get(id(c), 0) for c in self._inlined_children(n)), default=0)
+            if d >= SPILL_DEPTH:
+                self.spill.add(id(n))
+                d = 1
+            depth[id(n)] = d
+
+    def prewarm(self, idx_by_shape, within):
+        """Create the temporaries of shared/spilled nodes bottom-up, so that
+        lowering the roots recurses at most ``SPILL_DEPTH`` levels deep."""
+        for n in self.region_order:
+            if (self.uses.get(id(n), 0) > 1 or id(n) in self.spill) and _computes(n) \
+                    and n.shape in idx_by_shape:
+                self.value(n, idx_by_shape[n.shape], within)
+
+    def _inlined_children(self, node):
+        return [c for c in dict.fromkeys(node.children()) if self._inlined(c)]
+
+    def _inlined(self, node):
+        return id(node) not in self.buffers
+
+    # -- names ----------------------------------------------------------
+    def fresh(self, prefix):
+        self._n += 1
+        return f"{prefix}{self._n}"
+
+    def temp(self, expr, dtype, within, depends=()):
+        """Emit ``tmp = expr`` and return the temporary's variable."""
+        name = self.fresh("v")
+        sdt = storage_dtype(dtype)
+        self.temporaries[name] = lp.TemporaryVariable(
+            name, dtype=sdt, shape=(), address_space=lp.AddressSpace.PRIVATE)
+        self.assign(p.Variable(name), expr, within, depends)
+        self._tmp_writer[name] = self.instructions[-1].id
+        return p.Variable(name)
+
+    def assign(self, lhs, rhs, within, depends=(), **kw):
+        insn_id = self.fresh("insn")
+        deps = set(depends) | self._deps_of(rhs)
+        lhs = lhs if isinstance(lhs, tuple) else (lhs,)
+        self.instructions.append(make_assignment(
+            lhs, rhs, id=insn_id, within_inames=frozenset(within),
+            depends_on=frozenset(deps), **kw))
+        return insn_id
+
+    def _deps_of(self, expr):
+        from loopy.symbolic import get_dependencies
+        return {self._tmp_writer[n] for n in get_dependencies(expr)
+                if n in self._tmp_writer}
+
+    # -- reading values -----------------------------------------------------
+    def value(self, node, idx, within, reducing=False):
+        """``(expr, dtype)`` of ``node`` at multi-index ``idx``."""
+        if id(node) in self.local and tuple(self.local[id(node)][1]) == tuple(idx):
+            return self.local[id(node)][0], node.dtype
+        if id(node) in self.buffers:
+            return self.read_buffer(node, idx), node.dtype
+        key = (id(node), tuple(idx))
+        if key in self._memo:
+            return self._memo[key]
+        expr, dt = self.rec(node, tuple(idx), within, reducing)
+        if not reducing and (self.uses.get(id(node), 0) > 1 or id(node) in self.spill) \
+                and _computes(node):
+            expr = self.temp(expr, dt, within)
+            self._memo[key] = (expr, dt)
+        return expr, dt
+
+    def read_buffer(self, node, idx):
+        name = self.buffers[id(node)]
+        flat = self.flat.get(node.shape)
+        lin = flat[0] if (flat is not None and tuple(idx) == flat[1]) else \
+            linearize(idx, node.shape)
+        return p.Subscript(p.Variable(name), (lin,))
+
+    def define(self, node, idx, within, reducing=False):
+        """The value of ``node`` from its definition (ignoring its buffer)."""
+        return self.rec(node, tuple(idx), within, reducing)
+
+    # -- node mappers (inlined definitions) -------------------------------
+    def map_index_lambda(self, node, idx, within, reducing):
+        env = dict(node.bindings)
+        lowerer = _ExprLowerer(self, idx, env, within, reducing)
+        return lowerer.rec(node.expr)
+
+    def map_reshape(self, node, idx, within, reducing):
+        flat = self.flat.get(node.shape)
+        if flat is not None and tuple(idx) == flat[1]:
+            lin = flat[0]
+        else:
+            lin = linearize(idx, node.shape)
+        src = node.array.shape
+        in_idx = self._flat_index(lin, src)
+        return self.value(node.array, in_idx, within, reducing)
+
+    def _flat_index(self, lin, shape):
+        flat = self.flat.get(shape)
+        if flat is not None and lin == flat[0]:
+            return flat[1]
+        return decompose(lin, shape)
+
+    def map_concatenate(self, node, idx, within, reducing):
+        ax = node.axis
+        pieces, off = [], 0
+        for arr in node.arrays:
+            sub = list(idx)
+            sub[ax] = idx[ax] - off if off else idx[ax]
+            pieces.append((off, self.value(arr, tuple(sub), within, reducing)[0]))
+            off += arr.shape[ax]
+        expr = pieces[-1][1]
+        for (start, e), (nxt, _) in zip(reversed(pieces[:-1]), reversed(pieces[1:])):
+            expr = p.If(p.Comparison(idx[ax], "<", nxt), e, expr)
+        return expr, node.dtype
+
+
+def _reads(parent, child):
+    """How many times ``parent``'s definition reads ``child``."""
+    if isinstance(parent, N.IndexLambda):
+        return sum(repr(parent.expr).count(f"Variable('{name}')")
+                   for name, c in parent.bindings if c is child)
+    return 1
+
+
+def _computes(node):
+    """Worth a temporary when shared: it does arithmetic, not just a read."""
+    if isinstance(node, N.IndexLambda):
+        return isinstance(node.expr, p.Call)
+    return isinstance(node, N.Concatenate)
+
+
+class _ExprLowerer(ExprMapper):
+    """Frontend IndexLambda expression -> loopy expression, ``(expr, dtype)``."""
+
+    def __init__(self, kb, idx, env, within, reducing):
+        self.kb, self.idx, self.env = kb, idx, env
+        self.within, self.reducing = within, reducing
+
+    def map_constant(self, c):
+        if isinstance(c, np.generic):
+            dt = c.dtype
+            if dt == BOOL:
+                return U8.type(int(c)), dt
+            if dt.kind == "f" and not np.isfinite(c):
+                sign = "-" if c < 0 else ""
+                return p.Variable(f"{sign}INFINITY" if np.isinf(c) else "NAN"), dt
+            return c, dt
+        if isinstance(c, bool):
+            return U8.type(int(c)), BOOL
+        return c, np.dtype(np.int64)
+
+    def map_variable(self, v):
+        name = v.name
+        if name.startswith("_in"):
+            return self.kb.value(self.env[name], (), self.within, self.reducing)
+        k = int(name[1:])
+        return self.idx[k], np.dtype(np.int64)
+
+    def map_subscript(self, s):
+        child = self.env[s.aggregate.name]
+        index = s.index if isinstance(s.index, tuple) else (s.index,)
+        sub = tuple(self.rec(i)[0] for i in index)
+        return self.kb.value(child, sub, self.within, self.reducing)
+
+    def map_call(self, c):
+        args = [self.rec(a) for a in c.parameters]
+        return lower_call(c.function.name, args, self.kb.functions)
+
+    def _index_op(self, cls, *children):
+        return cls(*(self.rec(ch)[0] for ch in children))
+
+    def map_sum(self, e):
+        return p.Sum(tuple(self.rec(ch)[0] for ch in e.children)), np.dtype(np.int64)
+
+    def map_product(self, e):
+        return p.Product(tuple(self.rec(ch)[0] for ch in e.children)), np.dtype(np.int64)
+
+    def map_floor_div(self, e):
+        return p.FloorDiv(self.rec(e.numerator)[0], self.rec(e.denominator)[0]), \
+            np.dtype(np.int64)
+
+    def map_remainder(self, e):
+        return p.Remainder(self.rec(e.numerator)[0], self.rec(e.denominator)[0]), \
+            np.dtype(np.int64)
+
+    def map_comparison(self, e):
+        return p.Comparison(self.rec(e.left)[0], e.operator, self.rec(e.right)[0]), BOOL
+
+    def map_if(self, e):
+        then, dt = self.rec(e.then)
+        return p.If(self.rec(e.condition)[0], then, self.rec(e.else_)[0]), dt
+
+
+def is_pow2(n):
+    return n > 0 and (n & (n - 1)) == 0
+
+
+def pow2_floor(n):
+    return 1 << (max(1, n).bit_length() - 1)
+
+
+def ceil_div(a, b):
+    return -(-a // b)
+
+
+__all__ = ["KernelBuilder", "decompose", "linearize", "math"]

@@ -1,0 +1,243 @@
+"""The OpenCL target: codegen's kernels built and launched through PyOpenCL.
+
+Device choice: ``device=`` or ``$POLYARRAY_OPENCL_DEVICE`` (a substring of
+the platform or device name), else the first device -- GPUs first -- that
+actually builds a kernel (pip's bundled PoCL fails on some CPUs, so a device
+is only chosen after a test build succeeds).
+
+Launching bypasses loopy's executor (about 120 us a call): each kernel is
+fetched once, its argument list is prepared at compile time, and a call only
+binds buffers and enqueues.
+"""
+from __future__ import annotations
+
+import logging
+import os
+
+import numpy as np
+
+from .base import Executable, Target
+from .cache import DiskCache, code_version, key_digest
+from .device_common import CompiledProgram, lower_or_load
+
+log = logging.getLogger("polyarray.opencl")
+
+_PROBE_SRC = "__kernel void probe(__global float *a) { a[get_global_id(0)] *= 2.0f; }"
+_DEVICE = {}
+_CACHE = DiskCache("opencl")
+
+
+def _describe(platform, device):
+    return f"{platform.name} {platform.version} / {device.name}"
+
+
+_CONTEXTS = {}
+
+
+def _probe(device):
+    """One context per device for the whole process; raises if it cannot build."""
+    import pyopencl as cl
+    key = device.int_ptr
+    if key not in _CONTEXTS:
+        ctx = cl.Context([device])
+        cl.Program(ctx, _PROBE_SRC).build()
+        _CONTEXTS[key] = ctx
+    return _CONTEXTS[key]
+
+
+def select_device(spec=None):
+    """``(context, device, description)`` of the device to use."""
+    spec = spec if spec is not None else os.environ.get("POLYARRAY_OPENCL_DEVICE") or None
+    if spec in _DEVICE:
+        return _DEVICE[spec]
+    import pyopencl as cl
+    candidates = []
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as e:
+        raise RuntimeError(f"no OpenCL platform found ({e})") from None
+    for plat in platforms:
+        try:
+            devs = plat.get_devices()
+        except cl.Error:
+            continue
+        for dev in devs:
+            candidates.append((plat, dev))
+    if spec:
+        candidates = [(p, d) for p, d in candidates
+                      if spec.lower() in _describe(p, d).lower()]
+        if not candidates:
+            raise RuntimeError(f"no OpenCL device matches {spec!r}")
+    candidates.sort(key=lambda pd: 0 if pd[1].type & cl.device_type.GPU else 1)
+    failures = []
+    for plat, dev in candidates:
+        try:
+            ctx = _probe(dev)
+        except Exception as e:      # noqa: BLE001  (a broken driver is just skipped)
+            failures.append(f"{_describe(plat, dev)}: {str(e).splitlines()[0][:120]}")
+            continue
+        _DEVICE[spec] = (ctx, dev, _describe(plat, dev))
+        return _DEVICE[spec]
+    raise RuntimeError("no OpenCL device builds kernels"
+                       + ("".join("\n  " + f for f in failures) if failures else
+                          " (no devices found)"))
+
+
+class OpenCLExecutable(Executable):
+    def __init__(self, compiled: CompiledProgram, outputs, ctx, queue, out):
+        import pyopencl as cl
+        import pyopencl.array as cla
+        import pyopencl.tools as cltools
+        self.compiled = compiled
+        self.lowered = compiled.lowered
+        self.out_mode = out
+        self.ctx, self.queue = ctx, queue
+        self.pool = cltools.MemoryPool(cltools.ImmediateAllocator(queue))
+        self._cl, self._cla = cl, cla
+        self.source = self.lowered.source
+        self.kernels = {k.name: k for k in self.lowered.kernels}
+        prg = compiled.handle
+        self._launches = []
+        for k in self.lowered.kernels:
+            knl = getattr(prg, k.name)       # fetched once
+            gs, ls = launch_sizes(k.gsize, k.lsize)
+            self._launches.append((knl, k.args, gs, ls))
+        # data leaves live on the device for the executable's lifetime
+        from codegen import data_nodes
+        from polyarray import nodes as N
+        datas = data_nodes(N.topological_order(outputs))
+        self._data = {name: self._upload(datas[k].data)
+                      for name, k in self.lowered.data.items()}
+
+    def _upload(self, arr):
+        arr = np.ascontiguousarray(arr)
+        if arr.dtype == np.bool_:
+            arr = arr.view(np.uint8)
+        return self._cla.to_device(self.queue, arr, allocator=self.pool)
+
+    def _alloc(self, name):
+        size, sdt, shape, dtype, role = self.lowered.buffers[name]
+        return self._cla.empty(self.queue, shape if role != "temp" else (max(size, 1),),
+                               dtype if role == "output" else sdt, allocator=self.pool)
+
+    def run(self, bindings):
+        bufs = dict(self._data)
+        for pname, bname in self.lowered.inputs.items():
+            v = bindings[pname]
+            if isinstance(v, self._cla.Array):
+                if v.context != self.ctx:
+                    raise TypeError(f"binding for placeholder {pname!r} lives on another "
+                                    "OpenCL context than this program's device")
+                bufs[bname] = v
+            else:
+                bufs[bname] = self._upload(v)
+        for name, spec in self.lowered.buffers.items():
+            if spec[4] in ("temp", "output") and name not in bufs:
+                bufs[name] = self._alloc(name)
+        enqueue = self._cl.enqueue_nd_range_kernel
+        q = self.queue
+        for knl, args, gs, ls in self._launches:
+            knl.set_args(*[_data_of(bufs[a]) for a in args])
+            enqueue(q, knl, gs, ls)
+        results = []
+        seen = set()
+        for name in self.lowered.outputs:
+            size, sdt, shape, dtype, role = self.lowered.buffers[name]
+            arr = bufs[name]
+            if role != "output" or name in seen:        # an input returned as is
+                arr = arr.copy() if isinstance(arr, self._cla.Array) else arr
+            seen.add(name)
+            if self.out_mode == "device":
+                if arr.dtype != dtype:
+                    arr = arr.view(dtype)
+                results.append(arr)
+            else:
+                host = np.empty(shape, dtype)
+                if host.size:
+                    self._cl.enqueue_copy(q, host.view(sdt) if dtype == np.bool_ else host,
+                                          _data_of(arr))
+                results.append(host)
+        q.finish()
+        return results
+
+
+def launch_sizes(gsize, lsize):
+    """OpenCL global and local sizes from loopy's group counts and sizes."""
+    n = max(len(gsize), len(lsize), 1)
+    g = tuple(gsize) + (1,) * (n - len(gsize))
+    loc = tuple(lsize) + (1,) * (n - len(lsize))
+    return tuple(a * b for a, b in zip(g, loc)), loc
+
+
+def _data_of(arr):
+    if arr.offset:
+        return arr.base_data.get_sub_region(arr.offset, arr.nbytes)
+    return arr.base_data
+
+
+class OpenCLTarget(Target):
+    name = "opencl"
+
+    def __init__(self):
+        import pyopencl.array as cla
+        self._cla = cla
+        self._queues = {}
+
+    def _device(self, spec):
+        """(context, device, description, queue) for a device spec."""
+        import pyopencl as cl
+        ctx, dev, desc = select_device(spec)
+        if desc not in self._queues:
+            self._queues[desc] = cl.CommandQueue(ctx)
+        return ctx, dev, desc, self._queues[desc]
+
+    @classmethod
+    def availability(cls):
+        try:
+            import pyopencl  # noqa: F401
+            import loopy  # noqa: F401
+        except ImportError as e:
+            return False, f"pyopencl/loopy not installed ({e.name}); pip install polyarray[opencl]"
+        try:
+            select_device()
+        except RuntimeError as e:
+            return False, f"no usable OpenCL device: {e}"
+        return True, "ok"
+
+    def binding_info(self, value):
+        if isinstance(value, (np.ndarray, np.generic)):
+            return value.shape, value.dtype
+        if isinstance(value, self._cla.Array):
+            return value.shape, value.dtype
+        return None
+
+    def prepare_binding(self, value):
+        if isinstance(value, self._cla.Array):
+            if not value.flags.c_contiguous:
+                raise ValueError("device array bindings must be C-contiguous")
+            return value
+        return np.ascontiguousarray(value)
+
+    def compile(self, outputs, out="numpy", device=None, **options):
+        """``out``: "numpy" or "device"; ``device``: a platform/device substring."""
+        if out not in ("numpy", "device"):
+            raise ValueError(f"out must be 'numpy' or 'device', got {out!r}")
+        if options:
+            raise TypeError(f"opencl target: unknown options {sorted(options)}")
+        import loopy as lp
+        from codegen import program_key
+        ctx, dev, desc, queue = self._device(device)
+        key = key_digest("opencl", program_key(outputs), desc, dev.driver_version,
+                         lp.VERSION, code_version())
+        compiled = lower_or_load(_CACHE, key, outputs, lp.OpenCLTarget(),
+                                 lambda src, binary: self._build(ctx, src))
+        return OpenCLExecutable(compiled, outputs, ctx, queue, out)
+
+    @staticmethod
+    def _build(ctx, source):
+        """Build ``source``; return (program, binary to cache: none here)."""
+        import pyopencl as cl
+        # pyopencl keeps built binaries in its own disk cache, keyed by source
+        # and device, so a second process rebuilds nothing
+        return cl.Program(ctx, source).build(), None
+

@@ -1,0 +1,231 @@
+"""Lowering and the OpenCL target: fusion, materialization, multiple outputs,
+device outputs, 64-bit indexing, caching and determinism."""
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import polyarray as pa
+import targets
+from helpers import assert_same
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ok, reason = targets.availability("opencl")
+needs_opencl = pytest.mark.skipif(not ok, reason=f"opencl: {reason}")
+
+
+def lower(outputs):
+    import loopy as lp
+    from codegen import lower_program
+    outs = outputs if isinstance(outputs, list) else [outputs]
+    return lower_program([o.node for o in outs], lp.OpenCLTarget())
+
+
+def chain10(x):
+    y = x
+    for k in range(5):
+        y = pa.sin(y * 1.5 + k) - 0.25
+    return y
+
+
+def test_ten_op_chain_is_one_kernel():
+    x = pa.placeholder("x", (1000,), np.float32)
+    L = lower(chain10(x))
+    assert len(L.kernels) == 1
+    assert [b for b, s in L.buffers.items() if s[4] == "temp"] == []   # no intermediates
+
+
+def test_softmax_is_at_most_three_kernels():
+    x = pa.placeholder("x", (64, 100), np.float32)
+    e = pa.exp(x - x.max(axis=1, keepdims=True))
+    L = lower(e / e.sum(axis=1, keepdims=True))
+    assert len(L.kernels) <= 3
+
+
+def test_elementwise_feeding_reduction_is_fused():
+    x = pa.placeholder("x", (50, 40), np.float32)
+    m = pa.placeholder("m", (50, 1), np.float32)
+    L = lower(((x - m) ** 2).sum(axis=1))
+    assert len(L.kernels) == 1 and "t0" not in L.buffers
+
+
+def test_matmul_operands_are_materialized():
+    a = pa.placeholder("a", (8, 6), np.float32)
+    b = pa.placeholder("b", (6, 4), np.float32)
+    L = lower(pa.exp(a) @ b)
+    temps = [n for n, s in L.buffers.items() if s[4] == "temp"]
+    assert len(temps) == 1 and len(L.kernels) == 2
+
+
+def test_multiple_outputs_share_kernels_and_are_written_once():
+    W = pa.placeholder("W", (32, 16), np.float32)
+    g = pa.placeholder("g", (32, 16), np.float32)
+    b = pa.placeholder("b", (16,), np.float32)
+    gb = pa.placeholder("gb", (16,), np.float32)
+    Wn = W - 0.1 * g
+    L = lower([Wn, b - 0.1 * gb, Wn * 2.0])
+    assert len(L.kernels) == 2          # one kernel per size: (32,16) and (16,)
+    for name in L.outputs:
+        writers = [k for k in L.kernels if name in k.args]
+        assert len(writers) == 1
+    assert L.source.count("out0[") >= 1
+
+
+def test_shared_subexpression_computed_once_in_kernel():
+    x = pa.placeholder("x", (100,), np.float32)
+    e = x
+    for _ in range(40):                 # each op uses its input twice
+        e = pa.exp(-(e * e))
+    L = lower(e)
+    assert len(L.kernels) == 1
+    assert len(L.source) < 20000        # linear, not exponential
+
+
+def test_index_width_is_64_bit_only_for_huge_arrays():
+    small = pa.placeholder("s", (1000,), np.float32)
+    assert lower(small * 2.0).index_dtype == "int32"
+    huge = pa.placeholder("h", (2**31 + 8,), np.uint8)
+    L = lower(huge + np.uint8(1))
+    assert L.index_dtype == "int64" and "long" in L.source
+
+
+@needs_opencl
+def test_device_outputs_feed_back_without_copies():
+    import pyopencl.array as cla
+    x = pa.placeholder("x", (1000,), np.float32)
+    step = pa.compile(x * 0.5 + 1.0, target="opencl", out="device")
+    xv = np.random.default_rng(0).random(1000, dtype=np.float32)
+    d = step(x=xv)
+    assert isinstance(d, cla.Array)
+    for _ in range(3):
+        d = step(x=d)
+    ref = xv
+    for _ in range(4):
+        ref = ref * np.float32(0.5) + np.float32(1.0)
+    assert_same(d.get(), ref)
+
+
+@needs_opencl
+def test_device_bool_output_roundtrip():
+    x = pa.placeholder("x", (10,), np.float32)
+    m = pa.compile(x > 0.5, target="opencl", out="device")(x=np.linspace(0, 1, 10, dtype=np.float32))
+    assert m.dtype == np.bool_
+    np.testing.assert_array_equal(m.get(), np.linspace(0, 1, 10) > 0.5)
+
+
+@needs_opencl
+def test_wrong_context_device_array_rejected():
+    x = pa.placeholder("x", (4,), np.float32)
+    prog = pa.compile(x + 1.0, target="opencl")
+    with pytest.raises(TypeError, match="must be an array"):
+        prog(x=object())
+
+
+@needs_opencl
+def test_device_choice_by_substring(monkeypatch):
+    from targets.opencl import select_device
+    ctx, dev, desc = select_device()
+    word = dev.name.split()[0]
+    assert select_device(word)[2] == desc
+    with pytest.raises(RuntimeError, match="no OpenCL device matches"):
+        select_device("no-such-device-xyz")
+    x = pa.placeholder("x", (4,), np.float32)
+    out = pa.compile(x * 2.0, target="opencl", device=word)(x=np.ones(4, np.float32))
+    np.testing.assert_array_equal(out, 2 * np.ones(4, np.float32))
+
+
+_CACHE_SCRIPT = textwrap.dedent("""
+    import json, sys, time, numpy as np, polyarray as pa
+    import codegen
+    calls = []
+    real = codegen.lower_program
+    codegen.lower_program = lambda *a, **k: (calls.append(1), real(*a, **k))[1]
+    x = pa.placeholder("x", (257, 33), np.float32)
+    e = pa.exp(x - x.max(axis=1, keepdims=True))
+    t0 = time.perf_counter()
+    prog = pa.compile(e / e.sum(axis=1, keepdims=True), target="opencl")
+    t1 = time.perf_counter()
+    out = prog(x=np.ones((257, 33), np.float32))
+    print(json.dumps({"lowered": len(calls), "origin": prog._exe.compiled.origin,
+                      "seconds": t1 - t0, "ok": bool(np.allclose(out, 1 / 33))}))
+""")
+
+
+def _run_cache_script(tmp_path, seed="0"):
+    import json
+    env = dict(os.environ, POLYARRAY_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT,
+               PYTHONHASHSEED=seed)
+    r = subprocess.run([sys.executable, "-c", _CACHE_SCRIPT], env=env,
+                       capture_output=True, text=True, check=True)
+    return json.loads(r.stdout.strip().splitlines()[-1]), r.stderr
+
+
+@needs_opencl
+def test_second_process_compiles_nothing(tmp_path):
+    first, _ = _run_cache_script(tmp_path)
+    second, _ = _run_cache_script(tmp_path, seed="7")
+    assert first["ok"] and second["ok"]
+    assert first["lowered"] == 1 and first["origin"] == "built"
+    assert second["lowered"] == 0 and second["origin"] == "disk"
+
+
+@needs_opencl
+def test_corrupted_cache_entry_is_rebuilt(tmp_path):
+    first, _ = _run_cache_script(tmp_path)
+    entries = [p for p in os.listdir(tmp_path) if p.startswith("opencl-")]
+    assert len(entries) == 1
+    path = tmp_path / entries[0]
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])          # truncated
+    again, err = _run_cache_script(tmp_path)
+    assert again["ok"] and again["lowered"] == 1
+    assert "corrupted entry" in err
+    path.write_bytes(b"garbage")                       # overwritten
+    again, err = _run_cache_script(tmp_path)
+    assert again["ok"] and again["lowered"] == 1 and "corrupted" in err
+    final, _ = _run_cache_script(tmp_path)
+    assert final["origin"] == "disk"
+
+
+def test_cache_module_detects_corruption(tmp_path, monkeypatch, caplog):
+    from targets.cache import DiskCache
+    monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
+    c = DiskCache("unit")
+    c.put("k" * 64, {"v": 1})
+    assert DiskCache("unit").get("k" * 64) == {"v": 1}
+    p = c.path("k" * 64)
+    blob = bytearray(open(p, "rb").read())
+    blob[-3] ^= 0xFF
+    open(p, "wb").write(bytes(blob))
+    with caplog.at_level(logging.WARNING):
+        assert DiskCache("unit").get("k" * 64) is None
+    assert "corrupted" in caplog.text
+    assert not os.path.exists(p)
+
+
+_DET_SCRIPT = textwrap.dedent("""
+    import numpy as np, loopy as lp, polyarray as pa
+    from codegen import lower_program, program_key
+    x = pa.placeholder("x", (40, 30), np.float32)
+    w = pa.array(np.arange(30 * 5, dtype=np.float32).reshape(30, 5))
+    e = pa.exp(x - x.max(axis=1, keepdims=True))
+    outs = [pa.dot(e / e.sum(axis=1, keepdims=True), w), x[::2, [1, 3]].sum(), x.argmax(axis=0)]
+    L = lower_program([o.node for o in outs], lp.OpenCLTarget())
+    print(program_key([o.node for o in outs]))
+    print([k.name for k in L.kernels])
+    print(L.source)
+""")
+
+
+def test_generated_source_is_deterministic_across_hash_seeds():
+    outs = []
+    for seed in ("0", "123", "98765"):
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=ROOT)
+        outs.append(subprocess.run([sys.executable, "-c", _DET_SCRIPT], env=env, check=True,
+                                   capture_output=True, text=True).stdout)
+    assert outs[0] == outs[1] == outs[2]
+    assert "__kernel" in outs[0]
