@@ -90,6 +90,7 @@ class Program:
                         f"two different placeholders are named {node.name!r}: "
                         f"{_describe(seen.shape, seen.dtype)} and "
                         f"{_describe(node.shape, node.dtype)}")
+        self._sorted_placeholders = sorted(self.placeholders.items())
         self.options = options
         self._exe = self._target.compile(self._outputs, **options)
 
@@ -115,18 +116,22 @@ class Program:
 
     # -- calling ---------------------------------------------------------
     def check_bindings(self, bindings) -> dict:
-        unknown = sorted(set(bindings) - set(self.placeholders))
-        if unknown:
-            known = ", ".join(sorted(self.placeholders)) or "none"
-            raise TypeError(f"unexpected binding {unknown[0]!r}: the program's "
-                            f"placeholders are: {known}")
+        """Validate every binding before anything runs; return prepared values."""
+        if bindings.keys() != self.placeholders.keys():
+            unknown = sorted(set(bindings) - set(self.placeholders))
+            if unknown:
+                known = ", ".join(sorted(self.placeholders)) or "none"
+                raise TypeError(f"unexpected binding {unknown[0]!r}: the program's "
+                                f"placeholders are: {known}")
+            missing = sorted(set(self.placeholders) - set(bindings))
+            ph = self.placeholders[missing[0]]
+            raise TypeError(f"missing binding for placeholder {missing[0]!r} "
+                            f"(expected {_describe(ph.shape, ph.dtype)})")
+        info_of, prepare = self._target.binding_info, self._target.prepare_binding
         prepared = {}
-        for name, ph in sorted(self.placeholders.items()):
-            if name not in bindings:
-                raise TypeError(f"missing binding for placeholder {name!r} "
-                                f"(expected {_describe(ph.shape, ph.dtype)})")
+        for name, ph in self._sorted_placeholders:
             value = bindings[name]
-            info = self._target.binding_info(value)
+            info = info_of(value)
             if info is None:
                 raise TypeError(
                     f"binding for placeholder {name!r} must be an array "
@@ -134,14 +139,14 @@ class Program:
                     f"numpy.ndarray), got {type(value).__name__}; expected "
                     f"{_describe(ph.shape, ph.dtype)}")
             shape, dtype = info
-            if tuple(shape) != ph.shape:
+            if shape != ph.shape and tuple(shape) != ph.shape:
                 raise ValueError(f"binding for placeholder {name!r} has the wrong "
                                  f"shape: expected {ph.shape}, got {tuple(shape)}")
-            if np.dtype(dtype) != ph.dtype:
+            if dtype != ph.dtype:
                 raise TypeError(f"binding for placeholder {name!r} has the wrong "
                                 f"dtype: expected {ph.dtype.name}, got "
                                 f"{np.dtype(dtype).name}")
-            prepared[name] = self._target.prepare_binding(value)
+            prepared[name] = prepare(value)
         return prepared
 
     def __call__(self, **bindings):

@@ -35,7 +35,8 @@ def lower_or_load(cache, key, outputs, lp_target, build) -> CompiledProgram:
     t0 = time.perf_counter()
     hit = _MEMORY.get(key)
     if hit is not None:
-        return dataclasses.replace(hit, origin="memory", seconds=time.perf_counter() - t0)
+        hit.origin = "memory"
+        return hit
     entry = cache.get(key)
     if entry is not None:
         lowered = entry["lowered"]

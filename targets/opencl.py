@@ -84,30 +84,48 @@ def select_device(spec=None):
 
 
 class OpenCLExecutable(Executable):
+    """Runs a compiled program.  Everything that does not depend on the
+    bindings (kernel objects, launch sizes, where each argument comes from)
+    is prepared here, so a call only allocates from a pool, sets arguments
+    and enqueues.  With ``out="device"`` a call does not wait for the device.
+    """
+
     def __init__(self, compiled: CompiledProgram, outputs, ctx, queue, out):
         import pyopencl as cl
         import pyopencl.array as cla
         import pyopencl.tools as cltools
         self.compiled = compiled
-        self.lowered = compiled.lowered
+        self.lowered = L = compiled.lowered
         self.out_mode = out
         self.ctx, self.queue = ctx, queue
-        self.pool = cltools.MemoryPool(cltools.ImmediateAllocator(queue))
+        self.pool = _pool_for(queue)
         self._cl, self._cla = cl, cla
-        self.source = self.lowered.source
-        self.kernels = {k.name: k for k in self.lowered.kernels}
-        prg = compiled.handle
-        self._launches = []
-        for k in self.lowered.kernels:
-            knl = getattr(prg, k.name)       # fetched once
-            gs, ls = launch_sizes(k.gsize, k.lsize)
-            self._launches.append((knl, k.args, gs, ls))
+        self.source = L.source
+        self.kernels = {k.name: k for k in L.kernels}
+        kernels = _kernel_objects(compiled)
         # data leaves live on the device for the executable's lifetime
         from codegen import data_nodes
         from polyarray import nodes as N
         datas = data_nodes(N.topological_order(outputs))
-        self._data = {name: self._upload(datas[k].data)
-                      for name, k in self.lowered.data.items()}
+        self._fixed = {name: self._upload(datas[k].data).base_data
+                       for name, k in L.data.items()}
+        self._inputs = list(L.inputs.items())
+        self._allocs = [(name, max(spec[0], 1) * spec[1].itemsize)
+                        for name, spec in L.buffers.items() if spec[4] in ("temp", "output")]
+        self._launches = []
+        for k in L.kernels:
+            gs, ls = launch_sizes(k.gsize, k.lsize)
+            self._launches.append((kernels[k.name], k.args, gs, ls))
+        self._outs = []
+        template = cla.empty(queue, (1,), np.float32)
+        for name in L.outputs:
+            size, sdt, shape, dtype, role = L.buffers[name]
+            dtype = np.dtype(dtype)
+            attrs = dict(template.__dict__, offset=0, shape=tuple(shape), dtype=dtype,
+                         size=size, nbytes=size * dtype.itemsize, allocator=self.pool,
+                         strides=_c_strides(shape, dtype.itemsize))
+            self._outs.append((name, shape, dtype, sdt, role, size * np.dtype(sdt).itemsize,
+                               attrs))
 
     def _upload(self, arr):
         arr = np.ascontiguousarray(arr)
@@ -115,50 +133,82 @@ class OpenCLExecutable(Executable):
             arr = arr.view(np.uint8)
         return self._cla.to_device(self.queue, arr, allocator=self.pool)
 
-    def _alloc(self, name):
-        size, sdt, shape, dtype, role = self.lowered.buffers[name]
-        return self._cla.empty(self.queue, shape if role != "temp" else (max(size, 1),),
-                               dtype if role == "output" else sdt, allocator=self.pool)
+    def _wrap(self, buf, attrs):
+        """A pyopencl Array over ``buf`` without Array.__init__'s ~40 us:
+        the attributes that do not depend on ``buf`` are prepared once."""
+        a = self._cla.Array.__new__(self._cla.Array)
+        a.__dict__.update(attrs)
+        a.base_data = buf
+        a.events = []
+        return a
 
     def run(self, bindings):
-        bufs = dict(self._data)
-        for pname, bname in self.lowered.inputs.items():
+        cl, q = self._cl, self.queue
+        bufs = dict(self._fixed)
+        for pname, bname in self._inputs:
             v = bindings[pname]
             if isinstance(v, self._cla.Array):
                 if v.context != self.ctx:
                     raise TypeError(f"binding for placeholder {pname!r} lives on another "
                                     "OpenCL context than this program's device")
-                bufs[bname] = v
+                bufs[bname] = _data_of(v)
             else:
-                bufs[bname] = self._upload(v)
-        for name, spec in self.lowered.buffers.items():
-            if spec[4] in ("temp", "output") and name not in bufs:
-                bufs[name] = self._alloc(name)
-        enqueue = self._cl.enqueue_nd_range_kernel
-        q = self.queue
+                bufs[bname] = self._upload(v).base_data
+        alloc = self.pool.allocate
+        for name, nbytes in self._allocs:
+            bufs[name] = alloc(nbytes)
+        enqueue = cl.enqueue_nd_range_kernel
         for knl, args, gs, ls in self._launches:
-            knl.set_args(*[_data_of(bufs[a]) for a in args])
+            knl.set_args(*[bufs[a] for a in args])
             enqueue(q, knl, gs, ls)
         results = []
         seen = set()
-        for name in self.lowered.outputs:
-            size, sdt, shape, dtype, role = self.lowered.buffers[name]
-            arr = bufs[name]
-            if role != "output" or name in seen:        # an input returned as is
-                arr = arr.copy() if isinstance(arr, self._cla.Array) else arr
+        for name, shape, dtype, sdt, role, size, attrs in self._outs:
+            buf = bufs[name]
+            if role != "output" or name in seen:      # an input returned, or a repeat
+                new = alloc(max(size, 1))
+                if size:
+                    cl.enqueue_copy(q, new, buf, byte_count=size)
+                buf = new
             seen.add(name)
             if self.out_mode == "device":
-                if arr.dtype != dtype:
-                    arr = arr.view(dtype)
-                results.append(arr)
+                results.append(self._wrap(buf, attrs))
             else:
                 host = np.empty(shape, dtype)
                 if host.size:
-                    self._cl.enqueue_copy(q, host.view(sdt) if dtype == np.bool_ else host,
-                                          _data_of(arr))
+                    cl.enqueue_copy(q, host.view(sdt) if dtype == np.bool_ else host, buf,
+                                    is_blocking=False)
                 results.append(host)
-        q.finish()
+        if self.out_mode != "device":
+            q.finish()
         return results
+
+
+def _c_strides(shape, itemsize):
+    strides, s = [], itemsize
+    for n in reversed(shape):
+        strides.append(s)
+        s *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+_POOLS = {}
+
+
+def _pool_for(queue):
+    import pyopencl.tools as cltools
+    if queue not in _POOLS:
+        _POOLS[queue] = cltools.MemoryPool(cltools.ImmediateAllocator(queue))
+    return _POOLS[queue]
+
+
+def _kernel_objects(compiled):
+    """Fetch each cl.Kernel once per compiled program (re-fetching is slow)."""
+    import pyopencl as cl
+    if getattr(compiled, "_kernels", None) is None:
+        object.__setattr__(compiled, "_kernels", {
+            k.name: cl.Kernel(compiled.handle, k.name) for k in compiled.lowered.kernels})
+    return compiled._kernels
 
 
 def launch_sizes(gsize, lsize):
@@ -216,7 +266,7 @@ class OpenCLTarget(Target):
             if not value.flags.c_contiguous:
                 raise ValueError("device array bindings must be C-contiguous")
             return value
-        return np.ascontiguousarray(value)
+        return value if value.flags.c_contiguous else np.ascontiguousarray(value)
 
     def compile(self, outputs, out="numpy", device=None, **options):
         """``out``: "numpy" or "device"; ``device``: a platform/device substring."""

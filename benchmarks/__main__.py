@@ -1,0 +1,129 @@
+"""polyarray benchmarks: ``python -m benchmarks --device opencl [--quick]``.
+
+Every workload runs polyarray and its peers on the same inputs in the same
+process; results are checked against NumPy before anything is timed.  Times
+are medians after warm-up, with a device synchronize before each clock
+read.  The table prints each peer's time, polyarray's ratio to the best
+peer (>1 means polyarray is faster), and the fraction of the hardware limit
+reached (bytes moved over the measured device copy bandwidth).  A JSON file
+with the same numbers is written next to the table (``--json``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import polyarray as pa  # noqa: E402
+
+
+def median_time(fn, sync=lambda: None, repeat=10, warmup=2, min_time=0.2):
+    for _ in range(warmup):
+        fn()
+    sync()
+    times = []
+    t_end = time.perf_counter() + min_time
+    while len(times) < repeat or (time.perf_counter() < t_end and len(times) < 200):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def check(name, got, want, rtol=1e-4):
+    got, want = np.asarray(got), np.asarray(want)
+    scale = max(1.0, float(np.max(np.abs(want))))
+    if got.shape != want.shape or not np.allclose(got, want, rtol=rtol, atol=rtol * scale):
+        raise AssertionError(f"{name}: result differs from NumPy; not timing it")
+
+
+class Bench:
+    def __init__(self, device, quick):
+        self.device = device
+        self.quick = quick
+        self.rows = []
+        self.rng = np.random.default_rng(0)
+        if device == "opencl":
+            from targets.opencl import select_device
+            import pyopencl as cl
+            ctx, dev, desc = select_device()
+            self.desc = desc
+            self.gpu = bool(dev.type & cl.device_type.GPU)
+            self.queue = cl.CommandQueue(ctx)
+            self.sync = self.queue.finish
+        else:
+            raise SystemExit(f"unsupported --device {device!r} (opencl)")
+        self.copy_bw = self.measure_copy()
+
+    def measure_copy(self):
+        """Device-to-device copy bandwidth (bytes read + written per second)."""
+        import pyopencl as cl
+        n = (1 << 24) if self.quick else (1 << 26)
+        a = cl.Buffer(self.queue.context, cl.mem_flags.READ_WRITE, 4 * n)
+        b = cl.Buffer(self.queue.context, cl.mem_flags.READ_WRITE, 4 * n)
+        cl.enqueue_fill_buffer(self.queue, a, np.float32(1), 0, 4 * n)
+        t = median_time(lambda: cl.enqueue_copy(self.queue, b, a), self.sync, repeat=5)
+        return 2 * 4 * n / t
+
+    def row(self, name, ours, peers, nbytes=None, flops=None, note=""):
+        best = min(peers.values()) if peers else None
+        r = {"workload": name, "polyarray_s": ours, "peers_s": peers,
+             "ratio_to_best_peer": (best / ours) if best else None,
+             "fraction_of_copy_bw": (nbytes / ours / self.copy_bw) if nbytes else None,
+             "note": note}
+        self.rows.append(r)
+        return r
+
+    def print_table(self):
+        print(f"\ndevice: {self.desc}; measured copy bandwidth "
+              f"{self.copy_bw / 1e9:.1f} GB/s (read+write)")
+        print(f"{'workload':34s} {'polyarray':>11s}  {'peers':40s} {'vs best':>8s} {'of copy':>8s}")
+        for r in self.rows:
+            peers = ", ".join(f"{k} {_fmt(v)}" for k, v in r["peers_s"].items())
+            ratio = f"{r['ratio_to_best_peer']:.2f}x" if r["ratio_to_best_peer"] else "-"
+            frac = f"{r['fraction_of_copy_bw']:.2f}" if r["fraction_of_copy_bw"] else "-"
+            print(f"{r['workload']:34s} {_fmt(r['polyarray_s']):>11s}  {peers:40s} "
+                  f"{ratio:>8s} {frac:>8s}  {r['note']}")
+
+
+def _fmt(seconds):
+    if seconds is None:
+        return "-"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} us"
+    if seconds < 1:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds:.2f} s"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    ap.add_argument("--device", default="opencl", choices=["opencl"])
+    ap.add_argument("--quick", action="store_true", help="smaller sizes (CI smoke run)")
+    ap.add_argument("--json", default=None, help="write results here (default: none)")
+    args = ap.parse_args(argv)
+    from . import workloads
+    b = Bench(args.device, args.quick)
+    for w in workloads.ALL:
+        try:
+            w(b)
+        except AssertionError as e:
+            print(f"SKIPPED {w.__name__}: {e}")
+    b.print_table()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": b.desc, "copy_bw_bytes_per_s": b.copy_bw,
+                       "host": platform.node(), "date": time.strftime("%Y-%m-%d"),
+                       "rows": b.rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+"""Benchmark workloads.  Each runs polyarray and its peers on the same
+inputs, checks every result against NumPy, then times it."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+import numpy as np
+
+import polyarray as pa
+from .__main__ import check, median_time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def chain10_pa(x):
+    """10 ops: a degree-5 Horner polynomial (5 multiplies, 5 adds)."""
+    y = x * 1.5 + 0.5
+    for c in (-0.25, 1.0, -2.0, 3.0):
+        y = y * x + c
+    return y
+
+
+def chain10_np(x):
+    y = x * np.float32(1.5) + np.float32(0.5)
+    for c in (-0.25, 1.0, -2.0, 3.0):
+        y = y * x + np.float32(c)
+    return y
+
+
+def chain10_np_inplace(x, t):
+    np.multiply(x, np.float32(1.5), out=t)
+    np.add(t, np.float32(0.5), out=t)
+    for c in (-0.25, 1.0, -2.0, 3.0):
+        np.multiply(t, x, out=t)
+        np.add(t, np.float32(c), out=t)
+    return t
+
+
+def _device_prog(b, expr, **kw):
+    return pa.compile(expr, target=b.device, out="device", **kw)
+
+
+def _to_device(b, arr):
+    import pyopencl.array as cla
+    return cla.to_device(b.queue, arr)
+
+
+def fused_chain(b):
+    n = 1 << (22 if b.quick else (26 if b.gpu else 24))
+    xv = b.rng.uniform(-1, 1, n).astype(np.float32)
+    x = pa.placeholder("x", (n,), np.float32)
+    prog = _device_prog(b, chain10_pa(x))
+    xd = _to_device(b, xv)
+    prog_host = pa.compile(chain10_pa(x), target=b.device)
+    want = chain10_np(xv)
+    check("chain10", prog(x=xd).get(), want)
+    t = np.empty_like(xv)
+    check("chain10 in-place", chain10_np_inplace(xv, t), want)
+    ours = median_time(lambda: prog(x=xd), b.sync)
+    ours_host = median_time(lambda: prog_host(x=xv), b.sync)
+    peers = {"numpy": median_time(lambda: chain10_np(xv)),
+             "numpy out=": median_time(lambda: chain10_np_inplace(xv, t))}
+    b.row(f"10-op chain, 2^{n.bit_length() - 1} f32", ours, peers, nbytes=8 * n,
+          note=f"(with host copies in/out: {ours_host * 1e3:.2f} ms)")
+
+
+def softmax(b):
+    shape = (1024, 1024) if b.quick else (4096, 1024)
+    xv = b.rng.standard_normal(shape).astype(np.float32)
+    x = pa.placeholder("x", shape, np.float32)
+    e = pa.exp(x - x.max(axis=1, keepdims=True))
+    prog = _device_prog(b, e / e.sum(axis=1, keepdims=True))
+    xd = _to_device(b, xv)
+
+    def np_softmax(v):
+        ev = np.exp(v - v.max(axis=1, keepdims=True))
+        return ev / ev.sum(axis=1, keepdims=True)
+    check("softmax", prog(x=xd).get(), np_softmax(xv))
+    ours = median_time(lambda: prog(x=xd), b.sync)
+    b.row(f"softmax rows {shape}", ours, {"numpy": median_time(lambda: np_softmax(xv))},
+          nbytes=2 * 4 * xv.size, note=f"{len(prog.kernels)} kernels")
+
+
+def reductions(b):
+    shape = (2048, 2048) if b.quick else ((8192, 8192) if b.gpu else (4096, 4096))
+    xv = b.rng.uniform(-1, 1, shape).astype(np.float32)
+    x = pa.placeholder("x", shape, np.float32)
+    xd = _to_device(b, xv)
+    for label, expr, ref in [("sum all", x.sum(), lambda: xv.sum()),
+                             ("sum axis=0", x.sum(axis=0), lambda: xv.sum(axis=0)),
+                             ("sum axis=1", x.sum(axis=1), lambda: xv.sum(axis=1))]:
+        prog = _device_prog(b, expr)
+        check(label, prog(x=xd).get(), ref(), rtol=1e-3)
+        ours = median_time(lambda: prog(x=xd), b.sync)
+        b.row(f"{label} {shape} f32", ours, {"numpy": median_time(ref)},
+              nbytes=4 * xv.size)
+
+
+_COMPILE_SCRIPT = textwrap.dedent("""
+    import json, time, numpy as np, polyarray as pa
+    from benchmarks.workloads import chain10_pa
+    x = pa.placeholder("x", (1000, 3), np.float32)
+    t0 = time.perf_counter()
+    prog = pa.compile(chain10_pa(x).sum(axis=1), target="{target}")
+    print(json.dumps({{"seconds": time.perf_counter() - t0,
+                      "origin": prog._exe.compiled.origin}}))
+""")
+
+
+def compile_and_dispatch(b):
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, POLYARRAY_CACHE_DIR=d, PYTHONPATH=ROOT)
+        runs = []
+        for _ in range(2):
+            r = subprocess.run([sys.executable, "-c", _COMPILE_SCRIPT.format(target=b.device)],
+                               env=env, capture_output=True, text=True, check=True)
+            runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    cold, warm = runs
+    assert cold["origin"] == "built" and warm["origin"] == "disk", runs
+    b.row("compile: cold (lower + build)", cold["seconds"], {}, note="new cache dir")
+    b.row("compile: disk-cache hit, new proc", warm["seconds"], {}, note="loopy skipped")
+    x = pa.placeholder("x", (16,), np.float32)
+    xv = np.arange(16, dtype=np.float32)
+    prog = _device_prog(b, x * 2.0 + 1.0)
+    xd = _to_device(b, xv)
+    check("dispatch", prog(x=xd).get(), xv * 2 + 1)
+    ours = median_time(lambda: prog(x=xd), b.sync, repeat=2000, min_time=0.5)
+    prog_host = pa.compile(x * 2.0 + 1.0, target=b.device)
+    host = median_time(lambda: prog_host(x=xv), b.sync, repeat=2000, min_time=0.5)
+    npt = median_time(lambda: xv * np.float32(2.0) + np.float32(1.0), repeat=2000)
+    b.row("per call, 16 elems, device in/out", ours, {"numpy": npt},
+          note=f"(numpy in/out: {host * 1e6:.1f} us)")
+
+
+ALL = [fused_chain, softmax, reductions, compile_and_dispatch]
