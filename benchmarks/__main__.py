@@ -115,8 +115,8 @@ def main(argv=None):
     for w in workloads.ALL:
         try:
             w(b)
-        except AssertionError as e:
-            print(f"SKIPPED {w.__name__}: {e}")
+        except Exception as e:      # noqa: BLE001  (report and keep going)
+            print(f"FAILED {w.__name__}: {type(e).__name__}: {str(e)[:300]}")
     b.print_table()
     if args.json:
         with open(args.json, "w") as f:

@@ -114,7 +114,8 @@ _COMPILE_SCRIPT = textwrap.dedent("""
 
 def compile_and_dispatch(b):
     with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, POLYARRAY_CACHE_DIR=d, PYTHONPATH=ROOT)
+        env = dict(os.environ, POLYARRAY_CACHE_DIR=d,
+                   PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
         runs = []
         for _ in range(2):
             r = subprocess.run([sys.executable, "-c", _COMPILE_SCRIPT.format(target=b.device)],

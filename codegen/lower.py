@@ -42,7 +42,7 @@ def decompose(flat, shape):
 
 def linearize(idx, shape):
     """C-order linear index of ``idx`` in ``shape``."""
-    out, stride = 0, 1
+    stride = 1
     terms = []
     for e, n in zip(reversed(idx), reversed(shape)):
         if n != 1 and not (isinstance(e, int) and e == 0):

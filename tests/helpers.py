@@ -67,3 +67,12 @@ def random_array(rng, shape, dtype, low=None, high=None, nonzero=False):
 
 def evaluate(expr, target, **bindings):
     return pa.compile(expr, target=target)(**bindings)
+
+
+def subprocess_env(**extra):
+    """Environment for a child Python that imports this checkout first,
+    keeping any PYTHONPATH the parent has (e.g. the GPU machine's site dir)."""
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = [root] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(path), **extra)

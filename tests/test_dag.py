@@ -10,9 +10,8 @@ import pytest
 
 import polyarray as pa
 from polyarray import nodes as N
-from helpers import assert_same
+from helpers import assert_same, subprocess_env
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def hermite(x, n):
@@ -155,7 +154,7 @@ _DETERMINISM_SCRIPT = textwrap.dedent("""
 def test_deterministic_across_hash_seeds():
     outs = []
     for seed in ("0", "1", "4242"):
-        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=ROOT)
+        env = subprocess_env(PYTHONHASHSEED=seed)
         outs.append(subprocess.run([sys.executable, "-c", _DETERMINISM_SCRIPT], env=env,
                                    check=True, capture_output=True, text=True).stdout)
     assert outs[0] == outs[1] == outs[2]

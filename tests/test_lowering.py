@@ -11,9 +11,8 @@ import pytest
 
 import polyarray as pa
 import targets
-from helpers import assert_same
+from helpers import assert_same, subprocess_env
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ok, reason = targets.availability("opencl")
 needs_opencl = pytest.mark.skipif(not ok, reason=f"opencl: {reason}")
 
@@ -157,8 +156,7 @@ _CACHE_SCRIPT = textwrap.dedent("""
 
 def _run_cache_script(tmp_path, seed="0"):
     import json
-    env = dict(os.environ, POLYARRAY_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT,
-               PYTHONHASHSEED=seed)
+    env = subprocess_env(POLYARRAY_CACHE_DIR=str(tmp_path), PYTHONHASHSEED=seed)
     r = subprocess.run([sys.executable, "-c", _CACHE_SCRIPT], env=env,
                        capture_output=True, text=True, check=True)
     return json.loads(r.stdout.strip().splitlines()[-1]), r.stderr
@@ -224,7 +222,7 @@ _DET_SCRIPT = textwrap.dedent("""
 def test_generated_source_is_deterministic_across_hash_seeds():
     outs = []
     for seed in ("0", "123", "98765"):
-        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=ROOT)
+        env = subprocess_env(PYTHONHASHSEED=seed)
         outs.append(subprocess.run([sys.executable, "-c", _DET_SCRIPT], env=env, check=True,
                                    capture_output=True, text=True).stdout)
     assert outs[0] == outs[1] == outs[2]
