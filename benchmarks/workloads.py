@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 
 import numpy as np
 
@@ -41,6 +42,20 @@ def chain10_np_inplace(x, t):
     return t
 
 
+def host_overhead(call, sync, n=3000):
+    """Host seconds per call when calls are queued back to back (median of
+    5 batches); the device catches up at the end of each batch."""
+    times = []
+    for _ in range(5):
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            call()
+        times.append((time.perf_counter() - t0) / n)
+        sync()
+    return float(np.median(times))
+
+
 def _device_prog(b, expr, **kw):
     return pa.compile(expr, target=b.device, out="device", **kw)
 
@@ -61,8 +76,8 @@ def fused_chain(b):
     check("chain10", prog(x=xd).get(), want)
     t = np.empty_like(xv)
     check("chain10 in-place", chain10_np_inplace(xv, t), want)
-    ours = median_time(lambda: prog(x=xd), b.sync)
-    ours_host = median_time(lambda: prog_host(x=xv), b.sync)
+    ours = median_time(lambda: prog(x=xd), prog.synchronize)
+    ours_host = median_time(lambda: prog_host(x=xv))
     peers = {"numpy": median_time(lambda: chain10_np(xv)),
              "numpy out=": median_time(lambda: chain10_np_inplace(xv, t))}
     b.row(f"10-op chain, 2^{n.bit_length() - 1} f32", ours, peers, nbytes=8 * n,
@@ -81,7 +96,7 @@ def softmax(b):
         ev = np.exp(v - v.max(axis=1, keepdims=True))
         return ev / ev.sum(axis=1, keepdims=True)
     check("softmax", prog(x=xd).get(), np_softmax(xv))
-    ours = median_time(lambda: prog(x=xd), b.sync)
+    ours = median_time(lambda: prog(x=xd), prog.synchronize)
     b.row(f"softmax rows {shape}", ours, {"numpy": median_time(lambda: np_softmax(xv))},
           nbytes=2 * 4 * xv.size, note=f"{len(prog.kernels)} kernels")
 
@@ -96,7 +111,7 @@ def reductions(b):
                              ("sum axis=1", x.sum(axis=1), lambda: xv.sum(axis=1))]:
         prog = _device_prog(b, expr)
         check(label, prog(x=xd).get(), ref(), rtol=1e-3)
-        ours = median_time(lambda: prog(x=xd), b.sync)
+        ours = median_time(lambda: prog(x=xd), prog.synchronize)
         b.row(f"{label} {shape} f32", ours, {"numpy": median_time(ref)},
               nbytes=4 * xv.size)
 
@@ -104,6 +119,8 @@ def reductions(b):
 _COMPILE_SCRIPT = textwrap.dedent("""
     import json, time, numpy as np, polyarray as pa
     from benchmarks.workloads import chain10_pa
+    import targets
+    targets.get_target("{target}")._device(None)     # device/driver start-up
     x = pa.placeholder("x", (1000, 3), np.float32)
     t0 = time.perf_counter()
     prog = pa.compile(chain10_pa(x).sum(axis=1), target="{target}")
@@ -123,19 +140,23 @@ def compile_and_dispatch(b):
             runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
     cold, warm = runs
     assert cold["origin"] == "built" and warm["origin"] == "disk", runs
-    b.row("compile: cold (lower + build)", cold["seconds"], {}, note="new cache dir")
-    b.row("compile: disk-cache hit, new proc", warm["seconds"], {}, note="loopy skipped")
+    b.row("compile: cold (lower + build)", cold["seconds"], {},
+          note="chain + reduction, new cache dir, after device start-up")
+    b.row("compile: disk-cache hit, new proc", warm["seconds"], {},
+          note="loopy skipped; device build from the driver's cache")
     x = pa.placeholder("x", (16,), np.float32)
     xv = np.arange(16, dtype=np.float32)
     prog = _device_prog(b, x * 2.0 + 1.0)
     xd = _to_device(b, xv)
     check("dispatch", prog(x=xd).get(), xv * 2 + 1)
-    ours = median_time(lambda: prog(x=xd), b.sync, repeat=2000, min_time=0.5)
+    ours = host_overhead(lambda: prog(x=xd), prog.synchronize)
+    roundtrip = median_time(lambda: prog(x=xd), prog.synchronize, repeat=500)
     prog_host = pa.compile(x * 2.0 + 1.0, target=b.device)
-    host = median_time(lambda: prog_host(x=xv), b.sync, repeat=2000, min_time=0.5)
+    host = median_time(lambda: prog_host(x=xv), repeat=500)
     npt = median_time(lambda: xv * np.float32(2.0) + np.float32(1.0), repeat=2000)
     b.row("per call, 16 elems, device in/out", ours, {"numpy": npt},
-          note=f"(numpy in/out: {host * 1e6:.1f} us)")
+          note=f"host time per call, no sync; with a sync each call "
+               f"{roundtrip * 1e6:.1f} us; numpy in/out {host * 1e6:.1f} us")
 
 
 ALL = [fused_chain, softmax, reductions, compile_and_dispatch]

@@ -24,8 +24,7 @@ import numpy as np
 import pymbolic.primitives as p
 
 import loopy as lp
-from loopy.library.reduction import (ArgMaxReductionOperation, ArgMinReductionOperation,
-                                     MaxReductionOperation, MinReductionOperation)
+from loopy.library.reduction import MaxReductionOperation, MinReductionOperation
 from loopy.symbolic import Reduction, ResolvedFunction, TypeCast
 
 from polyarray import nodes as N
@@ -40,25 +39,6 @@ I32 = np.dtype(np.int32)
 I64 = np.dtype(np.int64)
 
 # -- reduction operations with NumPy semantics ------------------------------
-
-_TIE = (" op1 || index1 < 0 || (op2 == op1 && index2 < index1)"
-        " || (op2 != op2 && (op1 == op1 || index2 < index1)) || 0 > 1 &&")
-
-
-class PaArgMax(ArgMaxReductionOperation):
-    """argmax that keeps the first index on ties and on NaN, as NumPy does."""
-    update_comparison = ">" + _TIE
-
-    def prefix(self, scalar_dtype, index_dtype):
-        return "pa_" + super().prefix(scalar_dtype, index_dtype)
-
-
-class PaArgMin(ArgMinReductionOperation):
-    update_comparison = "<" + _TIE
-
-    def prefix(self, scalar_dtype, index_dtype):
-        return "pa_" + super().prefix(scalar_dtype, index_dtype)
-
 
 class _HelperCombine:
     """max/min reduction that combines with our NaN-propagating helper."""
@@ -89,33 +69,22 @@ def _widen(expr, dt):
     return expr, dt
 
 
-def reduction_expr(op, inames, value, index=None):
-    """``(loopy expression, accumulator dtype, is_arg)`` for ``op``."""
+def reduction_expr(op, inames, value):
+    """``(loopy reduction expression, accumulator dtype)`` for ``op``."""
     expr, dt = value
     if op in ("sum", "prod"):
         if dt == BOOL:          # bool einsum: OR of ANDs
-            e, d = TypeCast(I32, as_bool(expr, dt)), I32
-            return Reduction("max", inames, e), d, False
-        return Reduction("sum" if op == "sum" else "product", inames, expr), dt, False
+            return Reduction("max", inames, TypeCast(I32, as_bool(expr, dt))), I32
+        return Reduction("sum" if op == "sum" else "product", inames, expr), dt
     if op in ("max", "min"):
         if dt.kind == "f":
-            return Reduction(PaMax() if op == "max" else PaMin(), inames, expr), dt, False
+            return Reduction(PaMax() if op == "max" else PaMin(), inames, expr), dt
         e, d = _widen(expr, dt)
-        return Reduction(op, inames, e), d, False
+        return Reduction(op, inames, e), d
     if op in ("any", "all"):
         e = TypeCast(I32, as_bool(expr, dt))
-        return Reduction("max" if op == "any" else "min", inames, e), I32, False
-    if op in ("argmax", "argmin"):
-        e, d = _widen(expr, dt)
-        oper = PaArgMax() if op == "argmax" else PaArgMin()
-        return Reduction(oper, inames, (e, index)), d, True
+        return Reduction("max" if op == "any" else "min", inames, e), I32
     raise NotImplementedError(op)
-
-
-def combine_op(op):
-    """The op that reduces partial results of ``op`` (second stage)."""
-    return {"sum": "sum", "prod": "prod", "max": "max", "min": "min",
-            "any": "any", "all": "all"}.get(op, op)
 
 
 # -- kernel assembly -------------------------------------------------------
@@ -193,61 +162,78 @@ class Assembler:
 
     # -- reductions ---------------------------------------------------------
     def reduction(self, name, node):
-        """A Reduce or Einsum node -> one or two kernels."""
-        spec = _reduction_spec(node)
-        M, R = spec["M"], spec["R"]
-        out = self.buffers[id(node)]
-        if M == 0:
-            return
-        if R == 0:      # empty reduction: the neutral element (NumPy's identity)
-            return self._neutral(name, node, spec, out)
-        if M < MANY_OUTPUTS and R >= LONG_REDUCTION:
-            return self._two_stage(name, node, spec, out)
-        strategy = "group" if (spec["inner"] and R >= 64) or M < 64 else "thread"
-        if spec["op"] in ("argmax", "argmin"):
-            strategy = "thread"     # loopy cannot split an arg-reduction outward
-        self._single(name, node, spec, out, strategy)
+        """A Reduce or Einsum node -> one to four kernels.
 
-    def _neutral(self, name, node, spec, out):
+        argmax/argmin are two standard reductions: the extremum, then the
+        first flat index whose value equals it (NaN-aware), so they get the
+        same parallel strategies as every other reduction.
+        """
+        spec = _reduction_spec(node)
+        spec.update(out=self.buffers[id(node)], out_dtype=node.dtype)
+        if spec["M"] == 0:
+            return
+        if spec["op"] not in ("argmax", "argmin"):
+            return self._reduce(name, spec)
+        ext = spec["out"] + "_ext"
+        vdt = node.array.dtype
+        self.add_buffer(ext, spec["M"], vdt)
+        self._reduce(name + "_ext", dict(spec, op=spec["op"][3:], out=ext, out_dtype=vdt))
+        value_of, R = spec["body"], spec["R"]
+
+        def first_index(kb, kept, red, jflat):
+            v, dt = value_of(kb, kept, red, jflat)
+            mv = p.Subscript(p.Variable(ext), (linearize(kept, spec["kept_shape"]),))
+            hit = p.Comparison(v, "==", mv)
+            if dt.kind == "f":
+                hit = p.LogicalOr((hit, p.LogicalAnd((p.Comparison(mv, "!=", mv),
+                                                      p.Comparison(v, "!=", v)))))
+            return p.If(hit, TypeCast(I64, jflat), I64.type(R)), I64
+        self._reduce(name, dict(spec, op="min", body=first_index, out_dtype=I64))
+
+    def _reduce(self, name, spec):
+        M, R = spec["M"], spec["R"]
+        if R == 0:      # empty reduction: the neutral element (NumPy's identity)
+            return self._neutral(name, spec)
+        if M < MANY_OUTPUTS and R >= LONG_REDUCTION:
+            return self._two_stage(name, spec)
+        strategy = "group" if (spec["inner"] and R >= 64) or M < 64 else "thread"
+        self._single(name, spec, strategy)
+
+    def _neutral(self, name, spec):
         value = {"sum": 0, "prod": 1, "any": 0, "all": 1}[spec["op"]]
         kb = KernelBuilder(self.plan, self.buffers, ["i"])
         i = p.Variable("i")
-        kb.assign(p.Subscript(p.Variable(out), (i,)),
-                  storage_dtype(node.dtype).type(value), ["i"])
+        kb.assign(p.Subscript(p.Variable(spec["out"]), (i,)),
+                  storage_dtype(spec["out_dtype"]).type(value), ["i"])
         M = spec["M"]
         lw = min(WG, M)
-        self.finish(name, kb, [f"{{[i]: 0 <= i < {M}}}"], {out},
+        self.finish(name, kb, [f"{{[i]: 0 <= i < {M}}}"], {spec["out"]},
                     lambda knl: lp.split_iname(knl, "i", lw, outer_tag="g.0",
                                                inner_tag="l.0"))
 
-    def _body(self, kb, node, spec, i_expr, j_expr):
-        """Value (and flat reduction index) of the reduction body."""
+    @staticmethod
+    def _body(kb, spec, i_expr, j_expr):
+        """Value of the reduction body at output ``i_expr``, flat index ``j_expr``."""
         kept = decompose(i_expr, spec["kept_shape"])
         red = decompose(j_expr, spec["red_shape"])
-        return spec["body"](kb, kept, red), j_expr
+        return spec["body"](kb, kept, red, j_expr)
 
-    def _write(self, kb, node, out, lhs_index, red_expr, acc_dt, is_arg, within, deps=()):
-        lhs = p.Subscript(p.Variable(out), (lhs_index,))
-        if is_arg:
-            vt = kb.fresh("val")
-            kb.temporaries[vt] = lp.TemporaryVariable(
-                vt, dtype=acc_dt, shape=(), address_space=lp.AddressSpace.PRIVATE)
-            kb.assign((p.Variable(vt), lhs), red_expr, within, deps)
-            return
+    @staticmethod
+    def _write(kb, spec, lhs_index, red_expr, acc_dt, within):
+        out_dt = np.dtype(spec["out_dtype"])
         res = red_expr
-        if node.dtype == BOOL:
+        if out_dt == BOOL:
             res = TypeCast(U8, red_expr)
-        elif acc_dt != node.dtype:
-            res = TypeCast(storage_dtype(node.dtype), red_expr)
-        kb.assign(lhs, res, within, deps)
+        elif acc_dt != out_dt:
+            res = TypeCast(storage_dtype(out_dt), red_expr)
+        kb.assign(p.Subscript(p.Variable(spec["out"]), (lhs_index,)), res, within)
 
-    def _single(self, name, node, spec, out, strategy):
+    def _single(self, name, spec, strategy):
         kb = KernelBuilder(self.plan, self.buffers, ["i"])
-        kb.analyze([node])
+        kb.analyze([spec["node"]])
         i, j = p.Variable("i"), p.Variable("j")
-        value, jx = self._body(kb, node, spec, i, j)
-        red, acc_dt, is_arg = reduction_expr(spec["op"], ("j",), value, TypeCast(I64, jx))
-        self._write(kb, node, out, i, red, acc_dt, is_arg, ["i"])
+        red, acc_dt = reduction_expr(spec["op"], ("j",), self._body(kb, spec, i, j))
+        self._write(kb, spec, i, red, acc_dt, ["i"])
         M, R = spec["M"], spec["R"]
         domain = f"{{[i, j]: 0 <= i < {M} and 0 <= j < {R}}}"
 
@@ -255,74 +241,54 @@ class Assembler:
             lw = min(WG, pow2_floor(R))
 
             def schedule(knl):
-                knl = lp.split_iname(knl, "j", lw, inner_iname="j_inner",
-                                     outer_iname="j_outer")
-                knl = lp.split_reduction_outward(knl, "j_inner")
-                return lp.tag_inames(knl, {"i": "g.0", "j_inner": "l.0"})
+                return _group_reduce(knl, lw)
         else:
             lw = min(WG, M)
 
             def schedule(knl):
                 return lp.split_iname(knl, "i", lw, outer_tag="g.0", inner_tag="l.0")
-        self.finish(name, kb, [domain], {out}, schedule)
+        self.finish(name, kb, [domain], {spec["out"]}, schedule)
 
-    def _two_stage(self, name, node, spec, out):
-        M, R = spec["M"], spec["R"]
+    def _two_stage(self, name, spec):
+        M, R, op = spec["M"], spec["R"], spec["op"]
         T = WG * max(1, min(512, R // (WG * 16)))
-        if spec["op"] in ("argmax", "argmin"):
-            T = min(T, 4 * WG)      # the second stage is sequential for these
         K = ceil_div(R, T)
-        op = spec["op"]
-        is_arg = op in ("argmax", "argmin")
         kb = KernelBuilder(self.plan, self.buffers, ["m", "t"])
-        kb.analyze([node])
+        kb.analyze([spec["node"]])
         m, t, k = p.Variable("m"), p.Variable("t"), p.Variable("k")
         jflat = p.Sum((t, p.Product((T, k))))
-        value, jx = self._body(kb, node, spec, m, jflat)
-        red, acc_dt, _ = reduction_expr(op, ("k",), value, TypeCast(I64, jx))
-        part = f"{out}_part"
+        red, acc_dt = reduction_expr(op, ("k",), self._body(kb, spec, m, jflat))
+        part = spec["out"] + "_part"
         lin = p.Sum((p.Product((T, m)), t)) if M > 1 else t
         self.add_buffer(part, M * T, acc_dt)
-        if is_arg:
-            self.add_buffer(part + "_idx", M * T, I64)
-            kb.assign((p.Subscript(p.Variable(part), (lin,)),
-                       p.Subscript(p.Variable(part + "_idx"), (lin,))), red, ["m", "t"])
-            written = {part, part + "_idx"}
-        else:
-            kb.assign(p.Subscript(p.Variable(part), (lin,)), red, ["m", "t"])
-            written = {part}
+        kb.assign(p.Subscript(p.Variable(part), (lin,)), red, ["m", "t"])
         domain = (f"{{[m, t, k]: 0 <= m < {M} and 0 <= t < {T} and 0 <= k < {K} "
                   f"and t + {T} * k < {R}}}")
 
         def schedule1(knl):
             knl = lp.split_iname(knl, "t", WG, outer_tag="g.0", inner_tag="l.0")
             return lp.tag_inames(knl, {"m": "g.1"}) if M > 1 else knl
-        self.finish(name + "_s1", kb, [domain], written, schedule1)
+        self.finish(name + "_s1", kb, [domain], {part}, schedule1)
 
-        # stage 2: reduce the partials of each output with one work-group
+        # stage 2: one work-group per output reduces its T partials
         kb2 = KernelBuilder(self.plan, self.buffers, ["i"])
         i, j = p.Variable("i"), p.Variable("j")
         plin = p.Sum((p.Product((T, i)), j)) if M > 1 else j
-        pval = (p.Subscript(p.Variable(part), (plin,)), acc_dt)
-        pidx = p.Subscript(p.Variable(part + "_idx"), (plin,)) if is_arg else None
-        op2 = combine_op(op)
-        if op in ("any", "all") or node.dtype == BOOL:
-            op2 = "min" if op == "all" else "max"
-            red2 = Reduction(op2, ("j",), pval[0])
-            acc2, arg2 = I32, False
+        pval = p.Subscript(p.Variable(part), (plin,))
+        if acc_dt == I32 and op in ("any", "all", "sum"):   # booleans as 0/1 ints
+            red2 = Reduction("min" if op == "all" else "max", ("j",), pval)
         else:
-            red2, acc2, arg2 = reduction_expr(op2, ("j",), pval, pidx)
-        self._write(kb2, node, out, i, red2, acc2, arg2, ["i"])
-        lw = WG
-
-        def schedule2(knl):
-            if arg2:
-                return lp.tag_inames(knl, {"i": "g.0"})
-            knl = lp.split_iname(knl, "j", lw, inner_iname="j_inner", outer_iname="j_outer")
-            knl = lp.split_reduction_outward(knl, "j_inner")
-            return lp.tag_inames(knl, {"i": "g.0", "j_inner": "l.0"})
+            red2, _ = reduction_expr(op, ("j",), (pval, acc_dt))
+        self._write(kb2, spec, i, red2, acc_dt, ["i"])
         self.finish(name + "_s2", kb2, [f"{{[i, j]: 0 <= i < {M} and 0 <= j < {T}}}"],
-                    {out}, schedule2)
+                    {spec["out"]}, lambda knl: _group_reduce(knl, WG))
+
+
+def _group_reduce(knl, lw):
+    """One work-group per output: a local-memory tree over ``j``."""
+    knl = lp.split_iname(knl, "j", lw, inner_iname="j_inner", outer_iname="j_outer")
+    knl = lp.split_reduction_outward(knl, "j_inner")
+    return lp.tag_inames(knl, {"i": "g.0", "j_inner": "l.0"})
 
 
 def _reduction_spec(node):
@@ -334,7 +300,7 @@ def _reduction_spec(node):
         red_shape = tuple(x.shape[d] for d in axes)
         inner = bool(x.ndim) and (x.ndim - 1) in axes
 
-        def body(kb, kept, red):
+        def body(kb, kept, red, jflat):
             idx, ki, ri = [], iter(kept), iter(red)
             for d in range(x.ndim):
                 idx.append(next(ri) if d in axes else next(ki))
@@ -352,7 +318,7 @@ def _reduction_spec(node):
         last = ins[0][-1] if ins[0] else None
         inner = last in contracted
 
-        def body(kb, kept, red):
+        def body(kb, kept, red, jflat):
             env = dict(zip(out, kept))
             env.update(zip(contracted, red))
             factors = []
@@ -371,7 +337,7 @@ def _reduction_spec(node):
     M = int(np.prod(kept_shape, dtype=np.int64))
     R = int(np.prod(red_shape, dtype=np.int64))
     return {"M": M, "R": R, "kept_shape": kept_shape, "red_shape": red_shape,
-            "inner": inner, "body": body, "op": op}
+            "inner": inner, "body": body, "op": op, "node": node}
 
 
 __all__ = ["Assembler", "KernelPlan", "linearize"]

@@ -149,6 +149,11 @@ class Program:
             prepared[name] = prepare(value)
         return prepared
 
+    def synchronize(self):
+        """Wait for this program's queued device work (``out="device"`` calls
+        return before the device finishes, as in CuPy)."""
+        self._exe.synchronize()
+
     def __call__(self, **bindings):
         prepared = self.check_bindings(bindings)
         return self._pack(self._exe.run(prepared))

@@ -18,6 +18,9 @@ class Executable:
     def run(self, bindings):
         raise NotImplementedError
 
+    def synchronize(self):
+        """Wait until all work this program queued on its device is done."""
+
 
 class Target:
     name = "?"

@@ -184,6 +184,13 @@ class OpenCLExecutable(Executable):
         return results
 
 
+def _synchronize(self):
+    self.queue.finish()
+
+
+OpenCLExecutable.synchronize = _synchronize
+
+
 def _c_strides(shape, itemsize):
     strides, s = [], itemsize
     for n in reversed(shape):
