@@ -40,7 +40,7 @@ class KernelInfo:
     args: tuple            # buffer names, in the kernel's argument order
     gsize: tuple
     lsize: tuple
-    kind: str
+    kind: str                      # elementwise, thread, group, two-stage 1, ...
     loopy_kernel: object = None
 
 
@@ -65,8 +65,9 @@ def data_nodes(order):
     return [n for n in order if isinstance(n, N.DataWrapper)]
 
 
-def lower_program(outputs, target) -> Lowered:
-    """Lower output nodes to kernels for a loopy ``target``."""
+def lower_program(outputs, target, cpu=False) -> Lowered:
+    """Lower output nodes to kernels for a loopy ``target``; ``cpu`` picks
+    reduction layouts suited to CPU devices (contiguous per work-item)."""
     import loopy as lp
     from .cfuncs import storage_dtype
     from .kernels import Assembler
@@ -99,7 +100,7 @@ def lower_program(outputs, target) -> Lowered:
             add(n, f"t{ntemp}", "temp")
             ntemp += 1
 
-    asm = Assembler(plan, buffers, target, idx_dt)
+    asm = Assembler(plan, buffers, target, idx_dt, cpu=cpu)
     for name, (size, sdt, *_rest) in specs.items():
         asm.add_buffer(name, size, sdt)
     ngroups = sum(1 for g in plan.groups if g.size > 0)
@@ -133,8 +134,7 @@ def lower_program(outputs, target) -> Lowered:
             gsize, lsize = knl.get_grid_size_upper_bounds_as_exprs(tu.callables_table)
             args = tuple(a.name for a in knl.args)
             kernels.append(KernelInfo(kp.name, args, tuple(int(x) for x in gsize),
-                                      tuple(int(x) for x in lsize),
-                                      kp.name.split("_", 1)[1], knl))
+                                      tuple(int(x) for x in lsize), kp.strategy, knl))
     return Lowered(source, kernels, specs, inputs, data, out_names, idx_dt.name, tu)
 
 

@@ -34,6 +34,7 @@ from .plan import _materialized_deps
 
 WG = 256                # default work-group size
 MANY_OUTPUTS = 1024     # enough outputs to fill a device one per work-item
+FILL_THREADS = 1 << 16  # work-items needed to keep a large GPU busy
 LONG_REDUCTION = 4096   # worth two stages when outputs are few
 I32 = np.dtype(np.int32)
 I64 = np.dtype(np.int64)
@@ -94,12 +95,14 @@ class KernelPlan:
     name: str
     tu: object
     written: tuple      # buffer names this kernel writes
+    strategy: str = ""
 
 
 class Assembler:
     """Builds all kernels of a plan; collects extra (partial) buffers."""
 
-    def __init__(self, plan, buffers, target, index_dtype):
+    def __init__(self, plan, buffers, target, index_dtype, cpu=False):
+        self.cpu = cpu                    # CPU devices want contiguous work-items
         self.plan = plan
         self.buffers = buffers            # id(node) -> name
         self.target = target
@@ -110,7 +113,7 @@ class Assembler:
     def add_buffer(self, name, size, dtype):
         self.buffer_specs[name] = (int(size), storage_dtype(dtype))
 
-    def finish(self, name, kb, domains, written, schedule):
+    def finish(self, name, kb, domains, written, schedule, strategy="elementwise"):
         used = set()
         from loopy.symbolic import get_dependencies
         for insn in kb.instructions:
@@ -129,7 +132,7 @@ class Assembler:
         kern = knl.default_entrypoint
         knl = knl.with_kernel(kern.copy(silenced_warnings=frozenset(
             kern.silenced_warnings) | {"write_race(*)"}))
-        self.kernels.append(KernelPlan(name, knl, tuple(sorted(written))))
+        self.kernels.append(KernelPlan(name, knl, tuple(sorted(written)), strategy))
 
     # -- elementwise ------------------------------------------------------
     def elementwise(self, name, group):
@@ -194,8 +197,17 @@ class Assembler:
         M, R = spec["M"], spec["R"]
         if R == 0:      # empty reduction: the neutral element (NumPy's identity)
             return self._neutral(name, spec)
+        if self.cpu:
+            # each work-item walks contiguous memory; work-groups spread on cores
+            if spec["inner"] and M < 64 and R >= LONG_REDUCTION:
+                return self._two_stage(name, spec)
+            if not spec["inner"] and R >= 256:
+                return self._split_columns(name, spec)
+            return self._single(name, spec, "thread")
         if M < MANY_OUTPUTS and R >= LONG_REDUCTION:
             return self._two_stage(name, spec)
+        if not spec["inner"] and M < FILL_THREADS and R >= 256:
+            return self._split_columns(name, spec)
         strategy = "group" if (spec["inner"] and R >= 64) or M < 64 else "thread"
         self._single(name, spec, strategy)
 
@@ -209,7 +221,7 @@ class Assembler:
         lw = min(WG, M)
         self.finish(name, kb, [f"{{[i]: 0 <= i < {M}}}"], {spec["out"]},
                     lambda knl: lp.split_iname(knl, "i", lw, outer_tag="g.0",
-                                               inner_tag="l.0"))
+                                               inner_tag="l.0"), "neutral")
 
     @staticmethod
     def _body(kb, spec, i_expr, j_expr):
@@ -247,41 +259,88 @@ class Assembler:
 
             def schedule(knl):
                 return lp.split_iname(knl, "i", lw, outer_tag="g.0", inner_tag="l.0")
-        self.finish(name, kb, [domain], {spec["out"]}, schedule)
+        if strategy != "group" or R <= 1:
+            strategy = "thread"
+        self.finish(name, kb, [domain], {spec["out"]}, schedule, strategy)
 
     def _two_stage(self, name, spec):
         M, R, op = spec["M"], spec["R"], spec["op"]
-        T = WG * max(1, min(512, R // (WG * 16)))
+        T = WG * max(1, min(512 if not self.cpu else 4, R // (WG * 16)))
         K = ceil_div(R, T)
         kb = KernelBuilder(self.plan, self.buffers, ["m", "t"])
         kb.analyze([spec["node"]])
         m, t, k = p.Variable("m"), p.Variable("t"), p.Variable("k")
-        jflat = p.Sum((t, p.Product((T, k))))
+        if self.cpu:        # contiguous chunk per work-item
+            jflat = p.Sum((p.Product((K, t)), k))
+            bound = f"{K} * t + k < {R}"
+        else:               # grid-stride: coalesced across work-items
+            jflat = p.Sum((t, p.Product((T, k))))
+            bound = f"t + {T} * k < {R}"
         red, acc_dt = reduction_expr(op, ("k",), self._body(kb, spec, m, jflat))
         part = spec["out"] + "_part"
         lin = p.Sum((p.Product((T, m)), t)) if M > 1 else t
         self.add_buffer(part, M * T, acc_dt)
         kb.assign(p.Subscript(p.Variable(part), (lin,)), red, ["m", "t"])
         domain = (f"{{[m, t, k]: 0 <= m < {M} and 0 <= t < {T} and 0 <= k < {K} "
-                  f"and t + {T} * k < {R}}}")
+                  f"and {bound}}}")
 
         def schedule1(knl):
             knl = lp.split_iname(knl, "t", WG, outer_tag="g.0", inner_tag="l.0")
             return lp.tag_inames(knl, {"m": "g.1"}) if M > 1 else knl
-        self.finish(name + "_s1", kb, [domain], {part}, schedule1)
+        self.finish(name + "_s1", kb, [domain], {part}, schedule1, "two-stage 1")
 
-        # stage 2: one work-group per output reduces its T partials
-        kb2 = KernelBuilder(self.plan, self.buffers, ["i"])
+        self._combine(name + "_s2", spec, part, acc_dt, T,
+                      lambda i, j: p.Sum((p.Product((T, i)), j)) if M > 1 else j, "group")
+
+    def _split_columns(self, name, spec):
+        """Few outputs along the contiguous axes, long outer reduction: C
+        chunks of the reduced range per output, work-items across outputs
+        (coalesced), then a second kernel adds the C partials per output."""
+        M, R, op = spec["M"], spec["R"], spec["op"]
+        if self.cpu:    # short column chunks stay in cache across work-items
+            C = max(2, ceil_div(R, 64))
+        else:           # enough chunks to fill the device
+            C = max(2, min(ceil_div(R, 32), FILL_THREADS * 2 // M))
+        K = ceil_div(R, C)
+        kb = KernelBuilder(self.plan, self.buffers, ["c", "i"])
+        kb.analyze([spec["node"]])
+        c, i, k = p.Variable("c"), p.Variable("i"), p.Variable("k")
+        red, acc_dt = reduction_expr(op, ("k",),
+                                     self._body(kb, spec, i, p.Sum((p.Product((K, c)), k))))
+        part = spec["out"] + "_part"
+        self.add_buffer(part, C * M, acc_dt)
+        kb.assign(p.Subscript(p.Variable(part), (p.Sum((p.Product((M, c)), i)),)), red,
+                  ["c", "i"])
+        domain = (f"{{[c, i, k]: 0 <= c < {C} and 0 <= i < {M} and 0 <= k < {K} "
+                  f"and {K} * c + k < {R}}}")
+        lw = min(WG, M)
+
+        def schedule1(knl):
+            knl = lp.split_iname(knl, "i", lw, outer_tag="g.0", inner_tag="l.0")
+            return lp.tag_inames(knl, {"c": "g.1"})
+        self.finish(name + "_c1", kb, [domain], {part}, schedule1, "split-columns 1")
+        self._combine(name + "_c2", spec, part, acc_dt, C,
+                      lambda i, j: p.Sum((p.Product((M, j)), i)), "thread")
+
+    def _combine(self, name, spec, part, acc_dt, n, index, strategy):
+        """Reduce ``n`` partials per output; ``index(i, j)`` locates one."""
+        op, M = spec["op"], spec["M"]
+        kb = KernelBuilder(self.plan, self.buffers, ["i"])
         i, j = p.Variable("i"), p.Variable("j")
-        plin = p.Sum((p.Product((T, i)), j)) if M > 1 else j
-        pval = p.Subscript(p.Variable(part), (plin,))
+        pval = p.Subscript(p.Variable(part), (index(i, j),))
         if acc_dt == I32 and op in ("any", "all", "sum"):   # booleans as 0/1 ints
-            red2 = Reduction("min" if op == "all" else "max", ("j",), pval)
+            red = Reduction("min" if op == "all" else "max", ("j",), pval)
         else:
-            red2, _ = reduction_expr(op, ("j",), (pval, acc_dt))
-        self._write(kb2, spec, i, red2, acc_dt, ["i"])
-        self.finish(name + "_s2", kb2, [f"{{[i, j]: 0 <= i < {M} and 0 <= j < {T}}}"],
-                    {spec["out"]}, lambda knl: _group_reduce(knl, WG))
+            red, _ = reduction_expr(op, ("j",), (pval, acc_dt))
+        self._write(kb, spec, i, red, acc_dt, ["i"])
+        if strategy == "group":
+            schedule = lambda knl: _group_reduce(knl, WG)     # noqa: E731
+        else:
+            lw = min(WG, M)
+            schedule = lambda knl: lp.split_iname(knl, "i", lw, outer_tag="g.0",  # noqa: E731
+                                                  inner_tag="l.0")
+        self.finish(name, kb, [f"{{[i, j]: 0 <= i < {M} and 0 <= j < {n}}}"],
+                    {spec["out"]}, schedule, f"combine ({strategy})")
 
 
 def _group_reduce(knl, lw):

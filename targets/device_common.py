@@ -30,7 +30,7 @@ def _strip(lowered):
     return dataclasses.replace(lowered, kernels=kernels, translation_unit=None)
 
 
-def lower_or_load(cache, key, outputs, lp_target, build) -> CompiledProgram:
+def lower_or_load(cache, key, outputs, lp_target, build, cpu=False) -> CompiledProgram:
     """``build(source, binary_or_None) -> (handle, binary)``."""
     t0 = time.perf_counter()
     hit = _MEMORY.get(key)
@@ -47,7 +47,7 @@ def lower_or_load(cache, key, outputs, lp_target, build) -> CompiledProgram:
         origin = "disk"
     else:
         from codegen import lower_program
-        lowered = lower_program(outputs, lp_target)
+        lowered = lower_program(outputs, lp_target, cpu=cpu)
         handle, binary = build(lowered.source, None) if lowered.kernels else (None, None)
         cache.put(key, {"lowered": _strip(lowered), "binary": binary})
         origin = "built"

@@ -148,10 +148,10 @@ class OpenCLExecutable(Executable):
         for pname, bname in self._inputs:
             v = bindings[pname]
             if isinstance(v, self._cla.Array):
-                if v.context != self.ctx:
+                if v.queue is not q and v.context != self.ctx:
                     raise TypeError(f"binding for placeholder {pname!r} lives on another "
                                     "OpenCL context than this program's device")
-                bufs[bname] = _data_of(v)
+                bufs[bname] = v.base_data if not v.offset else _data_of(v)
             else:
                 bufs[bname] = self._upload(v).base_data
         alloc = self.pool.allocate
@@ -286,8 +286,10 @@ class OpenCLTarget(Target):
         ctx, dev, desc, queue = self._device(device)
         key = key_digest("opencl", program_key(outputs), desc, dev.driver_version,
                          lp.VERSION, code_version())
+        import pyopencl as cl
+        cpu = not (dev.type & cl.device_type.GPU)
         compiled = lower_or_load(_CACHE, key, outputs, lp.OpenCLTarget(),
-                                 lambda src, binary: self._build(ctx, src))
+                                 lambda src, binary: self._build(ctx, src), cpu=cpu)
         return OpenCLExecutable(compiled, outputs, ctx, queue, out)
 
     @staticmethod

@@ -227,3 +227,30 @@ def test_generated_source_is_deterministic_across_hash_seeds():
                                    capture_output=True, text=True).stdout)
     assert outs[0] == outs[1] == outs[2]
     assert "__kernel" in outs[0]
+
+
+@pytest.mark.parametrize("shape,axis,strategies", [
+    ((3000, 40), 1, {"thread"}),                         # many outputs, short inner
+    ((300, 500), 1, {"group"}),                          # long contiguous reduction
+    ((20000,), None, {"two-stage 1", "combine (group)"}),  # few outputs, long
+    ((2000, 300), 0, {"split-columns 1", "combine (thread)"}),  # outer, few outputs
+    ((0, 7), 0, {"neutral"}),                            # empty reduction
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_])
+def test_every_reduction_strategy_matches_numpy(shape, axis, strategies, dtype):
+    rng = np.random.default_rng(1)
+    xv = (rng.random(shape) * 9).astype(dtype)
+    x = pa.placeholder("x", shape, dtype)
+    outs = {"sum": x.sum(axis=axis), "any": (x > 4).any(axis=axis),
+            "all": (x > 0).all(axis=axis)}
+    refs = {"sum": xv.sum(axis=axis), "any": (xv > 4).any(axis=axis),
+            "all": (xv > 0).all(axis=axis)}
+    if xv.size:
+        outs.update(max=x.max(axis=axis), argmin=x.argmin(axis=axis))
+        refs.update(max=xv.max(axis=axis), argmin=xv.argmin(axis=axis))
+    L = lower(outs["sum"])
+    assert {k.kind for k in L.kernels} == strategies
+    if ok:
+        got = pa.compile(outs, target="opencl")(x=xv)
+        for k in outs:
+            assert_same(got[k], np.asarray(refs[k]), f"{k} {shape} axis={axis} {xv.dtype}")
