@@ -267,6 +267,8 @@ class Assembler:
         M, R, op = spec["M"], spec["R"], spec["op"]
         T = WG * max(1, min(512 if not self.cpu else 4, R // (WG * 16)))
         K = ceil_div(R, T)
+        if self.cpu:        # every work-item must own at least one element
+            T = ceil_div(R, K)
         kb = KernelBuilder(self.plan, self.buffers, ["m", "t"])
         kb.analyze([spec["node"]])
         m, t, k = p.Variable("m"), p.Variable("t"), p.Variable("k")

@@ -275,19 +275,22 @@ class OpenCLTarget(Target):
             return value
         return value if value.flags.c_contiguous else np.ascontiguousarray(value)
 
-    def compile(self, outputs, out="numpy", device=None, **options):
-        """``out``: "numpy" or "device"; ``device``: a platform/device substring."""
+    def compile(self, outputs, out="numpy", device=None, device_kind=None, **options):
+        """``out``: "numpy" or "device"; ``device``: a platform/device substring;
+        ``device_kind``: "cpu" or "gpu" reduction layouts (default: the device's)."""
         if out not in ("numpy", "device"):
             raise ValueError(f"out must be 'numpy' or 'device', got {out!r}")
+        if device_kind not in (None, "cpu", "gpu"):
+            raise ValueError(f"device_kind must be 'cpu' or 'gpu', got {device_kind!r}")
         if options:
             raise TypeError(f"opencl target: unknown options {sorted(options)}")
         import loopy as lp
         from codegen import program_key
-        ctx, dev, desc, queue = self._device(device)
-        key = key_digest("opencl", program_key(outputs), desc, dev.driver_version,
-                         lp.VERSION, code_version())
         import pyopencl as cl
-        cpu = not (dev.type & cl.device_type.GPU)
+        ctx, dev, desc, queue = self._device(device)
+        cpu = (device_kind == "cpu") if device_kind else not (dev.type & cl.device_type.GPU)
+        key = key_digest("opencl", program_key(outputs), desc, dev.driver_version,
+                         lp.VERSION, code_version(), cpu)
         compiled = lower_or_load(_CACHE, key, outputs, lp.OpenCLTarget(),
                                  lambda src, binary: self._build(ctx, src), cpu=cpu)
         return OpenCLExecutable(compiled, outputs, ctx, queue, out)

@@ -251,6 +251,8 @@ def test_every_reduction_strategy_matches_numpy(shape, axis, strategies, dtype):
     L = lower(outs["sum"])
     assert {k.kind for k in L.kernels} == strategies
     if ok:
-        got = pa.compile(outs, target="opencl")(x=xv)
-        for k in outs:
-            assert_same(got[k], np.asarray(refs[k]), f"{k} {shape} axis={axis} {xv.dtype}")
+        for kind in ("gpu", "cpu"):        # both layouts run on whatever device is here
+            got = pa.compile(outs, target="opencl", device_kind=kind)(x=xv)
+            for k in outs:
+                assert_same(got[k], np.asarray(refs[k]),
+                            f"{k} {shape} axis={axis} {xv.dtype} ({kind} layout)")
