@@ -118,13 +118,16 @@ class OpenCLExecutable(Executable):
             self._launches.append((kernels[k.name], k.args, gs, ls))
         self._outs = []
         template = cla.empty(queue, (1,), np.float32)
+        seen = set()
         for name in L.outputs:
             size, sdt, shape, dtype, role = L.buffers[name]
             dtype = np.dtype(dtype)
             attrs = dict(template.__dict__, offset=0, shape=tuple(shape), dtype=dtype,
                          size=size, nbytes=size * dtype.itemsize, allocator=self.pool,
                          strides=_c_strides(shape, dtype.itemsize))
-            self._outs.append((name, shape, dtype, sdt, role, size * np.dtype(sdt).itemsize,
+            copy = role != "output" or name in seen    # never alias inputs or repeats
+            seen.add(name)
+            self._outs.append((name, shape, dtype, sdt, copy, size * np.dtype(sdt).itemsize,
                                attrs))
 
     def _upload(self, arr):
@@ -143,11 +146,11 @@ class OpenCLExecutable(Executable):
         return a
 
     def run(self, bindings):
-        cl, q = self._cl, self.queue
-        bufs = dict(self._fixed)
+        cl, q, cla_array = self._cl, self.queue, self._cla.Array
+        bufs = dict(self._fixed) if self._fixed else {}
         for pname, bname in self._inputs:
             v = bindings[pname]
-            if isinstance(v, self._cla.Array):
+            if type(v) is cla_array or isinstance(v, cla_array):
                 if v.queue is not q and v.context != self.ctx:
                     raise TypeError(f"binding for placeholder {pname!r} lives on another "
                                     "OpenCL context than this program's device")
@@ -162,24 +165,23 @@ class OpenCLExecutable(Executable):
             knl.set_args(*[bufs[a] for a in args])
             enqueue(q, knl, gs, ls)
         results = []
-        seen = set()
-        for name, shape, dtype, sdt, role, size, attrs in self._outs:
+        device = self.out_mode == "device"
+        for name, shape, dtype, sdt, copy, size, attrs in self._outs:
             buf = bufs[name]
-            if role != "output" or name in seen:      # an input returned, or a repeat
+            if copy:            # an input returned as is, or an output repeated
                 new = alloc(max(size, 1))
                 if size:
                     cl.enqueue_copy(q, new, buf, byte_count=size)
                 buf = new
-            seen.add(name)
-            if self.out_mode == "device":
+            if device:
                 results.append(self._wrap(buf, attrs))
             else:
                 host = np.empty(shape, dtype)
-                if host.size:
+                if size:
                     cl.enqueue_copy(q, host.view(sdt) if dtype == np.bool_ else host, buf,
                                     is_blocking=False)
                 results.append(host)
-        if self.out_mode != "device":
+        if not device:
             q.finish()
         return results
 
