@@ -159,4 +159,37 @@ def compile_and_dispatch(b):
                f"{roundtrip * 1e6:.1f} us; numpy in/out {host * 1e6:.1f} us")
 
 
-ALL = [fused_chain, softmax, reductions, compile_and_dispatch]
+def _torch_sgemm(n):
+    """cuBLAS SGEMM through torch with TF32 off, when a CUDA GPU is visible."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    a = torch.randn(n, n, device="cuda")
+    b = torch.randn(n, n, device="cuda")
+    return median_time(lambda: a @ b, torch.cuda.synchronize)
+
+
+def matmul(b):
+    n = 512 if (b.quick or not b.gpu) else 4096
+    av = b.rng.standard_normal((n, n)).astype(np.float32)
+    bv = b.rng.standard_normal((n, n)).astype(np.float32)
+    A = pa.placeholder("A", (n, n), np.float32)
+    B = pa.placeholder("B", (n, n), np.float32)
+    prog = _device_prog(b, A @ B)
+    ad, bd = _to_device(b, av), _to_device(b, bv)
+    check("matmul", prog(A=ad, B=bd).get(), av @ bv, rtol=1e-3)
+    ours = median_time(lambda: prog(A=ad, B=bd), prog.synchronize)
+    peers = {"numpy": median_time(lambda: av @ bv)}
+    cublas = _torch_sgemm(n) if b.gpu else None
+    if cublas:
+        peers["cuBLAS (torch, no TF32)"] = cublas
+    kinds = ",".join(k.kind for k in prog.kernels.values())
+    b.row(f"matmul {n}^3 f32", ours, peers,
+          note=f"{2 * n ** 3 / ours / 1e12:.2f} TFLOP/s ({kinds})")
+
+
+ALL = [fused_chain, softmax, reductions, matmul, compile_and_dispatch]

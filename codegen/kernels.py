@@ -113,12 +113,17 @@ class Assembler:
     def add_buffer(self, name, size, dtype):
         self.buffer_specs[name] = (int(size), storage_dtype(dtype))
 
-    def finish(self, name, kb, domains, written, schedule, strategy="elementwise"):
+    def finish(self, name, kb, domains, written, schedule, strategy="elementwise",
+               shapes=None):
+        """Make the loopy kernel.  Buffers are flat unless ``shapes`` gives a
+        multi-dimensional view (needed by ``add_prefetch``)."""
         used = set()
         from loopy.symbolic import get_dependencies
         for insn in kb.instructions:
             used |= set(get_dependencies(insn.expression)) | set(insn.assignee_var_names())
-        args = [lp.GlobalArg(b, self.buffer_specs[b][1], shape=(max(self.buffer_specs[b][0], 1),),
+        shapes = shapes or {}
+        args = [lp.GlobalArg(b, self.buffer_specs[b][1],
+                             shape=shapes.get(b, (max(self.buffer_specs[b][0], 1),)),
                              is_input=b not in written, is_output=b in written)
                 for b in sorted(used & set(self.buffer_specs))]
         knl = lp.make_kernel(domains, kb.instructions, args + list(kb.temporaries.values()),
@@ -175,6 +180,8 @@ class Assembler:
         spec.update(out=self.buffers[id(node)], out_dtype=node.dtype)
         if spec["M"] == 0:
             return
+        if _tileable_matmul(node, self.cpu):
+            return self._tiled_matmul(name, node)
         if spec["op"] not in ("argmax", "argmin"):
             return self._reduce(name, spec)
         ext = spec["out"] + "_ext"
@@ -192,6 +199,23 @@ class Assembler:
                                                       p.Comparison(v, "!=", v)))))
             return p.If(hit, TypeCast(I64, jflat), I64.type(R)), I64
         self._reduce(name, dict(spec, op="min", body=first_index, out_dtype=I64))
+
+    def _tiled_matmul(self, name, node):
+        (M, K), (_, Nn) = node.operands[0].shape, node.operands[1].shape
+        A, B = (self.buffers[id(o)] for o in node.operands)
+        out = self.buffers[id(node)]
+        kb = KernelBuilder(self.plan, self.buffers, ["i", "j"])
+        i, j, k = p.Variable("i"), p.Variable("j"), p.Variable("k")
+        body = p.Product((p.Subscript(p.Variable(A), (i, k)), p.Subscript(p.Variable(B), (k, j))))
+        kb.assign(p.Subscript(p.Variable(out), (i, j)), Reduction("sum", ("k",), body),
+                  ["i", "j"])
+        if A == B:          # a @ a: one prefetch serves both reads
+            return self._reduce(name, dict(_reduction_spec(node), out=out,
+                                           out_dtype=node.dtype))
+        domain = f"{{[i, j, k]: 0 <= i < {M} and 0 <= j < {Nn} and 0 <= k < {K}}}"
+        self.finish(name, kb, [domain], {out},
+                    lambda knl: _tiled_matmul_schedule(knl, A, B), "tiled matmul",
+                    shapes={A: (M, K), B: (K, Nn), out: (M, Nn)})
 
     def _reduce(self, name, spec):
         M, R = spec["M"], spec["R"]
@@ -343,6 +367,33 @@ class Assembler:
                                                   inner_tag="l.0")
         self.finish(name, kb, [f"{{[i, j]: 0 <= i < {M} and 0 <= j < {n}}}"],
                     {spec["out"]}, schedule, f"combine ({strategy})")
+
+
+TILE = 16
+
+
+def _tileable_matmul(node, cpu):
+    """A 2-D ``ik,kj->ij`` contraction whose sizes are multiples of TILE."""
+    if cpu or not isinstance(node, N.Einsum) or node.dtype == BOOL:
+        return False
+    ins, out = node.subscripts.split("->")
+    a, b = (ins.split(",") + ["", ""])[:2]
+    if len(ins.split(",")) != 2 or len(a) != 2 or len(b) != 2 or len(out) != 2:
+        return False
+    if not (a[1] == b[0] and out == a[0] + b[1] and len({a[0], a[1], b[1]}) == 3):
+        return False
+    (M, K), (_, Nn) = node.operands[0].shape, node.operands[1].shape
+    return all(n % TILE == 0 and n > 0 for n in (M, K, Nn))
+
+
+def _tiled_matmul_schedule(knl, A, B):
+    """TILE x TILE work-groups, both operand tiles prefetched to local memory."""
+    knl = lp.split_iname(knl, "i", TILE, outer_tag="g.1", inner_tag="l.1")
+    knl = lp.split_iname(knl, "j", TILE, outer_tag="g.0", inner_tag="l.0")
+    knl = lp.split_iname(knl, "k", TILE)
+    knl = lp.add_prefetch(knl, A, ["i_inner", "k_inner"], default_tag="l.auto")
+    knl = lp.add_prefetch(knl, B, ["k_inner", "j_inner"], default_tag="l.auto")
+    return lp.add_inames_for_unused_hw_axes(knl)
 
 
 def _group_reduce(knl, lw):

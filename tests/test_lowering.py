@@ -256,3 +256,22 @@ def test_every_reduction_strategy_matches_numpy(shape, axis, strategies, dtype):
             for k in outs:
                 assert_same(got[k], np.asarray(refs[k]),
                             f"{k} {shape} axis={axis} {xv.dtype} ({kind} layout)")
+
+
+@pytest.mark.parametrize("shapes,tiled", [(((64, 48), (48, 32)), True),
+                                          (((30, 20), (20, 10)), False),
+                                          (((2, 16, 32), (32, 16)), False)])
+def test_matmul_default_tiling(shapes, tiled):
+    rng = np.random.default_rng(3)
+    a = pa.placeholder("a", shapes[0], np.float32)
+    b = pa.placeholder("b", shapes[1], np.float32)
+    av, bv = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+    L = lower(pa.tanh(a) @ b)
+    kinds = [k.kind for k in L.kernels]
+    assert ("tiled matmul" in kinds) == tiled
+    if tiled:
+        assert "__local" in L.source and "barrier" in L.source
+    if ok:
+        for kind in ("gpu", "cpu"):
+            got = pa.compile(pa.tanh(a) @ b, target="opencl", device_kind=kind)(a=av, b=bv)
+            assert_same(got, np.tanh(av) @ bv, f"matmul {shapes} ({kind} layout)")
