@@ -90,7 +90,7 @@ class OpenCLExecutable(Executable):
     and enqueues.  With ``out="device"`` a call does not wait for the device.
     """
 
-    def __init__(self, compiled: CompiledProgram, outputs, ctx, queue, out):
+    def __init__(self, compiled: CompiledProgram, outputs, ctx, queue, out, cpu=False):
         import pyopencl as cl
         import pyopencl.array as cla
         import pyopencl.tools as cltools
@@ -101,7 +101,8 @@ class OpenCLExecutable(Executable):
         self.pool = _pool_for(queue)
         self._cl, self._cla = cl, cla
         self.source = L.source
-        self.kernels = {k.name: k for k in L.kernels}
+        self._outputs_nodes, self._cpu = outputs, cpu
+        self._kernel_info = None
         kernels = _kernel_objects(compiled)
         # data leaves live on the device for the executable's lifetime
         from codegen import data_nodes
@@ -129,6 +130,21 @@ class OpenCLExecutable(Executable):
             seen.add(name)
             self._outs.append((name, shape, dtype, sdt, copy, size * np.dtype(sdt).itemsize,
                                attrs))
+
+    @property
+    def kernels(self):
+        """name -> KernelInfo, with the loopy kernel (re-lowered on demand when
+        the program came from the disk cache, which stores no loopy objects)."""
+        if self._kernel_info is None:
+            infos = list(self.lowered.kernels)
+            if any(k.loopy_kernel is None for k in infos):
+                import loopy as lp
+                from codegen import lower_program
+                fresh = {k.name: k for k in lower_program(
+                    self._outputs_nodes, lp.OpenCLTarget(), cpu=self._cpu).kernels}
+                infos = [fresh[k.name] for k in infos]
+            self._kernel_info = {k.name: k for k in infos}
+        return self._kernel_info
 
     def _upload(self, arr):
         arr = np.ascontiguousarray(arr)
@@ -295,7 +311,7 @@ class OpenCLTarget(Target):
                          lp.VERSION, code_version(), cpu)
         compiled = lower_or_load(_CACHE, key, outputs, lp.OpenCLTarget(),
                                  lambda src, binary: self._build(ctx, src), cpu=cpu)
-        return OpenCLExecutable(compiled, outputs, ctx, queue, out)
+        return OpenCLExecutable(compiled, outputs, ctx, queue, out, cpu)
 
     @staticmethod
     def _build(ctx, source):

@@ -275,3 +275,30 @@ def test_matmul_default_tiling(shapes, tiled):
         for kind in ("gpu", "cpu"):
             got = pa.compile(pa.tanh(a) @ b, target="opencl", device_kind=kind)(a=av, b=bv)
             assert_same(got, np.tanh(av) @ bv, f"matmul {shapes} ({kind} layout)")
+
+
+@needs_opencl
+def test_kernels_inspectable_after_disk_cache_hit(tmp_path, monkeypatch):
+    import targets.device_common as dc
+    monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
+    x = pa.placeholder("x", (33, 7), np.float32)
+    expr = pa.exp(x).sum(axis=1)
+    first = pa.compile(expr, target="opencl")
+    dc.clear_memory_cache()
+    from targets.opencl import _CACHE
+    _CACHE.memory.clear()
+    second = pa.compile(expr, target="opencl")
+    assert second._exe.compiled.origin == "disk"
+    k1, k2 = first.kernels, second.kernels
+    assert list(k1) == list(k2)
+    assert all(k.loopy_kernel is not None for k in k2.values())
+    assert str(k2[list(k2)[0]].loopy_kernel.name) == list(k2)[0]
+
+
+def test_compiling_many_kernels_logs_progress(caplog):
+    x = pa.placeholder("x", (10, 8), np.float32)
+    outs = [x.sum(axis=0), x.max(axis=1), x.min(axis=0), (x * 2).sum(), x.mean(axis=1), x + 1.0]
+    with caplog.at_level(logging.INFO, logger="polyarray.codegen"):
+        L = lower(outs)
+    assert len(L.kernels) > 4
+    assert "lowering" in caplog.text and "generating code for" in caplog.text
