@@ -11,6 +11,7 @@ import pytest
 
 import polyarray as pa
 import targets
+from conftest import TEST_TARGETS
 from helpers import assert_same, subprocess_env
 
 ok, reason = targets.availability("opencl")
@@ -302,3 +303,28 @@ def test_compiling_many_kernels_logs_progress(caplog):
         L = lower(outs)
     assert len(L.kernels) > 4
     assert "lowering" in caplog.text and "generating code for" in caplog.text
+
+
+@pytest.mark.parametrize("target", [t for t in TEST_TARGETS if t != "numpy"])
+@pytest.mark.parametrize("shape,axis", [((5, 300), 1), ((20000,), None), ((600, 9), 0),
+                                        ((40, 30), 0)])
+def test_nan_propagation_and_first_index_rules(shape, axis, target):
+    available, why = targets.availability(target)
+    if not available:
+        pytest.skip(f"{target}: {why}")
+    rng = np.random.default_rng(5)
+    xv = rng.integers(0, 4, shape).astype(np.float32)     # many ties
+    xv.reshape(-1)[[3, 7, 11]] = np.nan
+    x = pa.placeholder("x", shape, np.float32)
+    outs = {"max": x.max(axis=axis), "min": x.min(axis=axis), "argmax": x.argmax(axis=axis),
+            "argmin": x.argmin(axis=axis), "fmaxlike": pa.maximum(x, 1.0).sum(axis=axis)}
+    with np.errstate(invalid="ignore"):
+        refs = {"max": xv.max(axis=axis), "min": xv.min(axis=axis),
+                "argmax": xv.argmax(axis=axis), "argmin": xv.argmin(axis=axis),
+                "fmaxlike": np.maximum(xv, 1.0).sum(axis=axis)}
+    kinds = ("gpu", "cpu") if target == "opencl" else (None,)
+    for kind in kinds:
+        opts = {"device_kind": kind} if kind else {}
+        got = pa.compile(outs, target=target, **opts)(x=xv)
+        for k in outs:
+            assert_same(got[k], np.asarray(refs[k]), f"{k} {shape} axis={axis} ({kind})")
