@@ -51,6 +51,19 @@ def _body(op, dt, T, cuda):
     f = dt.kind == "f"
     signed = dt.kind == "i"
     M = lambda fn: _math(fn, dt, cuda)     # noqa: E731
+    if op in _SPECIAL and dt.kind in "iub":     # integer extremes
+        if op == "nan":
+            raise NotImplementedError("no integer NaN")
+        if dt.kind == "i":
+            top = f"{np.iinfo(dt).max}LL"
+            return f"return ({T}) {top};" if op == "posinf" else f"return ({T}) (-{top} - 1);"
+        return f"return ({T}) -1;" if op == "posinf" else "return 0;"
+    if op in _SPECIAL:
+        if not cuda:
+            return f"return ({T}) ({_SPECIAL[op]});"
+        bits = _CUDA_SPECIAL_BITS[op][dt.itemsize]
+        cast = "__int_as_float" if dt.itemsize == 4 else "__longlong_as_double"
+        return f"return {cast}({bits});"
     if op in _MATH:
         return f"return {M(_MATH[op])}(a);"
     if op == "arctan2":
@@ -117,9 +130,16 @@ def _body(op, dt, T, cuda):
     raise NotImplementedError(f"no C helper for {op} on {dt}")
 
 
+# special float constants, as zero-argument helpers (loopy's CUDA target
+# knows no INFINITY/NAN names)
+_SPECIAL = {"posinf": "INFINITY", "neginf": "-INFINITY", "nan": "NAN"}
+_CUDA_SPECIAL_BITS = {"posinf": {4: "0x7f800000", 8: "0x7ff0000000000000LL"},
+                      "neginf": {4: "0xff800000", 8: "(long long) 0xfff0000000000000ULL"},
+                      "nan": {4: "0x7fffffff", 8: "0x7fffffffffffffffLL"}}
+
 # ops producing bool regardless of input dtype
 _BOOL_RESULT = {"isnan", "isinf", "isfinite", "logical_xor"}
-HELPER_OPS = (set(_MATH) | {"arctan2", "square", "absolute", "sign", "maximum", "minimum",
+HELPER_OPS = (set(_MATH) | set(_SPECIAL) | {"arctan2", "square", "absolute", "sign", "maximum", "minimum",
                             "floor_divide", "remainder", "power"} | _BOOL_RESULT)
 
 
@@ -130,7 +150,7 @@ def _signature(name):
     op, dtname = rest.rsplit("_", 1)
     dt = np.dtype(dtname)
     nargs = 2 if op in ("arctan2", "maximum", "minimum", "floor_divide", "remainder",
-                        "power", "logical_xor") else 1
+                        "power", "logical_xor") else (0 if op in _SPECIAL else 1)
     out = U8 if op in _BOOL_RESULT else storage_dtype(dt)
     return op, dt, nargs, out
 
@@ -154,13 +174,21 @@ class PaFunction(ScalarCallable):
         cuda = isinstance(target, CudaTarget)
         T = target.dtype_to_typename(NumpyType(storage_dtype(dt)))
         R = target.dtype_to_typename(NumpyType(out))
-        params = ", ".join(f"{T} {v}" for v in "ab"[:nargs])
+        params = ", ".join(f"{T} {v}" for v in "ab"[:nargs]) or "void"
         qual = "__device__ static inline" if cuda else "static inline"
         body = _body(op, dt, T, cuda)
         yield (f"50_{self.name}", f"{qual} {R} {self.name}({params})\n{{\n  {body}\n}}\n")
 
 
 # -- lowering of frontend value calls ------------------------------------
+
+def special_constant(value, dtype, functions):
+    """inf / -inf / nan of ``dtype`` as a helper call."""
+    op = "nan" if np.isnan(value) else ("posinf" if value > 0 else "neginf")
+    name = helper_name(op, dtype)
+    functions.add(name)
+    return p.Call(p.Variable(name), ())
+
 
 def _small_int(dt):
     return dt.kind in "iub" and dt.itemsize < 4

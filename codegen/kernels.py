@@ -42,8 +42,18 @@ I64 = np.dtype(np.int64)
 # -- reduction operations with NumPy semantics ------------------------------
 
 class _HelperCombine:
-    """max/min reduction that combines with our NaN-propagating helper."""
+    """max/min reduction that combines with our NaN-propagating helper, with
+    -inf/+inf neutral elements that every target can spell."""
     helper = None
+
+    def neutral_element(self, *dtypes, callables_table, target):
+        from loopy.translation_unit import add_callable_to_table
+        dtype, = dtypes
+        name = helper_name("neginf" if self.helper == "maximum" else "posinf",
+                           dtype.numpy_dtype)
+        clbl, callables_table = PaFunction(name).with_types({}, callables_table)
+        fid, callables_table = add_callable_to_table(callables_table, name, clbl)
+        return ResolvedFunction(fid)(), callables_table
 
     def __call__(self, dtypes, operand1, operand2, callables_table, target):
         from loopy.translation_unit import add_callable_to_table
@@ -64,7 +74,7 @@ class PaMin(_HelperCombine, MinReductionOperation):
 
 
 def _widen(expr, dt):
-    """loopy's max/min need a neutral element: compute small ints in int32."""
+    """Compute small ints and bools in int32 for max/min reductions."""
     if dt == BOOL or (dt.kind in "iu" and dt.itemsize < 4):
         return TypeCast(I32, expr), I32
     return expr, dt
@@ -75,16 +85,14 @@ def reduction_expr(op, inames, value):
     expr, dt = value
     if op in ("sum", "prod"):
         if dt == BOOL:          # bool einsum: OR of ANDs
-            return Reduction("max", inames, TypeCast(I32, as_bool(expr, dt))), I32
+            return Reduction(PaMax(), inames, TypeCast(I32, as_bool(expr, dt))), I32
         return Reduction("sum" if op == "sum" else "product", inames, expr), dt
     if op in ("max", "min"):
-        if dt.kind == "f":
-            return Reduction(PaMax() if op == "max" else PaMin(), inames, expr), dt
         e, d = _widen(expr, dt)
-        return Reduction(op, inames, e), d
+        return Reduction(PaMax() if op == "max" else PaMin(), inames, e), d
     if op in ("any", "all"):
         e = TypeCast(I32, as_bool(expr, dt))
-        return Reduction("max" if op == "any" else "min", inames, e), I32
+        return Reduction(PaMax() if op == "any" else PaMin(), inames, e), I32
     raise NotImplementedError(op)
 
 
@@ -355,7 +363,7 @@ class Assembler:
         i, j = p.Variable("i"), p.Variable("j")
         pval = p.Subscript(p.Variable(part), (index(i, j),))
         if acc_dt == I32 and op in ("any", "all", "sum"):   # booleans as 0/1 ints
-            red = Reduction("min" if op == "all" else "max", ("j",), pval)
+            red = Reduction(PaMin() if op == "all" else PaMax(), ("j",), pval)
         else:
             red, _ = reduction_expr(op, ("j",), (pval, acc_dt))
         self._write(kb, spec, i, red, acc_dt, ["i"])

@@ -19,7 +19,7 @@ from loopy.kernel.instruction import make_assignment
 
 from polyarray import nodes as N
 from polyarray.mapper import Mapper
-from .cfuncs import BOOL, U8, lower_call, storage_dtype
+from .cfuncs import BOOL, U8, lower_call, special_constant, storage_dtype
 
 SPILL_DEPTH = 24       # spill deep inlined chains into temporaries
 
@@ -243,8 +243,7 @@ class _ExprLowerer(ExprMapper):
             if dt == BOOL:
                 return U8.type(int(c)), dt
             if dt.kind == "f" and not np.isfinite(c):
-                sign = "-" if c < 0 else ""
-                return p.Variable(f"{sign}INFINITY" if np.isinf(c) else "NAN"), dt
+                return special_constant(c, dt, self.kb.functions), dt
             return c, dt
         if isinstance(c, bool):
             return U8.type(int(c)), BOOL

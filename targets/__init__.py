@@ -39,12 +39,17 @@ def availability(name):
 
 
 def get_target(name):
+    """The target instance.  A target that can generate code without its
+    device (CUDA) is returned even where the device is missing; running a
+    program there raises TargetUnavailableError."""
     if name in _INSTANCES:
         return _INSTANCES[name]
     ok, reason = availability(name)
-    if not ok:
+    cls = target_class(name)
+    if not ok and not (cls is not None and getattr(cls, "codegen_without_device", False)
+                       and not reason.startswith("loopy")):
         raise TargetUnavailableError(f"target {name!r} is unavailable: {reason}")
-    _INSTANCES[name] = target_class(name)()
+    _INSTANCES[name] = cls()
     return _INSTANCES[name]
 
 

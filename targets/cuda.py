@@ -1,0 +1,202 @@
+"""The CUDA target: the same codegen kernels, emitted with loopy's CUDA target,
+compiled with PyCUDA and launched by our own launcher.
+
+Code generation needs no GPU and no pycuda: ``pa.compile(x, target="cuda")``
+works anywhere, and ``prog.source`` is the CUDA C.  The module is built and
+launched on the first call; without CUDA that call raises a clear error.
+pycuda is imported lazily, and through ``pycuda.autoprimaryctx`` so that
+CuPy, PyTorch and JAX share the primary context.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Executable, Target
+from .cache import DiskCache, code_version, key_digest
+from .device_common import lower_or_load
+
+_CACHE = DiskCache("cuda")
+_STATE = {}
+
+
+def _driver():
+    """(driver module, device), or TargetUnavailableError saying why not."""
+    from . import TargetUnavailableError as Unavailable
+    if "error" in _STATE:
+        raise Unavailable(f"CUDA is unavailable: {_STATE['error']}")
+    if "drv" not in _STATE:
+        try:
+            import pycuda.driver as drv
+        except ImportError as e:
+            _STATE["error"] = f"pycuda is not installed ({e}); pip install polyarray[cuda]"
+            raise Unavailable(f"CUDA is unavailable: {_STATE['error']}") from None
+        try:
+            drv.init()
+            if drv.Device.count() == 0:
+                raise RuntimeError("no CUDA device")
+            import pycuda.autoprimaryctx  # noqa: F401
+        except Exception as e:      # noqa: BLE001  (driver missing, no GPU, ...)
+            _STATE["error"] = f"no usable CUDA GPU ({str(e).splitlines()[0]})"
+            raise Unavailable(f"CUDA is unavailable: {_STATE['error']}") from None
+        _STATE["drv"] = drv
+        _STATE["device"] = drv.Context.get_device()
+    return _STATE["drv"], _STATE["device"]
+
+
+def _pool():
+    if "pool" not in _STATE:
+        import pycuda.tools
+        _STATE["pool"] = pycuda.tools.DeviceMemoryPool()
+    return _STATE["pool"]
+
+
+class CudaExecutable(Executable):
+    def __init__(self, compiled, outputs, out, fast_math):
+        from codegen import data_nodes
+        from polyarray import nodes as N
+        self.compiled = compiled
+        self.lowered = L = compiled.lowered
+        self.source = L.source
+        self.kernels = {k.name: k for k in L.kernels}
+        self.out_mode = out
+        self.fast_math = fast_math
+        datas = data_nodes(N.topological_order(outputs))
+        self._data_arrays = {name: datas[k].data for name, k in L.data.items()}
+        self._ready = False
+
+    def _prepare(self):
+        """First call: build the module (cached per source) and the launch plan."""
+        drv, dev = _driver()
+        from pycuda.compiler import SourceModule
+        major, minor = dev.compute_capability()
+        options = ["--use_fast_math"] if self.fast_math else []
+        key = (self.lowered.source, major, minor, self.fast_math)
+        modules = _STATE.setdefault("modules", {})
+        if key not in modules and self.lowered.kernels:
+            modules[key] = SourceModule(self.lowered.source, no_extern_c=True,
+                                        options=options, arch=f"sm_{major}{minor}")
+        mod = modules.get(key)
+        self.pool = _pool()
+        self._fixed = {name: self._upload(arr) for name, arr in self._data_arrays.items()}
+        self._launches = []
+        for k in self.lowered.kernels:
+            fn = mod.get_function(k.name)
+            fn.prepare("P" * len(k.args))
+            grid = tuple(k.gsize) + (1,) * (3 - len(k.gsize))
+            block = tuple(k.lsize) + (1,) * (3 - len(k.lsize))
+            self._launches.append((fn, k.args, grid[:2] if grid[2] == 1 else grid, block))
+        self._allocs = [(name, max(spec[0], 1) * spec[1].itemsize)
+                        for name, spec in self.lowered.buffers.items()
+                        if spec[4] in ("temp", "output")]
+        seen = set()
+        self._outs = []
+        for name in self.lowered.outputs:
+            size, sdt, shape, dtype, role = self.lowered.buffers[name]
+            self._outs.append((name, tuple(shape), np.dtype(dtype), sdt,
+                               role != "output" or name in seen, size * sdt.itemsize))
+            seen.add(name)
+        self._ready = True
+
+    def _alloc(self, nbytes, live):
+        try:
+            buf = self.pool.allocate(nbytes)
+        except Exception as e:      # noqa: BLE001  (pycuda raises its own MemoryError)
+            if "out of memory" not in str(e).lower() and type(e).__name__ != "MemoryError":
+                raise
+            for b in live:
+                b.free()
+            self.pool.free_held()
+            raise MemoryError(f"CUDA out of memory: could not allocate {nbytes} bytes "
+                              f"({nbytes / 2**30:.2f} GiB) on the device") from None
+        live.append(buf)
+        return buf
+
+    def _upload(self, arr, live=None):
+        import pycuda.driver as drv
+        arr = np.ascontiguousarray(arr)
+        if arr.dtype == np.bool_:
+            arr = arr.view(np.uint8)
+        buf = self._alloc(max(arr.nbytes, 1), live if live is not None else [])
+        if arr.nbytes:
+            drv.memcpy_htod(buf, arr)
+        return buf
+
+    def run(self, bindings):
+        if not self._ready:
+            self._prepare()
+        import pycuda.driver as drv
+        import pycuda.gpuarray as ga
+        live = []
+        bufs = dict(self._fixed)
+        for pname, bname in self.lowered.inputs.items():
+            v = bindings[pname]
+            bufs[bname] = v.gpudata if isinstance(v, ga.GPUArray) else self._upload(v, live)
+        for name, nbytes in self._allocs:
+            bufs[name] = self._alloc(nbytes, live)
+        for fn, args, grid, block in self._launches:
+            fn.prepared_async_call(grid, block, None, *[bufs[a] for a in args])
+        results = []
+        for name, shape, dtype, sdt, copy, nbytes in self._outs:
+            buf = bufs[name]
+            if copy:
+                new = self._alloc(max(nbytes, 1), live)
+                if nbytes:
+                    drv.memcpy_dtod_async(new, buf, nbytes)
+                buf = new
+            if self.out_mode == "device":
+                results.append(ga.GPUArray(shape, dtype, gpudata=buf))
+            else:
+                host = np.empty(shape, dtype)
+                if nbytes:
+                    drv.memcpy_dtoh(host.view(sdt) if dtype == np.bool_ else host, buf)
+                results.append(host)
+        return results
+
+    def synchronize(self):
+        import pycuda.driver as drv
+        drv.Context.synchronize()
+
+
+class CudaTarget(Target):
+    name = "cuda"
+    codegen_without_device = True
+
+    @classmethod
+    def availability(cls):
+        try:
+            import loopy  # noqa: F401
+        except ImportError as e:
+            return False, f"loopy not installed ({e.name})"
+        try:
+            _driver()
+        except RuntimeError as e:
+            return False, str(e).replace("CUDA is unavailable: ", "")
+        return True, "ok"
+
+    def binding_info(self, value):
+        if isinstance(value, (np.ndarray, np.generic)):
+            return value.shape, value.dtype
+        if type(value).__name__ == "GPUArray" and "pycuda" in type(value).__module__:
+            return value.shape, value.dtype
+        return None
+
+    def prepare_binding(self, value):
+        if isinstance(value, (np.ndarray, np.generic)):
+            return value if value.flags.c_contiguous else np.ascontiguousarray(value)
+        if not value.flags.c_contiguous:
+            raise ValueError("device array bindings must be C-contiguous")
+        return value
+
+    def compile(self, outputs, out="numpy", fast_math=False, **options):
+        """``out``: "numpy" or "device" (pycuda GPUArrays); ``fast_math``:
+        nvcc's --use_fast_math (off by default)."""
+        if out not in ("numpy", "device"):
+            raise ValueError(f"out must be 'numpy' or 'device', got {out!r}")
+        if options:
+            raise TypeError(f"cuda target: unknown options {sorted(options)}")
+        import loopy as lp
+        from codegen import program_key
+        key = key_digest("cuda", program_key(outputs), lp.VERSION, code_version())
+        compiled = lower_or_load(_CACHE, key, outputs, lp.CudaTarget(),
+                                 lambda src, binary: (None, None))
+        return CudaExecutable(compiled, outputs, out, fast_math)
