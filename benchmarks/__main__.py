@@ -59,12 +59,26 @@ class Bench:
             self.gpu = bool(dev.type & cl.device_type.GPU)
             self.queue = cl.CommandQueue(ctx)
             self.sync = self.queue.finish
+        elif device == "cuda":
+            import pycuda.autoprimaryctx  # noqa: F401
+            import pycuda.driver as drv
+            dev = drv.Context.get_device()
+            self.desc = f"CUDA / {dev.name()}"
+            self.gpu = True
+            self.sync = drv.Context.synchronize
         else:
-            raise SystemExit(f"unsupported --device {device!r} (opencl)")
+            raise SystemExit(f"unsupported --device {device!r} (opencl, cuda)")
         self.copy_bw = self.measure_copy()
 
     def measure_copy(self):
         """Device-to-device copy bandwidth (bytes read + written per second)."""
+        if self.device == "cuda":
+            import pycuda.driver as drv
+            n = 1 << 26
+            a, b = drv.mem_alloc(4 * n), drv.mem_alloc(4 * n)
+            drv.memset_d32(a, 0x3F800000, n)
+            t = median_time(lambda: drv.memcpy_dtod(b, a, 4 * n), self.sync, repeat=10)
+            return 2 * 4 * n / t
         import pyopencl as cl
         n = (1 << 24) if self.quick else (1 << 26)
         a = cl.Buffer(self.queue.context, cl.mem_flags.READ_WRITE, 4 * n)
@@ -106,7 +120,7 @@ def _fmt(seconds):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    ap.add_argument("--device", default="opencl", choices=["opencl"])
+    ap.add_argument("--device", default="opencl", choices=["opencl", "cuda"])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (CI smoke run)")
     ap.add_argument("--json", default=None, help="write results here (default: none)")
     args = ap.parse_args(argv)

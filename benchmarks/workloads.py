@@ -61,8 +61,67 @@ def _device_prog(b, expr, **kw):
 
 
 def _to_device(b, arr):
+    if b.device == "cuda":
+        import pycuda.gpuarray as ga
+        return ga.to_gpu(arr)
     import pyopencl.array as cla
     return cla.to_device(b.queue, arr)
+
+
+def _dispatch_peers(n):
+    """Host time per call of one small op in CuPy, JAX (jit) and torch."""
+    peers = {}
+    xv = np.arange(n, dtype=np.float32)
+    try:
+        import cupy as cp
+        xc = cp.asarray(xv)
+        peers["cupy op"] = host_overhead(lambda: xc * np.float32(2.0),
+                                         cp.cuda.Device().synchronize)
+    except Exception:       # noqa: BLE001  (peer not installed or no GPU)
+        pass
+    try:
+        import jax
+        import jax.numpy as jnp
+        f = jax.jit(lambda v: v * 2.0 + 1.0)
+        xj = jnp.asarray(xv)
+        f(xj).block_until_ready()
+        peers["jax jit"] = host_overhead(lambda: f(xj), lambda: f(xj).block_until_ready())
+    except Exception:       # noqa: BLE001
+        pass
+    try:
+        import torch
+        xt = torch.from_numpy(xv).cuda()
+        peers["torch op"] = host_overhead(lambda: xt * 2.0, torch.cuda.synchronize)
+    except Exception:       # noqa: BLE001
+        pass
+    return peers
+
+
+def opencl_vs_cuda(b):
+    """The same program through both targets, when both are available."""
+    import targets
+    if b.device != "cuda" or not targets.availability("opencl")[0]:
+        return
+    n = 1 << 26
+    xv = b.rng.uniform(-1, 1, n).astype(np.float32)
+    x = pa.placeholder("x", (n,), np.float32)
+    rows = []
+    for expr, label in [(chain10_pa(x), "chain"), (x.sum(), "sum")]:
+        times = {}
+        for t in ("cuda", "opencl"):
+            prog = pa.compile(expr, target=t, out="device")
+            if t == "cuda":
+                xd = _to_device(b, xv)
+            else:
+                import pyopencl.array as cla
+                xd = cla.to_device(targets.get_target("opencl")._device(None)[3], xv)
+            check(f"{label} on {t}", prog(x=xd).get(), chain10_np(xv) if label == "chain"
+                  else xv.sum(), rtol=1e-3)
+            times[t] = median_time(lambda: prog(x=xd), prog.synchronize)
+        rows.append(times["opencl"] / times["cuda"])
+        b.row(f"OpenCL/CUDA time ratio, {label} 2^26", times["cuda"],
+              {"opencl (same kernels)": times["opencl"]}, nbytes=None,
+              note=f"ratio {times['opencl'] / times['cuda']:.3f}")
 
 
 def fused_chain(b):
@@ -120,7 +179,7 @@ _COMPILE_SCRIPT = textwrap.dedent("""
     import json, time, numpy as np, polyarray as pa
     from benchmarks.workloads import chain10_pa
     import targets
-    targets.get_target("{target}")._device(None)     # device/driver start-up
+    targets.get_target("{target}").warm_up()     # device/driver start-up
     x = pa.placeholder("x", (1000, 3), np.float32)
     t0 = time.perf_counter()
     prog = pa.compile(chain10_pa(x).sum(axis=1), target="{target}")
@@ -154,7 +213,10 @@ def compile_and_dispatch(b):
     prog_host = pa.compile(x * 2.0 + 1.0, target=b.device)
     host = median_time(lambda: prog_host(x=xv), repeat=500)
     npt = median_time(lambda: xv * np.float32(2.0) + np.float32(1.0), repeat=2000)
-    b.row("per call, 16 elems, device in/out", ours, {"numpy": npt},
+    peers = {"numpy": npt}
+    if b.device == "cuda":
+        peers.update(_dispatch_peers(16))
+    b.row("per call, 16 elems, device in/out", ours, peers,
           note=f"host time per call, no sync; with a sync each call "
                f"{roundtrip * 1e6:.1f} us; numpy in/out {host * 1e6:.1f} us")
 
@@ -192,4 +254,4 @@ def matmul(b):
           note=f"{2 * n ** 3 / ours / 1e12:.2f} TFLOP/s ({kinds})")
 
 
-ALL = [fused_chain, softmax, reductions, matmul, compile_and_dispatch]
+ALL = [fused_chain, softmax, reductions, matmul, compile_and_dispatch, opencl_vs_cuda]

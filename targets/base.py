@@ -37,5 +37,8 @@ class Target:
     def prepare_binding(self, value):
         return value
 
+    def warm_up(self):
+        """Start the device and driver now (otherwise the first call does)."""
+
     def compile(self, outputs, **options) -> Executable:
         raise NotImplementedError

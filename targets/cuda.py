@@ -173,6 +173,10 @@ class CudaTarget(Target):
             return False, str(e).replace("CUDA is unavailable: ", "")
         return True, "ok"
 
+    def warm_up(self):
+        _driver()
+        _pool()
+
     def binding_info(self, value):
         if isinstance(value, (np.ndarray, np.generic)):
             return value.shape, value.dtype

@@ -258,6 +258,9 @@ class OpenCLTarget(Target):
         self._cla = cla
         self._queues = {}
 
+    def warm_up(self):
+        self._device(None)
+
     def _device(self, spec):
         """(context, device, description, queue) for a device spec."""
         import pyopencl as cl
