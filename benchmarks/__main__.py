@@ -123,10 +123,11 @@ def main(argv=None):
     ap.add_argument("--device", default="opencl", choices=["opencl", "cuda"])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (CI smoke run)")
     ap.add_argument("--json", default=None, help="write results here (default: none)")
+    ap.add_argument("--only", default=None, help="run one group of workloads (dispatch)")
     args = ap.parse_args(argv)
     from . import workloads
     b = Bench(args.device, args.quick)
-    for w in workloads.ALL:
+    for w in (workloads.QUICK[args.only] if args.only else workloads.ALL):
         try:
             w(b)
         except Exception as e:      # noqa: BLE001  (report and keep going)

@@ -255,3 +255,4 @@ def matmul(b):
 
 
 ALL = [fused_chain, softmax, reductions, matmul, compile_and_dispatch, opencl_vs_cuda]
+QUICK = {"dispatch": [compile_and_dispatch]}

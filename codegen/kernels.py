@@ -33,6 +33,7 @@ from .lower import KernelBuilder, ceil_div, decompose, linearize, pow2_floor
 from .plan import _materialized_deps
 
 WG = 256                # default work-group size
+ELEMENTWISE_ILP = 1     # elements per work-item in large GPU elementwise kernels
 MANY_OUTPUTS = 1024     # enough outputs to fill a device one per work-item
 FILL_THREADS = 1 << 16  # work-items needed to keep a large GPU busy
 LONG_REDUCTION = 4096   # worth two stages when outputs are few
@@ -171,8 +172,13 @@ class Assembler:
             kb.assign(p.Subscript(p.Variable(buf), (i,)), expr, ["i"])
             written.add(buf)
         wg = min(WG, group.size)
+        ilp = ELEMENTWISE_ILP if (not self.cpu and group.size >= wg * ELEMENTWISE_ILP * 1024) \
+            else 1
 
         def schedule(knl):
+            if ilp > 1:     # several coalesced elements per work-item: more loads in flight
+                knl = lp.split_iname(knl, "i", wg * ilp, outer_tag="g.0")
+                return lp.split_iname(knl, "i_inner", wg, outer_tag="unr", inner_tag="l.0")
             return lp.split_iname(knl, "i", wg, outer_tag="g.0", inner_tag="l.0")
         self.finish(name, kb, [f"{{[i]: 0 <= i < {group.size}}}"], written, schedule)
 

@@ -88,13 +88,17 @@ class CudaExecutable(Executable):
         self._allocs = [(name, max(spec[0], 1) * spec[1].itemsize)
                         for name, spec in self.lowered.buffers.items()
                         if spec[4] in ("temp", "output")]
+        import pycuda.gpuarray as ga
         seen = set()
         self._outs = []
         for name in self.lowered.outputs:
             size, sdt, shape, dtype, role = self.lowered.buffers[name]
+            # GPUArray.__init__ costs microseconds a call: prepare its attributes once
+            attrs = dict(ga.GPUArray(tuple(shape), np.dtype(dtype), gpudata=0).__dict__)
             self._outs.append((name, tuple(shape), np.dtype(dtype), sdt,
-                               role != "output" or name in seen, size * sdt.itemsize))
+                               role != "output" or name in seen, size * sdt.itemsize, attrs))
             seen.add(name)
+        self._gpuarray = ga.GPUArray
         self._ready = True
 
     def _alloc(self, nbytes, live):
@@ -136,7 +140,7 @@ class CudaExecutable(Executable):
         for fn, args, grid, block in self._launches:
             fn.prepared_async_call(grid, block, None, *[bufs[a] for a in args])
         results = []
-        for name, shape, dtype, sdt, copy, nbytes in self._outs:
+        for name, shape, dtype, sdt, copy, nbytes, attrs in self._outs:
             buf = bufs[name]
             if copy:
                 new = self._alloc(max(nbytes, 1), live)
@@ -144,7 +148,10 @@ class CudaExecutable(Executable):
                     drv.memcpy_dtod_async(new, buf, nbytes)
                 buf = new
             if self.out_mode == "device":
-                results.append(ga.GPUArray(shape, dtype, gpudata=buf))
+                arr = self._gpuarray.__new__(self._gpuarray)
+                arr.__dict__.update(attrs)
+                arr.gpudata = buf
+                results.append(arr)
             else:
                 host = np.empty(shape, dtype)
                 if nbytes:
