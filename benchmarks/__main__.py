@@ -21,8 +21,6 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import polyarray as pa  # noqa: E402
-
 
 def median_time(fn, sync=lambda: None, repeat=10, warmup=2, min_time=0.2):
     for _ in range(warmup):

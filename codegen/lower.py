@@ -8,8 +8,6 @@ used several times in one kernel is computed once into a private temporary.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pymbolic.primitives as p
 from pymbolic.mapper import Mapper as ExprMapper
@@ -291,10 +289,6 @@ class _ExprLowerer(ExprMapper):
         return p.If(self.rec(e.condition)[0], then, self.rec(e.else_)[0]), dt
 
 
-def is_pow2(n):
-    return n > 0 and (n & (n - 1)) == 0
-
-
 def pow2_floor(n):
     return 1 << (max(1, n).bit_length() - 1)
 
@@ -303,4 +297,4 @@ def ceil_div(a, b):
     return -(-a // b)
 
 
-__all__ = ["KernelBuilder", "decompose", "linearize", "math"]
+__all__ = ["KernelBuilder", "decompose", "linearize", "pow2_floor", "ceil_div"]

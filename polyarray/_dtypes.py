@@ -78,9 +78,3 @@ def scalar_to_dtype(value, dtype: np.dtype, ufunc=None):
             raise OverflowError(f"Python integer {value} out of bounds for {dtype}")
     with np.errstate(over="ignore"):
         return dtype.type(value)
-
-
-def result_type(*operands) -> np.dtype:
-    """NEP 50 result type of arrays (given as dtypes) and Python scalars."""
-    return np.result_type(*(op if isinstance(op, np.dtype) else op
-                            for op in operands))

@@ -231,7 +231,3 @@ def stack(arrays, axis=0) -> Array:
     axis = normalize_axis_index(axis, nodes[0].ndim + 1)
     return concatenate([expand_dims(Array(n), axis) for n in nodes], axis)
 
-
-def atleast_1d(x) -> Array:
-    node = _arr(x)
-    return reshape(Array(node), (1,)) if node.ndim == 0 else Array(node)

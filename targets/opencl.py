@@ -93,7 +93,6 @@ class OpenCLExecutable(Executable):
     def __init__(self, compiled: CompiledProgram, outputs, ctx, queue, out, cpu=False):
         import pyopencl as cl
         import pyopencl.array as cla
-        import pyopencl.tools as cltools
         self.compiled = compiled
         self.lowered = L = compiled.lowered
         self.out_mode = out

@@ -1,6 +1,5 @@
 """The DAG: interning, O(N) evaluation, shared subexpressions, inspection,
 determinism across processes, output structures and the default target."""
-import os
 import subprocess
 import sys
 import textwrap
