@@ -130,6 +130,9 @@ class OpenCLExecutable(Executable):
             self._outs.append((name, shape, dtype, sdt, copy, size * np.dtype(sdt).itemsize,
                                attrs))
 
+    def synchronize(self):
+        self.queue.finish()
+
     @property
     def kernels(self):
         """name -> KernelInfo, with the loopy kernel (re-lowered on demand when
@@ -199,13 +202,6 @@ class OpenCLExecutable(Executable):
         if not device:
             q.finish()
         return results
-
-
-def _synchronize(self):
-    self.queue.finish()
-
-
-OpenCLExecutable.synchronize = _synchronize
 
 
 def _c_strides(shape, itemsize):
