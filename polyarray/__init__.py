@@ -40,6 +40,13 @@ newaxis = None
 __version__ = "0.1.0"
 
 
+def memory_stats(target=None) -> dict:
+    """Device memory pool counters of ``target`` (default: the default target):
+    active/held blocks and, where the pool reports them, bytes."""
+    import targets
+    return targets.get_target(target or get_default_target()).memory_stats()
+
+
 def available_targets():
     """Targets that can run on this machine, best first."""
     import targets

@@ -42,3 +42,16 @@ class Target:
 
     def compile(self, outputs, **options) -> Executable:
         raise NotImplementedError
+
+    def memory_stats(self) -> dict:
+        """Device memory held by this target's pool (empty: no pool)."""
+        return {}
+
+
+def pool_stats(pool) -> dict:
+    """The counters pyopencl's and pycuda's memory pools both have."""
+    stats = {"active_blocks": pool.active_blocks, "held_blocks": pool.held_blocks}
+    for name in ("active_bytes", "managed_bytes"):
+        if hasattr(pool, name):
+            stats[name] = getattr(pool, name)
+    return stats

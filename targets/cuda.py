@@ -57,12 +57,27 @@ class CudaExecutable(Executable):
         self.compiled = compiled
         self.lowered = L = compiled.lowered
         self.source = L.source
-        self.kernels = {k.name: k for k in L.kernels}
+        self._outputs_nodes = outputs
+        self._kernel_info = None
         self.out_mode = out
         self.fast_math = fast_math
         datas = data_nodes(N.topological_order(outputs))
         self._data_arrays = {name: datas[k].data for name, k in L.data.items()}
         self._ready = False
+
+    @property
+    def kernels(self):
+        """name -> KernelInfo with the loopy kernel (re-lowered after a disk hit)."""
+        if self._kernel_info is None:
+            infos = list(self.lowered.kernels)
+            if any(k.loopy_kernel is None for k in infos):
+                import loopy as lp
+                from codegen import lower_program
+                fresh = {k.name: k for k in lower_program(
+                    self._outputs_nodes, lp.CudaTarget()).kernels}
+                infos = [fresh[k.name] for k in infos]
+            self._kernel_info = {k.name: k for k in infos}
+        return self._kernel_info
 
     def _prepare(self):
         """First call: build the module (cached per source) and the launch plan."""
@@ -183,6 +198,11 @@ class CudaTarget(Target):
     def warm_up(self):
         _driver()
         _pool()
+
+    def memory_stats(self):
+        from .base import pool_stats
+        _driver()
+        return pool_stats(_pool())
 
     def binding_info(self, value):
         if isinstance(value, (np.ndarray, np.generic)):

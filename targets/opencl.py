@@ -256,6 +256,10 @@ class OpenCLTarget(Target):
     def warm_up(self):
         self._device(None)
 
+    def memory_stats(self):
+        from .base import pool_stats
+        return pool_stats(_pool_for(self._device(None)[3]))
+
     def _device(self, spec):
         """(context, device, description, queue) for a device spec."""
         import pyopencl as cl

@@ -328,3 +328,18 @@ def test_nan_propagation_and_first_index_rules(shape, axis, target):
         got = pa.compile(outs, target=target, **opts)(x=xv)
         for k in outs:
             assert_same(got[k], np.asarray(refs[k]), f"{k} {shape} axis={axis} ({kind})")
+
+
+@needs_opencl
+def test_memory_stats_and_pool_reuse():
+    x = pa.placeholder("x", (4096,), np.float32)
+    prog = pa.compile(x * 3.0, target="opencl", out="device")
+    out = prog(x=np.ones(4096, np.float32))
+    stats = pa.memory_stats("opencl")
+    assert stats["active_blocks"] >= 1 and "held_blocks" in stats
+    del out
+    prog.synchronize()
+    after = pa.memory_stats("opencl")
+    assert after["active_blocks"] <= stats["active_blocks"] - 1
+    assert after["held_blocks"] >= 1               # kept by the pool for reuse
+    assert pa.memory_stats("numpy") == {}
