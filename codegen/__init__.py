@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,6 +35,14 @@ def _c_name(name):
     return f"p_{name}" if (name in _C_KEYWORDS or _INTERNAL.match(name)) else name
 
 
+class BufferSpec(NamedTuple):
+    size: int              # elements
+    storage: np.dtype      # dtype in device memory (bool is uint8)
+    shape: tuple
+    dtype: np.dtype        # logical dtype
+    role: str              # input | data | temp | output
+
+
 @dataclass
 class KernelInfo:
     name: str
@@ -48,7 +57,7 @@ class KernelInfo:
 class Lowered:
     source: str
     kernels: list                  # [KernelInfo] in launch order
-    buffers: dict                  # name -> (size, storage dtype, shape, dtype, role)
+    buffers: dict                  # name -> BufferSpec
     inputs: dict                   # placeholder name -> buffer name
     data: dict                     # buffer name -> index of the DataWrapper in order
     outputs: list                  # buffer name per output
@@ -80,7 +89,8 @@ def lower_program(outputs, target, cpu=False) -> Lowered:
 
     def add(node, name, role):
         buffers[id(node)] = name
-        specs[name] = (node.size, storage_dtype(node.dtype), node.shape, node.dtype, role)
+        specs[name] = BufferSpec(node.size, storage_dtype(node.dtype), node.shape, node.dtype,
+                                 role)
 
     for k, n in enumerate(data_nodes(order)):
         add(n, f"data{k}", "data")
@@ -117,7 +127,7 @@ def lower_program(outputs, target, cpu=False) -> Lowered:
             asm.reduction(f"k{gi}_{label}", node)
     for name, (size, sdt) in asm.buffer_specs.items():
         if name not in specs:
-            specs[name] = (size, sdt, (size,), sdt, "temp")
+            specs[name] = BufferSpec(size, sdt, (size,), sdt, "temp")
 
     kernels, tu, source = [], None, ""
     if asm.kernels:

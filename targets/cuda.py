@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Executable, Target
+from .base import Target
 from .cache import DiskCache, code_version, key_digest
-from .device_common import lower_or_load
+from .device_common import DeviceExecutable, host_array, lower_or_load
 
 _CACHE = DiskCache("cuda")
 _STATE = {}
@@ -50,34 +50,13 @@ def _pool():
     return _STATE["pool"]
 
 
-class CudaExecutable(Executable):
+class CudaExecutable(DeviceExecutable):
     def __init__(self, compiled, outputs, out, fast_math):
-        from codegen import data_nodes
-        from polyarray import nodes as N
-        self.compiled = compiled
-        self.lowered = L = compiled.lowered
-        self.source = L.source
-        self._outputs_nodes = outputs
-        self._kernel_info = None
+        import loopy as lp
+        super().__init__(compiled, outputs, lp.CudaTarget())
         self.out_mode = out
         self.fast_math = fast_math
-        datas = data_nodes(N.topological_order(outputs))
-        self._data_arrays = {name: datas[k].data for name, k in L.data.items()}
         self._ready = False
-
-    @property
-    def kernels(self):
-        """name -> KernelInfo with the loopy kernel (re-lowered after a disk hit)."""
-        if self._kernel_info is None:
-            infos = list(self.lowered.kernels)
-            if any(k.loopy_kernel is None for k in infos):
-                import loopy as lp
-                from codegen import lower_program
-                fresh = {k.name: k for k in lower_program(
-                    self._outputs_nodes, lp.CudaTarget()).kernels}
-                infos = [fresh[k.name] for k in infos]
-            self._kernel_info = {k.name: k for k in infos}
-        return self._kernel_info
 
     def _prepare(self):
         """First call: build the module (cached per source) and the launch plan."""
@@ -100,19 +79,13 @@ class CudaExecutable(Executable):
             grid = tuple(k.gsize) + (1,) * (3 - len(k.gsize))
             block = tuple(k.lsize) + (1,) * (3 - len(k.lsize))
             self._launches.append((fn, k.args, grid[:2] if grid[2] == 1 else grid, block))
-        self._allocs = [(name, max(spec[0], 1) * spec[1].itemsize)
-                        for name, spec in self.lowered.buffers.items()
-                        if spec[4] in ("temp", "output")]
         import pycuda.gpuarray as ga
-        seen = set()
         self._outs = []
-        for name in self.lowered.outputs:
-            size, sdt, shape, dtype, role = self.lowered.buffers[name]
+        for name, b, copy, nbytes in self.output_plan():
             # GPUArray.__init__ costs microseconds a call: prepare its attributes once
-            attrs = dict(ga.GPUArray(tuple(shape), np.dtype(dtype), gpudata=0).__dict__)
-            self._outs.append((name, tuple(shape), np.dtype(dtype), sdt,
-                               role != "output" or name in seen, size * sdt.itemsize, attrs))
-            seen.add(name)
+            attrs = dict(ga.GPUArray(tuple(b.shape), np.dtype(b.dtype), gpudata=0).__dict__)
+            self._outs.append((name, tuple(b.shape), np.dtype(b.dtype), b.storage, copy,
+                               nbytes, attrs))
         self._gpuarray = ga.GPUArray
         self._ready = True
 
@@ -132,9 +105,7 @@ class CudaExecutable(Executable):
 
     def _upload(self, arr, live=None):
         import pycuda.driver as drv
-        arr = np.ascontiguousarray(arr)
-        if arr.dtype == np.bool_:
-            arr = arr.view(np.uint8)
+        arr = host_array(arr)
         buf = self._alloc(max(arr.nbytes, 1), live if live is not None else [])
         if arr.nbytes:
             drv.memcpy_htod(buf, arr)

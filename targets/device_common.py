@@ -12,6 +12,10 @@ import logging
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
+from .base import Executable
+
 log = logging.getLogger("polyarray.compile")
 _MEMORY = {}
 
@@ -60,3 +64,54 @@ def lower_or_load(cache, key, outputs, lp_target, build, cpu=False) -> CompiledP
 
 def clear_memory_cache():
     _MEMORY.clear()
+
+
+def host_array(arr):
+    """A C-contiguous host copy-source; bool is sent as its uint8 bytes."""
+    arr = np.ascontiguousarray(arr)
+    return arr.view(np.uint8) if arr.dtype == np.bool_ else arr
+
+
+class DeviceExecutable(Executable):
+    """What the OpenCL and CUDA executables share: the data leaves, the
+    buffers a call allocates, how each output is returned, and ``kernels``
+    for inspection."""
+
+    def __init__(self, compiled, outputs, lp_target, cpu=False):
+        from codegen import data_nodes
+        from polyarray import nodes as N
+        self.compiled = compiled
+        self.lowered = L = compiled.lowered
+        self.source = L.source
+        self._outputs_nodes, self._lp_target, self._cpu = outputs, lp_target, cpu
+        self._kernel_info = None
+        datas = data_nodes(N.topological_order(outputs))
+        self._data_arrays = {name: datas[k].data for name, k in L.data.items()}
+        # buffers allocated per call: (name, bytes)
+        self._allocs = [(name, max(b.size, 1) * b.storage.itemsize)
+                        for name, b in L.buffers.items() if b.role in ("temp", "output")]
+
+    def output_plan(self):
+        """Per output: (name, spec, copy, nbytes); ``copy`` when the output is
+        an input returned as is, or repeats an earlier output (never alias)."""
+        seen, plan = set(), []
+        for name in self.lowered.outputs:
+            b = self.lowered.buffers[name]
+            plan.append((name, b, b.role != "output" or name in seen,
+                         b.size * b.storage.itemsize))
+            seen.add(name)
+        return plan
+
+    @property
+    def kernels(self):
+        """name -> KernelInfo, with the loopy kernel (re-lowered on demand when
+        the program came from the disk cache, which stores no loopy objects)."""
+        if self._kernel_info is None:
+            infos = list(self.lowered.kernels)
+            if any(k.loopy_kernel is None for k in infos):
+                from codegen import lower_program
+                fresh = {k.name: k for k in lower_program(
+                    self._outputs_nodes, self._lp_target, cpu=self._cpu).kernels}
+                infos = [fresh[k.name] for k in infos]
+            self._kernel_info = {k.name: k for k in infos}
+        return self._kernel_info

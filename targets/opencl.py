@@ -16,9 +16,9 @@ import os
 
 import numpy as np
 
-from .base import Executable, Target
+from .base import Target
 from .cache import DiskCache, code_version, key_digest
-from .device_common import CompiledProgram, lower_or_load
+from .device_common import CompiledProgram, DeviceExecutable, host_array, lower_or_load
 
 log = logging.getLogger("polyarray.opencl")
 
@@ -83,7 +83,7 @@ def select_device(spec=None):
                           " (no devices found)"))
 
 
-class OpenCLExecutable(Executable):
+class OpenCLExecutable(DeviceExecutable):
     """Runs a compiled program.  Everything that does not depend on the
     bindings (kernel objects, launch sizes, where each argument comes from)
     is prepared here, so a call only allocates from a pool, sets arguments
@@ -91,72 +91,42 @@ class OpenCLExecutable(Executable):
     """
 
     def __init__(self, compiled: CompiledProgram, outputs, ctx, queue, out, cpu=False):
+        import loopy as lp
         import pyopencl as cl
         import pyopencl.array as cla
-        self.compiled = compiled
-        self.lowered = L = compiled.lowered
+        super().__init__(compiled, outputs, lp.OpenCLTarget(), cpu)
+        L = self.lowered
         self.out_mode = out
         self.ctx, self.queue = ctx, queue
         self.pool = _pool_for(queue)
         self._cl, self._cla = cl, cla
-        self.source = L.source
-        self._outputs_nodes, self._cpu = outputs, cpu
-        self._kernel_info = None
         kernels = _kernel_objects(compiled)
         # data leaves live on the device for the executable's lifetime
-        from codegen import data_nodes
-        from polyarray import nodes as N
-        datas = data_nodes(N.topological_order(outputs))
-        self._fixed = {name: self._upload(datas[k].data).base_data
-                       for name, k in L.data.items()}
+        self._fixed = {name: self._upload(arr).base_data
+                       for name, arr in self._data_arrays.items()}
         self._inputs = list(L.inputs.items())
-        self._allocs = [(name, max(spec[0], 1) * spec[1].itemsize)
-                        for name, spec in L.buffers.items() if spec[4] in ("temp", "output")]
         self._launches = []
         for k in L.kernels:
             gs, ls = launch_sizes(k.gsize, k.lsize)
             self._launches.append((kernels[k.name], k.args, gs, ls))
         self._outs = []
         template = cla.empty(queue, (1,), np.float32)
-        seen = set()
-        for name in L.outputs:
-            size, sdt, shape, dtype, role = L.buffers[name]
-            dtype = np.dtype(dtype)
-            attrs = dict(template.__dict__, offset=0, shape=tuple(shape), dtype=dtype,
-                         size=size, nbytes=size * dtype.itemsize, allocator=self.pool,
-                         strides=_c_strides(shape, dtype.itemsize))
-            copy = role != "output" or name in seen    # never alias inputs or repeats
-            seen.add(name)
-            self._outs.append((name, shape, dtype, sdt, copy, size * np.dtype(sdt).itemsize,
-                               attrs))
+        for name, b, copy, nbytes in self.output_plan():
+            dtype = np.dtype(b.dtype)
+            # pyopencl's Array.__init__ costs ~40 us a call: prepare its attributes once
+            attrs = dict(template.__dict__, offset=0, shape=tuple(b.shape), dtype=dtype,
+                         size=b.size, nbytes=b.size * dtype.itemsize, allocator=self.pool,
+                         strides=_c_strides(b.shape, dtype.itemsize))
+            self._outs.append((name, b.shape, dtype, b.storage, copy, nbytes, attrs))
 
     def synchronize(self):
         self.queue.finish()
 
-    @property
-    def kernels(self):
-        """name -> KernelInfo, with the loopy kernel (re-lowered on demand when
-        the program came from the disk cache, which stores no loopy objects)."""
-        if self._kernel_info is None:
-            infos = list(self.lowered.kernels)
-            if any(k.loopy_kernel is None for k in infos):
-                import loopy as lp
-                from codegen import lower_program
-                fresh = {k.name: k for k in lower_program(
-                    self._outputs_nodes, lp.OpenCLTarget(), cpu=self._cpu).kernels}
-                infos = [fresh[k.name] for k in infos]
-            self._kernel_info = {k.name: k for k in infos}
-        return self._kernel_info
-
     def _upload(self, arr):
-        arr = np.ascontiguousarray(arr)
-        if arr.dtype == np.bool_:
-            arr = arr.view(np.uint8)
-        return self._cla.to_device(self.queue, arr, allocator=self.pool)
+        return self._cla.to_device(self.queue, host_array(arr), allocator=self.pool)
 
     def _wrap(self, buf, attrs):
-        """A pyopencl Array over ``buf`` without Array.__init__'s ~40 us:
-        the attributes that do not depend on ``buf`` are prepared once."""
+        """A pyopencl Array over ``buf`` from prepared attributes."""
         a = self._cla.Array.__new__(self._cla.Array)
         a.__dict__.update(attrs)
         a.base_data = buf
