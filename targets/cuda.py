@@ -199,6 +199,5 @@ class CudaTarget(Target):
         import loopy as lp
         from codegen import program_key
         key = key_digest("cuda", program_key(outputs), lp.VERSION, code_version())
-        compiled = lower_or_load(_CACHE, key, outputs, lp.CudaTarget(),
-                                 lambda src, binary: (None, None))
+        compiled = lower_or_load(_CACHE, key, outputs, lp.CudaTarget())   # built on 1st call
         return CudaExecutable(compiled, outputs, out, fast_math)

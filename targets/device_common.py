@@ -34,8 +34,10 @@ def _strip(lowered):
     return dataclasses.replace(lowered, kernels=kernels, translation_unit=None)
 
 
-def lower_or_load(cache, key, outputs, lp_target, build, cpu=False) -> CompiledProgram:
-    """``build(source, binary_or_None) -> (handle, binary)``."""
+def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False) -> CompiledProgram:
+    """The lowered program from memory, disk or codegen.  ``build(source) ->
+    handle`` compiles it now (None: the target builds on first call).  Device
+    binaries are cached by pyopencl/pycuda themselves, keyed by source."""
     t0 = time.perf_counter()
     hit = _MEMORY.get(key)
     if hit is not None:
@@ -43,18 +45,12 @@ def lower_or_load(cache, key, outputs, lp_target, build, cpu=False) -> CompiledP
         return hit
     entry = cache.get(key)
     if entry is not None:
-        lowered = entry["lowered"]
-        handle, binary = (build(lowered.source, entry["binary"]) if lowered.kernels
-                          else (None, None))
-        if binary != entry["binary"]:
-            cache.put(key, {"lowered": lowered, "binary": binary})
-        origin = "disk"
+        lowered, origin = entry["lowered"], "disk"
     else:
         from codegen import lower_program
-        lowered = lower_program(outputs, lp_target, cpu=cpu)
-        handle, binary = build(lowered.source, None) if lowered.kernels else (None, None)
-        cache.put(key, {"lowered": _strip(lowered), "binary": binary})
-        origin = "built"
+        lowered, origin = lower_program(outputs, lp_target, cpu=cpu), "built"
+        cache.put(key, {"lowered": _strip(lowered)})
+    handle = build(lowered.source) if (build and lowered.kernels) else None
     compiled = CompiledProgram(lowered, handle, origin, time.perf_counter() - t0)
     if origin == "built":
         log.debug("compiled %d kernels in %.3f s", len(lowered.kernels), compiled.seconds)

@@ -282,14 +282,14 @@ class OpenCLTarget(Target):
         key = key_digest("opencl", program_key(outputs), desc, dev.driver_version,
                          lp.VERSION, code_version(), cpu)
         compiled = lower_or_load(_CACHE, key, outputs, lp.OpenCLTarget(),
-                                 lambda src, binary: self._build(ctx, src), cpu=cpu)
+                                 lambda src: self._build(ctx, src), cpu=cpu)
         return OpenCLExecutable(compiled, outputs, ctx, queue, out, cpu)
 
     @staticmethod
     def _build(ctx, source):
-        """Build ``source``; return (program, binary to cache: none here)."""
+        """Build ``source`` (pyopencl caches the binary on disk)."""
         import pyopencl as cl
         # pyopencl keeps built binaries in its own disk cache, keyed by source
         # and device, so a second process rebuilds nothing
-        return cl.Program(ctx, source).build(), None
+        return cl.Program(ctx, source).build()
 
