@@ -166,7 +166,9 @@ class PaFunction(ScalarCallable):
         op, dt, nargs, out = _signature(self.name)
         types = {k: NumpyType(storage_dtype(dt)) for k in range(nargs)}
         types[-1] = NumpyType(out)
-        return self.copy(arg_id_to_dtype=types, name_in_target=self.name), clbl_inf_ctx
+        from constantdict import constantdict   # loopy wants it hashable
+        return self.copy(arg_id_to_dtype=constantdict(types), name_in_target=self.name), \
+            clbl_inf_ctx
 
     def generate_preambles(self, target):
         from loopy.target.cuda import CudaTarget

@@ -33,10 +33,11 @@ from .lower import KernelBuilder, ceil_div, decompose, linearize, pow2_floor
 from .plan import _materialized_deps
 
 WG = 256                # default work-group size
-ELEMENTWISE_ILP = 1     # elements per work-item in large GPU elementwise kernels
+ELEMENTWISE_ILP = 4     # elements per work-item in large GPU elementwise kernels
 MANY_OUTPUTS = 1024     # enough outputs to fill a device one per work-item
 FILL_THREADS = 1 << 16  # work-items needed to keep a large GPU busy
 LONG_REDUCTION = 4096   # worth two stages when outputs are few
+TWO_STAGE_GROUPS = 512  # work-groups of a two-stage reduction's first stage (GPU)
 I32 = np.dtype(np.int32)
 I64 = np.dtype(np.int64)
 
@@ -150,37 +151,89 @@ class Assembler:
 
     # -- elementwise ------------------------------------------------------
     def elementwise(self, name, group):
-        kb = KernelBuilder(self.plan, self.buffers, ["i"])
-        roots = [u.node for u in group.units]
-        kb.analyze(roots)
-        i = p.Variable("i")
+        """One kernel for a group of same-sized outputs, over a flat index.
+
+        Large GPU kernels take ``ELEMENTWISE_ILP`` coalesced elements per
+        work-item, with every direct input read fetched into registers before
+        any store (``_elementwise_ilp``): one element per work-item leaves too
+        few loads in flight to reach copy bandwidth (0.76 vs 0.96 of copy on
+        an H100, ``benchmarks/probe_bandwidth.py``)."""
+        wg = min(WG, group.size)
+        ilp = ELEMENTWISE_ILP
+        if self.cpu or ilp <= 1 or group.size < wg * ilp * 64:
+            kb = KernelBuilder(self.plan, self.buffers, ["i"])
+            written = self._elementwise_body(kb, group, p.Variable("i"), ["i"])
+            self.finish(name, kb, [f"{{[i]: 0 <= i < {group.size}}}"], written,
+                        lambda knl: lp.split_iname(knl, "i", wg, outer_tag="g.0",
+                                                   inner_tag="l.0"))
+            return
+        self._elementwise_ilp(name, group, wg, ilp)
+
+    def _elementwise_body(self, kb, group, i, within, store_index=None, predicates=()):
+        """Instructions writing every unit of ``group`` at flat index ``i``;
+        returns the buffers written."""
+        kb.analyze([u.node for u in group.units])
         later_deps = set()
         for u in group.units[1:]:
             later_deps |= {id(d) for d in _materialized_deps(u.node, self.plan.materialized)}
-        written = set()
         for u in group.units:
             kb.flat[u.node.shape] = (i, decompose(i, u.node.shape))
-        kb.prewarm({shape: v[1] for shape, v in kb.flat.items()}, ["i"])
+        kb.prewarm({shape: v[1] for shape, v in kb.flat.items()}, within)
+        written = set()
         for u in group.units:
             n = u.node
-            idx = kb.flat[n.shape][1]
-            expr, dt = kb.define(n, idx, ["i"])
+            expr, dt = kb.define(n, kb.flat[n.shape][1], within)
             if id(n) in later_deps:
-                expr = kb.temp(expr, dt, ["i"])
-                kb.local[id(n)] = (expr, idx)
+                expr = kb.temp(expr, dt, within)
+                kb.local[id(n)] = (expr, kb.flat[n.shape][1])
             buf = self.buffers[id(n)]
-            kb.assign(p.Subscript(p.Variable(buf), (i,)), expr, ["i"])
+            kb.assign(p.Subscript(p.Variable(buf), (store_index if store_index is not None
+                                                    else i,)),
+                      expr, within, predicates=frozenset(predicates))
             written.add(buf)
-        wg = min(WG, group.size)
-        ilp = ELEMENTWISE_ILP if (not self.cpu and group.size >= wg * ELEMENTWISE_ILP * 1024) \
-            else 1
+        return written
+
+    def _elementwise_ilp(self, name, group, wg, ilp):
+        """Work-item ``t`` of group ``g`` handles flat indices
+        ``g*wg*ilp + u*wg + t`` for ``u < ilp`` (coalesced for each ``u``).
+        Inputs read at the kernel's own index are loaded for all ``u`` first
+        (loop ``uf``); a ragged last group clamps its reads to the last element
+        and predicates its stores."""
+        size = group.size
+        G = ceil_div(size, wg * ilp)
+        g, u, t, uf = (p.Variable(v) for v in ("g", "u", "t", "uf"))
+        raw = p.Sum((p.Product((wg * ilp, g)), p.Product((wg, u)), t))
+        ragged = size % (wg * ilp) != 0
+        i = p.Min((raw, size - 1)) if ragged else raw
+        kb = KernelBuilder(self.plan, self.buffers, ["g", "u", "t"])
+        own = {self.buffers[id(x.node)] for x in group.units}
+        fetched = {}
+
+        def fetch(buf):
+            if buf in own:
+                return None
+            if buf not in fetched:
+                tmp = f"{buf}_r"
+                kb.temporaries[tmp] = lp.TemporaryVariable(
+                    tmp, dtype=self.buffer_specs[buf][1], shape=(ilp,),
+                    address_space=lp.AddressSpace.PRIVATE)
+                at = p.Sum((p.Product((wg * ilp, g)), p.Product((wg, uf)), t))
+                if ragged:
+                    at = p.Min((at, size - 1))
+                kb.assign(p.Subscript(p.Variable(tmp), (uf,)),
+                          p.Subscript(p.Variable(buf), (at,)), ["g", "uf", "t"])
+                kb._tmp_writer[tmp] = kb.instructions[-1].id
+                fetched[buf] = p.Subscript(p.Variable(tmp), (u,))
+            return fetched[buf]
+        kb.fetch_direct = fetch
+        preds = [p.Comparison(raw, "<", size)] if ragged else []
+        written = self._elementwise_body(kb, group, i, ["g", "u", "t"], raw, preds)
 
         def schedule(knl):
-            if ilp > 1:     # several coalesced elements per work-item: more loads in flight
-                knl = lp.split_iname(knl, "i", wg * ilp, outer_tag="g.0")
-                return lp.split_iname(knl, "i_inner", wg, outer_tag="unr", inner_tag="l.0")
-            return lp.split_iname(knl, "i", wg, outer_tag="g.0", inner_tag="l.0")
-        self.finish(name, kb, [f"{{[i]: 0 <= i < {group.size}}}"], written, schedule)
+            return lp.tag_inames(knl, {"g": "g.0", "t": "l.0", "u": "unr", "uf": "unr"})
+        domain = (f"{{[g, u, t, uf]: 0 <= g < {G} and 0 <= u < {ilp} and 0 <= t < {wg} "
+                  f"and 0 <= uf < {ilp}}}")
+        self.finish(name, kb, [domain], written, schedule)
 
     # -- reductions ---------------------------------------------------------
     def reduction(self, name, node):
@@ -302,35 +355,48 @@ class Assembler:
         self.finish(name, kb, [domain], {spec["out"]}, schedule, strategy)
 
     def _two_stage(self, name, spec):
+        """Few outputs, long reductions.  GPU: G work-groups per output, each
+        reduces a grid-strided slice (coalesced; a sequential loop per
+        work-item, then a local-memory tree) to one partial; a second kernel
+        reduces the G partials.  One partial per work-group keeps the second
+        stage tiny (one partial per work-item made it 17 us of 110 on an
+        H100).  CPU: a contiguous chunk per work-item."""
         M, R, op = spec["M"], spec["R"], spec["op"]
-        T = WG * max(1, min(512 if not self.cpu else 4, R // (WG * 16)))
-        K = ceil_div(R, T)
-        if self.cpu:        # every work-item must own at least one element
-            T = ceil_div(R, K)
-        kb = KernelBuilder(self.plan, self.buffers, ["m", "t"])
+        kb = KernelBuilder(self.plan, self.buffers, ["m", "g"])
         kb.analyze([spec["node"]])
-        m, t, k = p.Variable("m"), p.Variable("t"), p.Variable("k")
-        if self.cpu:        # contiguous chunk per work-item
-            jflat = p.Sum((p.Product((K, t)), k))
-            bound = f"{K} * t + k < {R}"
-        else:               # grid-stride: coalesced across work-items
-            jflat = p.Sum((t, p.Product((T, k))))
-            bound = f"t + {T} * k < {R}"
-        red, acc_dt = reduction_expr(op, ("k",), self._body(kb, spec, m, jflat))
+        m, g, t, k = (p.Variable(v) for v in ("m", "g", "t", "k"))
         part = spec["out"] + "_part"
-        lin = p.Sum((p.Product((T, m)), t)) if M > 1 else t
-        self.add_buffer(part, M * T, acc_dt)
-        kb.assign(p.Subscript(p.Variable(part), (lin,)), red, ["m", "t"])
-        domain = (f"{{[m, t, k]: 0 <= m < {M} and 0 <= t < {T} and 0 <= k < {K} "
-                  f"and {bound}}}")
+        if self.cpu:
+            T = WG * max(1, min(4, R // (WG * 16)))
+            K = ceil_div(R, T)
+            T = ceil_div(R, K)          # every work-item owns at least one element
+            G = ceil_div(T, WG)
+            jflat = p.Sum((p.Product((K, p.Sum((p.Product((WG, g)), t)))), k))
+            bound = f"{K} * ({WG} * g + t) + k < {R}"
+            red, acc_dt = reduction_expr(op, ("k",), self._body(kb, spec, m, jflat))
+            lin = p.Sum((p.Product((T, m)), p.Product((WG, g)), t))
+            n_part, inames = T, ["m", "g", "t"]
+            self.add_buffer(part, M * T, acc_dt)
+        else:
+            G = max(1, min(TWO_STAGE_GROUPS, R // (WG * 16)))
+            T = WG * G
+            K = ceil_div(R, T)
+            jflat = p.Sum((t, p.Product((WG, g)), p.Product((T, k))))
+            bound = f"t + {WG} * g + {T} * k < {R}"
+            inner, acc_dt = reduction_expr(op, ("k",), self._body(kb, spec, m, jflat))
+            red = Reduction(inner.operation, ("t",), inner)
+            lin = p.Sum((p.Product((G, m)), g))
+            n_part, inames = G, ["m", "g"]
+            self.add_buffer(part, M * G, acc_dt)
+        kb.assign(p.Subscript(p.Variable(part), (lin,)), red, inames)
+        domain = (f"{{[m, g, t, k]: 0 <= m < {M} and 0 <= g < {G} and 0 <= t < {WG} "
+                  f"and 0 <= k < {K} and {bound}}}")
 
         def schedule1(knl):
-            knl = lp.split_iname(knl, "t", WG, outer_tag="g.0", inner_tag="l.0")
-            return lp.tag_inames(knl, {"m": "g.1"}) if M > 1 else knl
+            return lp.tag_inames(knl, {"g": "g.0", "t": "l.0", "m": "g.1"})
         self.finish(name + "_s1", kb, [domain], {part}, schedule1, "two-stage 1")
-
-        self._combine(name + "_s2", spec, part, acc_dt, T,
-                      lambda i, j: p.Sum((p.Product((T, i)), j)) if M > 1 else j, "group")
+        self._combine(name + "_s2", spec, part, red.operation, acc_dt, n_part,
+                      lambda i, j: p.Sum((p.Product((n_part, i)), j)), "group")
 
     def _split_columns(self, name, spec):
         """Few outputs along the contiguous axes, long outer reduction: C
@@ -359,19 +425,16 @@ class Assembler:
             knl = lp.split_iname(knl, "i", lw, outer_tag="g.0", inner_tag="l.0")
             return lp.tag_inames(knl, {"c": "g.1"})
         self.finish(name + "_c1", kb, [domain], {part}, schedule1, "split-columns 1")
-        self._combine(name + "_c2", spec, part, acc_dt, C,
+        self._combine(name + "_c2", spec, part, red.operation, acc_dt, C,
                       lambda i, j: p.Sum((p.Product((M, j)), i)), "thread")
 
-    def _combine(self, name, spec, part, acc_dt, n, index, strategy):
-        """Reduce ``n`` partials per output; ``index(i, j)`` locates one."""
-        op, M = spec["op"], spec["M"]
+    def _combine(self, name, spec, part, operation, acc_dt, n, index, strategy):
+        """Reduce ``n`` partials per output with the first stage's
+        ``operation``; ``index(i, j)`` locates one."""
+        M = spec["M"]
         kb = KernelBuilder(self.plan, self.buffers, ["i"])
         i, j = p.Variable("i"), p.Variable("j")
-        pval = p.Subscript(p.Variable(part), (index(i, j),))
-        if acc_dt == I32 and op in ("any", "all", "sum"):   # booleans as 0/1 ints
-            red = Reduction(PaMin() if op == "all" else PaMax(), ("j",), pval)
-        else:
-            red, _ = reduction_expr(op, ("j",), (pval, acc_dt))
+        red = Reduction(operation, ("j",), p.Subscript(p.Variable(part), (index(i, j),)))
         self._write(kb, spec, i, red, acc_dt, ["i"])
         if strategy == "group":
             schedule = lambda knl: _group_reduce(knl, WG)     # noqa: E731

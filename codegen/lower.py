@@ -74,6 +74,8 @@ class KernelBuilder(Mapper):
         self._n = 0
         self.uses = {}
         self.spill = set()
+        # buffer name -> register copy of ``buf[own index]``, or None
+        self.fetch_direct = None
 
     # -- analysis ----------------------------------------------------------
     def analyze(self, roots):
@@ -169,8 +171,13 @@ class KernelBuilder(Mapper):
     def read_buffer(self, node, idx):
         name = self.buffers[id(node)]
         flat = self.flat.get(node.shape)
-        lin = flat[0] if (flat is not None and tuple(idx) == flat[1]) else \
-            linearize(idx, node.shape)
+        if flat is not None and tuple(idx) == flat[1]:
+            fetched = self.fetch_direct and self.fetch_direct(name)
+            if fetched is not None:
+                return fetched
+            lin = flat[0]
+        else:
+            lin = linearize(idx, node.shape)
         return p.Subscript(p.Variable(name), (lin,))
 
     def define(self, node, idx, within, reducing=False):

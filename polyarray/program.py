@@ -142,7 +142,7 @@ class Program:
             if shape != ph.shape and tuple(shape) != ph.shape:
                 raise ValueError(f"binding for placeholder {name!r} has the wrong "
                                  f"shape: expected {ph.shape}, got {tuple(shape)}")
-            if dtype != ph.dtype:
+            if dtype is not ph.dtype and dtype != ph.dtype:
                 raise TypeError(f"binding for placeholder {name!r} has the wrong "
                                 f"dtype: expected {ph.dtype.name}, got "
                                 f"{np.dtype(dtype).name}")

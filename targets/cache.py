@@ -37,10 +37,14 @@ def key_digest(*parts) -> str:
     return h.hexdigest()
 
 
+_INSTANCES = []
+
+
 class DiskCache:
     def __init__(self, kind: str):
         self.kind = kind
         self.memory = {}
+        _INSTANCES.append(self)
         self.hits = self.misses = self.corrupt = 0
 
     def path(self, key):
@@ -100,6 +104,12 @@ class DiskCache:
             os.replace(tmp, path)
         except OSError as e:
             log.warning("polyarray cache: cannot write %s (%s)", path, e)
+
+
+def clear_memory_layers():
+    """Forget every in-memory entry (the disk entries stay)."""
+    for cache in _INSTANCES:
+        cache.memory.clear()
 
 
 _CODE_VERSION = None

@@ -61,6 +61,7 @@ class CudaExecutable(DeviceExecutable):
     def _prepare(self):
         """First call: build the module (cached per source) and the launch plan."""
         drv, dev = _driver()
+        self._drv = drv
         from pycuda.compiler import SourceModule
         major, minor = dev.compute_capability()
         options = ["--use_fast_math"] if self.fast_math else []
@@ -75,11 +76,15 @@ class CudaExecutable(DeviceExecutable):
         self._launches = []
         for k in self.lowered.kernels:
             fn = mod.get_function(k.name)
-            fn.prepare("P" * len(k.args))
             grid = tuple(k.gsize) + (1,) * (3 - len(k.gsize))
             block = tuple(k.lsize) + (1,) * (3 - len(k.lsize))
-            self._launches.append((fn, k.args, grid[:2] if grid[2] == 1 else grid, block))
+            # pycuda's prepared_async_call re-checks its arguments on every
+            # call (2 us); launch with the packed pointer buffer directly
+            self._launches.append((fn._launch_kernel, "P" * len(k.args), k.args,
+                                   grid[:2] if grid[2] == 1 else grid, block))
         import pycuda.gpuarray as ga
+        from pycuda._pvt_struct import pack
+        self._pack_args = pack
         self._outs = []
         for name, b, copy, nbytes in self.output_plan():
             # GPUArray.__init__ costs microseconds a call: prepare its attributes once
@@ -87,61 +92,72 @@ class CudaExecutable(DeviceExecutable):
             self._outs.append((name, tuple(b.shape), np.dtype(b.dtype), b.storage, copy,
                                nbytes, attrs))
         self._gpuarray = ga.GPUArray
+        self._inputs = list(self.lowered.inputs.items())
         self._ready = True
 
     def _alloc(self, nbytes, live):
         try:
             buf = self.pool.allocate(nbytes)
         except Exception as e:      # noqa: BLE001  (pycuda raises its own MemoryError)
-            if "out of memory" not in str(e).lower() and type(e).__name__ != "MemoryError":
-                raise
-            for b in live:
-                b.free()
-            self.pool.free_held()
-            raise MemoryError(f"CUDA out of memory: could not allocate {nbytes} bytes "
-                              f"({nbytes / 2**30:.2f} GiB) on the device") from None
+            self._out_of_memory(e, nbytes, live)
         live.append(buf)
         return buf
 
+    def _out_of_memory(self, e, nbytes, live):
+        """Free this call's buffers and raise a MemoryError naming the size."""
+        if "out of memory" not in str(e).lower() and type(e).__name__ != "MemoryError":
+            raise e
+        for b in live:
+            b.free()
+        self.pool.free_held()
+        raise MemoryError(f"CUDA out of memory: could not allocate {nbytes} bytes "
+                          f"({nbytes / 2**30:.2f} GiB) on the device") from None
+
     def _upload(self, arr, live=None):
-        import pycuda.driver as drv
         arr = host_array(arr)
         buf = self._alloc(max(arr.nbytes, 1), live if live is not None else [])
         if arr.nbytes:
-            drv.memcpy_htod(buf, arr)
+            self._drv.memcpy_htod(buf, arr)
         return buf
 
     def run(self, bindings):
         if not self._ready:
             self._prepare()
-        import pycuda.driver as drv
-        import pycuda.gpuarray as ga
         live = []
-        bufs = dict(self._fixed)
-        for pname, bname in self.lowered.inputs.items():
+        bufs = self._fixed.copy()
+        gpuarray = self._gpuarray
+        for pname, bname in self._inputs:
             v = bindings[pname]
-            bufs[bname] = v.gpudata if isinstance(v, ga.GPUArray) else self._upload(v, live)
+            bufs[bname] = v.gpudata if type(v) is gpuarray or isinstance(v, gpuarray) \
+                else self._upload(v, live)
+        allocate = self.pool.allocate
         for name, nbytes in self._allocs:
-            bufs[name] = self._alloc(nbytes, live)
-        for fn, args, grid, block in self._launches:
-            fn.prepared_async_call(grid, block, None, *[bufs[a] for a in args])
+            try:
+                buf = allocate(nbytes)
+            except Exception as e:      # noqa: BLE001  (pycuda raises its own MemoryError)
+                self._out_of_memory(e, nbytes, live)
+            live.append(buf)
+            bufs[name] = buf
+        pack = self._pack_args
+        for launch, fmt, args, grid, block in self._launches:
+            launch(grid, block, pack(fmt, *[bufs[a] for a in args]), 0, None)
         results = []
         for name, shape, dtype, sdt, copy, nbytes, attrs in self._outs:
             buf = bufs[name]
             if copy:
                 new = self._alloc(max(nbytes, 1), live)
                 if nbytes:
-                    drv.memcpy_dtod_async(new, buf, nbytes)
+                    self._drv.memcpy_dtod_async(new, buf, nbytes)
                 buf = new
             if self.out_mode == "device":
-                arr = self._gpuarray.__new__(self._gpuarray)
+                arr = gpuarray.__new__(gpuarray)
                 arr.__dict__.update(attrs)
                 arr.gpudata = buf
                 results.append(arr)
             else:
                 host = np.empty(shape, dtype)
                 if nbytes:
-                    drv.memcpy_dtoh(host.view(sdt) if dtype == np.bool_ else host, buf)
+                    self._drv.memcpy_dtoh(host.view(sdt) if dtype == np.bool_ else host, buf)
                 results.append(host)
         return results
 
@@ -176,15 +192,20 @@ class CudaTarget(Target):
         return pool_stats(_pool())
 
     def binding_info(self, value):
+        if type(value) is _STATE.get("GPUArray"):      # the per-call fast path
+            return value.shape, value.dtype
         if isinstance(value, (np.ndarray, np.generic)):
             return value.shape, value.dtype
         if type(value).__name__ == "GPUArray" and "pycuda" in type(value).__module__:
+            _STATE["GPUArray"] = type(value)
             return value.shape, value.dtype
         return None
 
     def prepare_binding(self, value):
-        if isinstance(value, (np.ndarray, np.generic)):
+        if isinstance(value, np.ndarray):
             return value if value.flags.c_contiguous else np.ascontiguousarray(value)
+        if isinstance(value, np.generic):
+            return value
         if not value.flags.c_contiguous:
             raise ValueError("device array bindings must be C-contiguous")
         return value

@@ -59,7 +59,11 @@ def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False) -> Comp
 
 
 def clear_memory_cache():
+    """Forget compiled programs held in this process (for experiments that
+    change codegen settings at run time, and for tests)."""
+    from .cache import clear_memory_layers
     _MEMORY.clear()
+    clear_memory_layers()
 
 
 def host_array(arr):

@@ -1,0 +1,73 @@
+"""Experiment: codegen's default-schedule constants vs bandwidth (GPU).
+
+``python -m benchmarks.sweep --device cuda`` times the 10-op chain on 2^26
+float32 and the full / axis-0 / axis-1 sums of 8192^2 float32 under several
+settings of ``codegen.kernels`` constants (elements per work-item, work-items
+needed to fill the device, two-stage width), each freshly lowered, checked
+against NumPy, then timed.  Its table justifies the defaults.
+"""
+import argparse
+import os
+import tempfile
+
+import numpy as np
+
+import codegen.kernels as K
+import polyarray as pa
+import targets.device_common as dc
+from .__main__ import Bench, check, median_time
+from .workloads import _to_device, chain10_np, chain10_pa
+
+CONFIGS = [
+    {"ELEMENTWISE_ILP": 1},
+    {"ELEMENTWISE_ILP": 2},
+    {"ELEMENTWISE_ILP": 4},
+    {"ELEMENTWISE_ILP": 8},
+    {"FILL_THREADS": 1 << 16, "TWO_STAGE_GROUPS": 512},
+    {"FILL_THREADS": 1 << 17, "TWO_STAGE_GROUPS": 1024},
+    {"FILL_THREADS": 1 << 18, "TWO_STAGE_GROUPS": 2048},
+    {"FILL_THREADS": 1 << 19, "TWO_STAGE_GROUPS": 4096},
+]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="cuda")
+    args = ap.parse_args()
+    b = Bench(args.device, quick=False)
+    n = 1 << 26
+    xv = b.rng.uniform(-1, 1, n).astype(np.float32)
+    xd = _to_device(b, xv)
+    x = pa.placeholder("x", (n,), np.float32)
+    m = pa.placeholder("m", (8192, 8192), np.float32)
+    md = _to_device(b, xv.reshape(8192, 8192))
+    cases = [("chain", chain10_pa(x), {"x": xd}, chain10_np(xv), 8 * n, "ELEMENTWISE_ILP"),
+             ("sum all", m.sum(), {"m": md}, xv.sum(dtype=np.float64), 4 * n, "FILL"),
+             ("sum axis 0", m.sum(axis=0), {"m": md}, xv.reshape(8192, 8192).sum(0), 4 * n,
+              "FILL"),
+             ("sum axis 1", m.sum(axis=1), {"m": md}, xv.reshape(8192, 8192).sum(1), 4 * n,
+              "FILL")]
+    defaults = {k: getattr(K, k) for c in CONFIGS for k in c}
+    rows = []
+    for cfg in CONFIGS:
+        for k, v in defaults.items():
+            setattr(K, k, cfg.get(k, v))
+        dc.clear_memory_cache()
+        os.environ["POLYARRAY_CACHE_DIR"] = tempfile.mkdtemp()
+        for name, expr, binds, want, nbytes, knob in cases:
+            if not any(k.startswith(knob) for k in cfg):
+                continue
+            prog = pa.compile(expr, target=args.device, out="device")
+            check(name, prog(**binds).get(), want, rtol=1e-3)
+            t = median_time(lambda: prog(**binds), prog.synchronize)
+            kinds = "+".join(k.kind for k in prog.kernels.values())
+            rows.append((name, cfg, kinds, t, nbytes / t / b.copy_bw))
+    for k, v in defaults.items():
+        setattr(K, k, v)
+    print(f"{b.desc}; copy {b.copy_bw / 1e9:.0f} GB/s")
+    for name, cfg, kinds, t, frac in rows:
+        print(f"{name:11s} {str(cfg):52s} {kinds:32s} {t * 1e6:8.1f} us {frac:.3f} of copy")
+
+
+if __name__ == "__main__":
+    main()
