@@ -155,6 +155,11 @@ class Program:
         self._exe.synchronize()
 
     def __call__(self, **bindings):
+        fast = self._exe.fast_call
+        if fast is not None:
+            results = fast(bindings)
+            if results is not None:
+                return self._pack(results)
         prepared = self.check_bindings(bindings)
         return self._pack(self._exe.run(prepared))
 

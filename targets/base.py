@@ -14,6 +14,9 @@ class Executable:
 
     source: str = ""
     kernels: dict = {}
+    # optional ``fast_call(bindings) -> outputs or None``: a checked fast path
+    # for the common call; None from it means "take the general path"
+    fast_call = None
 
     def run(self, bindings):
         raise NotImplementedError

@@ -85,7 +85,10 @@ class DeviceExecutable(Executable):
         self.source = L.source
         self._outputs_nodes, self._lp_target, self._cpu = outputs, lp_target, cpu
         self._kernel_info = None
-        datas = data_nodes(N.topological_order(outputs))
+        order = N.topological_order(outputs)
+        datas = data_nodes(order)
+        self.placeholders = sorted({n.name: n for n in order
+                                    if isinstance(n, N.Placeholder)}.items())
         self._data_arrays = {name: datas[k].data for name, k in L.data.items()}
         # buffers allocated per call: (name, bytes)
         self._allocs = [(name, max(b.size, 1) * b.storage.itemsize)

@@ -63,6 +63,34 @@ def test_logistic_regression_weights_stay_on_device(device_target):
     np.testing.assert_allclose(bd.get(), bn, rtol=1e-3, atol=1e-6)
 
 
+def test_device_array_calls_check_bindings_on_every_path(device_target):
+    """Calls with device arrays take the target's generated fast path (CUDA)
+    after the first call; any mistake still gets the general path's error."""
+    rng = np.random.default_rng(4)
+    xv, yv = (rng.standard_normal(16).astype(np.float32) for _ in range(2))
+    x, y = pa.placeholder("x", (16,), np.float32), pa.placeholder("y", (16,), np.float32)
+    prog = pa.compile({"s": x * 2.0 + y, "t": x - y}, target=device_target, out="device")
+    xd, yd = to_device(device_target, xv), to_device(device_target, yv)
+    for _ in range(3):
+        out = prog(x=xd, y=yd)
+        assert_same(out["s"].get(), xv * np.float32(2) + yv)
+        assert_same(out["t"].get(), xv - yv)
+    if device_target == "cuda":
+        assert prog._exe.fast_call is not None
+    assert_same(prog(x=xv, y=yd)["t"].get(), xv - yv)      # host and device mixed
+    with pytest.raises(TypeError, match="'x' has the wrong dtype: expected float32, got float64"):
+        prog(x=to_device(device_target, xv.astype(np.float64)), y=yd)
+    with pytest.raises(ValueError, match=r"'y' has the wrong shape: expected \(16,\), got \(8,\)"):
+        prog(x=xd, y=to_device(device_target, yv[:8]))
+    with pytest.raises(TypeError, match="missing binding for placeholder 'y'"):
+        prog(x=xd)
+    with pytest.raises(TypeError, match="unexpected binding 'z'"):
+        prog(x=xd, y=yd, z=yd)
+    with pytest.raises(TypeError, match="binding for placeholder 'x' must be an array"):
+        prog(x=[1.0] * 16, y=yd)
+    assert_same(prog(x=xd, y=yd)["s"].get(), xv * np.float32(2) + yv)
+
+
 def test_logsumexp(device_target):
     x = pa.placeholder("x", (64, 1000), np.float64)
     m = x.max(axis=1, keepdims=True)
