@@ -51,6 +51,21 @@ class KernelInfo:
     lsize: tuple
     kind: str                      # elementwise, thread, group, two-stage 1, ...
     loopy_kernel: object = None
+    schedule: tuple = ()           # the schedule steps in force
+    callables: object = field(default=None, repr=False)
+
+    def loop_nest(self) -> str:
+        """The loop nest with extents and hardware mapping, as text."""
+        from .loopnest import loop_nest
+        if self.loopy_kernel is None:
+            raise ValueError("no loopy kernel here (stripped for the disk cache); "
+                             "use prog.kernels, which re-lowers on demand")
+        return loop_nest(self.loopy_kernel, self.callables, self.gsize, self.lsize)
+
+    def __repr__(self):
+        from .schedule import format_schedule
+        return (f"<kernel {self.name} ({self.kind}) grid {self.gsize} x block {self.lsize} "
+                f"schedule {format_schedule(self.schedule)}>")
 
 
 @dataclass
@@ -74,9 +89,11 @@ def data_nodes(order):
     return [n for n in order if isinstance(n, N.DataWrapper)]
 
 
-def lower_program(outputs, target, cpu=False) -> Lowered:
+def lower_program(outputs, target, cpu=False, schedules=None) -> Lowered:
     """Lower output nodes to kernels for a loopy ``target``; ``cpu`` picks
-    reduction layouts suited to CPU devices (contiguous per work-item)."""
+    reduction layouts suited to CPU devices (contiguous per work-item);
+    ``schedules`` maps kernel names (or fnmatch patterns) to steps that
+    replace those kernels' default schedules."""
     import loopy as lp
     from .cfuncs import storage_dtype
     from .kernels import Assembler
@@ -110,7 +127,9 @@ def lower_program(outputs, target, cpu=False) -> Lowered:
             add(n, f"t{ntemp}", "temp")
             ntemp += 1
 
-    asm = Assembler(plan, buffers, target, idx_dt, cpu=cpu)
+    from .schedule import ScheduleError, normalize
+    schedules = {pat: normalize(steps, pat) for pat, steps in (schedules or {}).items()}
+    asm = Assembler(plan, buffers, target, idx_dt, cpu=cpu, schedules=schedules)
     for name, (size, sdt, *_rest) in specs.items():
         asm.add_buffer(name, size, sdt)
     ngroups = sum(1 for g in plan.groups if g.size > 0)
@@ -125,6 +144,10 @@ def lower_program(outputs, target, cpu=False) -> Lowered:
             node = g.units[0].node
             label = node.op if isinstance(node, N.Reduce) else "einsum"
             asm.reduction(f"k{gi}_{label}", node)
+    unmatched = sorted(set(schedules) - asm.matched)
+    if unmatched:
+        raise ScheduleError(f"the schedule for {unmatched[0]!r} matches no kernel; this "
+                            f"program's kernels are: {', '.join(k.name for k in asm.kernels)}")
     for name, (size, sdt) in asm.buffer_specs.items():
         if name not in specs:
             specs[name] = BufferSpec(size, sdt, (size,), sdt, "temp")
@@ -144,7 +167,8 @@ def lower_program(outputs, target, cpu=False) -> Lowered:
             gsize, lsize = knl.get_grid_size_upper_bounds_as_exprs(tu.callables_table)
             args = tuple(a.name for a in knl.args)
             kernels.append(KernelInfo(kp.name, args, tuple(int(x) for x in gsize),
-                                      tuple(int(x) for x in lsize), kp.strategy, knl))
+                                      tuple(int(x) for x in lsize), kp.strategy, knl,
+                                      kp.steps, tu.callables_table))
     return Lowered(source, kernels, specs, inputs, data, out_names, idx_dt.name, tu)
 
 

@@ -31,6 +31,8 @@ from polyarray import nodes as N
 from .cfuncs import BOOL, U8, PaFunction, as_bool, helper_name, storage_dtype
 from .lower import KernelBuilder, ceil_div, decompose, linearize, pow2_floor
 from .plan import _materialized_deps
+from .schedule import (ElementsPerItem, GroupReduce, KernelContext, Prefetch, ScheduleError,
+                       Split, Tag, Tile, WorkGroup, apply_steps, build_options)
 
 WG = 256                # default work-group size
 ELEMENTWISE_ILP = 4     # elements per work-item in large GPU elementwise kernels
@@ -106,13 +108,16 @@ class KernelPlan:
     tu: object
     written: tuple      # buffer names this kernel writes
     strategy: str = ""
+    steps: tuple = ()   # the schedule in force
 
 
 class Assembler:
     """Builds all kernels of a plan; collects extra (partial) buffers."""
 
-    def __init__(self, plan, buffers, target, index_dtype, cpu=False):
+    def __init__(self, plan, buffers, target, index_dtype, cpu=False, schedules=None):
         self.cpu = cpu                    # CPU devices want contiguous work-items
+        self.schedules = schedules or {}  # kernel name or pattern -> steps (user's)
+        self.matched = set()
         self.plan = plan
         self.buffers = buffers            # id(node) -> name
         self.target = target
@@ -123,10 +128,22 @@ class Assembler:
     def add_buffer(self, name, size, dtype):
         self.buffer_specs[name] = (int(size), storage_dtype(dtype))
 
-    def finish(self, name, kb, domains, written, schedule, strategy="elementwise",
-               shapes=None):
-        """Make the loopy kernel.  Buffers are flat unless ``shapes`` gives a
-        multi-dimensional view (needed by ``add_prefetch``)."""
+    def user_steps(self, name):
+        """The user's steps for kernel ``name`` (an exact name beats a
+        pattern; among patterns the first in sorted order wins), or None."""
+        import fnmatch
+        hits = sorted(pat for pat in self.schedules if fnmatch.fnmatchcase(name, pat))
+        if not hits:
+            return None
+        self.matched.update(hits)
+        return self.schedules[name if name in hits else hits[0]]
+
+    def finish(self, name, kb, domains, written, steps, strategy="elementwise",
+               shapes=None, construct=None):
+        """Make the loopy kernel and apply its schedule: the user's steps for
+        this kernel if any, else ``steps`` (the default).  ``construct`` tags
+        loops that the construction itself fixes.  Buffers are flat unless
+        ``shapes`` gives a multi-dimensional view (needed by ``add_prefetch``)."""
         used = set()
         from loopy.symbolic import get_dependencies
         for insn in kb.instructions:
@@ -142,12 +159,26 @@ class Assembler:
         for f in sorted(kb.functions):
             knl = lp.register_callable(knl, f, PaFunction(f))
         knl = lp.set_options(knl, enforce_array_accesses_within_bounds="no_check")
-        knl = schedule(knl)
+        if construct is not None:
+            knl = construct(knl)
+        user = self.user_steps(name)
+        if user is not None and strategy != "elementwise":
+            build_options(user, strategy, name)         # refuses build steps here
+        steps = tuple(user) if user is not None else tuple(steps)
+        ctx = KernelContext(name, strategy)
+        knl = apply_steps(knl, steps, ctx)
         # a work-group reduction's result is stored by every work-item (same value)
         kern = knl.default_entrypoint
         knl = knl.with_kernel(kern.copy(silenced_warnings=frozenset(
             kern.silenced_warnings) | {"write_race(*)"}))
-        self.kernels.append(KernelPlan(name, knl, tuple(sorted(written)), strategy))
+        if user is not None:        # refuse now, naming the kernel, what codegen would refuse
+            try:
+                lp.generate_code_v2(knl)
+            except Exception as e:      # noqa: BLE001
+                raise ScheduleError(f"the schedule {list(steps)} of kernel {name} does not "
+                                    f"generate code: {type(e).__name__}: "
+                                    f"{str(e).splitlines()[0] if str(e) else ''}") from e
+        self.kernels.append(KernelPlan(name, knl, tuple(sorted(written)), strategy, steps))
 
     # -- elementwise ------------------------------------------------------
     def elementwise(self, name, group):
@@ -157,27 +188,50 @@ class Assembler:
         work-item, with every direct input read fetched into registers before
         any store (``_elementwise_ilp``): one element per work-item leaves too
         few loads in flight to reach copy bandwidth (0.76 vs 0.96 of copy on
-        an H100, ``benchmarks/probe_bandwidth.py``)."""
+        an H100, ``benchmarks/probe_bandwidth.py``).  A user schedule may pick
+        ``Layout("axes")`` (one loop per output axis) or ``ElementsPerItem``."""
         wg = min(WG, group.size)
-        ilp = ELEMENTWISE_ILP
-        if self.cpu or ilp <= 1 or group.size < wg * ilp * 64:
-            kb = KernelBuilder(self.plan, self.buffers, ["i"])
-            written = self._elementwise_body(kb, group, p.Variable("i"), ["i"])
-            self.finish(name, kb, [f"{{[i]: 0 <= i < {group.size}}}"], written,
-                        lambda knl: lp.split_iname(knl, "i", wg, outer_tag="g.0",
-                                                   inner_tag="l.0"))
+        user = self.user_steps(name)
+        if user is not None:
+            layout, ilp, uwg = build_options(user, "elementwise", name)
+            wg = uwg or wg
+        else:
+            layout, ilp = "flat", ELEMENTWISE_ILP
+            if self.cpu or ilp <= 1 or group.size < wg * ilp * 64:
+                ilp = None
+        if ilp is not None:
+            return self._elementwise_ilp(name, group, wg, ilp)
+        if layout == "axes":
+            shape = group.units[0].node.shape
+            if not shape:
+                raise ScheduleError(f"Layout('axes') does not apply to kernel {name}: its "
+                                    "output is 0-d")
+            names = [f"i{d}" for d in range(len(shape))]
+            kb = KernelBuilder(self.plan, self.buffers, names)
+            axes = tuple(p.Variable(v) for v in names)
+            written = self._elementwise_body(kb, group, linearize(axes, shape), names,
+                                             axes=(shape, axes))
+            domain = "{[" + ", ".join(names) + "]: " + " and ".join(
+                f"0 <= {v} < {n}" for v, n in zip(names, shape)) + "}"
+            self.finish(name, kb, [domain], written, ())
             return
-        self._elementwise_ilp(name, group, wg, ilp)
+        kb = KernelBuilder(self.plan, self.buffers, ["i"])
+        written = self._elementwise_body(kb, group, p.Variable("i"), ["i"])
+        self.finish(name, kb, [f"{{[i]: 0 <= i < {group.size}}}"], written, (WorkGroup(wg),))
 
-    def _elementwise_body(self, kb, group, i, within, store_index=None, predicates=()):
-        """Instructions writing every unit of ``group`` at flat index ``i``;
-        returns the buffers written."""
+    def _elementwise_body(self, kb, group, i, within, store_index=None, predicates=(),
+                          axes=None):
+        """Instructions writing every unit of ``group`` at flat index ``i``
+        (``axes``: (shape, multi-index) of the same point); returns the
+        buffers written."""
         kb.analyze([u.node for u in group.units])
         later_deps = set()
         for u in group.units[1:]:
             later_deps |= {id(d) for d in _materialized_deps(u.node, self.plan.materialized)}
         for u in group.units:
             kb.flat[u.node.shape] = (i, decompose(i, u.node.shape))
+        if axes is not None:
+            kb.flat[axes[0]] = (i, axes[1])
         kb.prewarm({shape: v[1] for shape, v in kb.flat.items()}, within)
         written = set()
         for u in group.units:
@@ -229,11 +283,15 @@ class Assembler:
         preds = [p.Comparison(raw, "<", size)] if ragged else []
         written = self._elementwise_body(kb, group, i, ["g", "u", "t"], raw, preds)
 
-        def schedule(knl):
-            return lp.tag_inames(knl, {"g": "g.0", "t": "l.0", "u": "unr", "uf": "unr"})
-        domain = (f"{{[g, u, t, uf]: 0 <= g < {G} and 0 <= u < {ilp} and 0 <= t < {wg} "
-                  f"and 0 <= uf < {ilp}}}")
-        self.finish(name, kb, [domain], written, schedule)
+        tags = {"g": "g.0", "t": "l.0", "u": "unr"}
+        loops = ["g", "u", "t"]
+        if fetched:
+            tags["uf"] = "unr"
+            loops.append("uf")
+        domain = "{[" + ", ".join(loops) + f"]: 0 <= g < {G} and 0 <= u < {ilp} and " \
+            f"0 <= t < {wg}" + (f" and 0 <= uf < {ilp}}}" if fetched else "}")
+        self.finish(name, kb, [domain], written, (ElementsPerItem(ilp, wg),),
+                    construct=lambda knl: lp.tag_inames(knl, tags))
 
     # -- reductions ---------------------------------------------------------
     def reduction(self, name, node):
@@ -281,7 +339,9 @@ class Assembler:
                                            out_dtype=node.dtype))
         domain = f"{{[i, j, k]: 0 <= i < {M} and 0 <= j < {Nn} and 0 <= k < {K}}}"
         self.finish(name, kb, [domain], {out},
-                    lambda knl: _tiled_matmul_schedule(knl, A, B), "tiled matmul",
+                    (Tile("i", "j", TILE, TILE), Split("k", TILE),
+                     Prefetch(A, ("i_inner", "k_inner")), Prefetch(B, ("k_inner", "j_inner"))),
+                    "tiled matmul",
                     shapes={A: (M, K), B: (K, Nn), out: (M, Nn)})
 
     def _reduce(self, name, spec):
@@ -310,9 +370,8 @@ class Assembler:
                   storage_dtype(spec["out_dtype"]).type(value), ["i"])
         M = spec["M"]
         lw = min(WG, M)
-        self.finish(name, kb, [f"{{[i]: 0 <= i < {M}}}"], {spec["out"]},
-                    lambda knl: lp.split_iname(knl, "i", lw, outer_tag="g.0",
-                                               inner_tag="l.0"), "neutral")
+        self.finish(name, kb, [f"{{[i]: 0 <= i < {M}}}"], {spec["out"]}, (WorkGroup(lw),),
+                    "neutral")
 
     @staticmethod
     def _body(kb, spec, i_expr, j_expr):
@@ -341,18 +400,11 @@ class Assembler:
         domain = f"{{[i, j]: 0 <= i < {M} and 0 <= j < {R}}}"
 
         if strategy == "group" and R > 1:
-            lw = min(WG, pow2_floor(R))
-
-            def schedule(knl):
-                return _group_reduce(knl, lw)
+            steps = (GroupReduce("j", min(WG, pow2_floor(R))),)
         else:
-            lw = min(WG, M)
-
-            def schedule(knl):
-                return lp.split_iname(knl, "i", lw, outer_tag="g.0", inner_tag="l.0")
-        if strategy != "group" or R <= 1:
+            steps = (WorkGroup(min(WG, M)),)
             strategy = "thread"
-        self.finish(name, kb, [domain], {spec["out"]}, schedule, strategy)
+        self.finish(name, kb, [domain], {spec["out"]}, steps, strategy)
 
     def _two_stage(self, name, spec):
         """Few outputs, long reductions.  GPU: G work-groups per output, each
@@ -392,9 +444,8 @@ class Assembler:
         domain = (f"{{[m, g, t, k]: 0 <= m < {M} and 0 <= g < {G} and 0 <= t < {WG} "
                   f"and 0 <= k < {K} and {bound}}}")
 
-        def schedule1(knl):
-            return lp.tag_inames(knl, {"g": "g.0", "t": "l.0", "m": "g.1"})
-        self.finish(name + "_s1", kb, [domain], {part}, schedule1, "two-stage 1")
+        self.finish(name + "_s1", kb, [domain], {part},
+                    (Tag("g", "g.0"), Tag("t", "l.0"), Tag("m", "g.1")), "two-stage 1")
         self._combine(name + "_s2", spec, part, red.operation, acc_dt, n_part,
                       lambda i, j: p.Sum((p.Product((n_part, i)), j)), "group")
 
@@ -421,10 +472,8 @@ class Assembler:
                   f"and {K} * c + k < {R}}}")
         lw = min(WG, M)
 
-        def schedule1(knl):
-            knl = lp.split_iname(knl, "i", lw, outer_tag="g.0", inner_tag="l.0")
-            return lp.tag_inames(knl, {"c": "g.1"})
-        self.finish(name + "_c1", kb, [domain], {part}, schedule1, "split-columns 1")
+        self.finish(name + "_c1", kb, [domain], {part}, (WorkGroup(lw), Tag("c", "g.1")),
+                    "split-columns 1")
         self._combine(name + "_c2", spec, part, red.operation, acc_dt, C,
                       lambda i, j: p.Sum((p.Product((M, j)), i)), "thread")
 
@@ -436,14 +485,9 @@ class Assembler:
         i, j = p.Variable("i"), p.Variable("j")
         red = Reduction(operation, ("j",), p.Subscript(p.Variable(part), (index(i, j),)))
         self._write(kb, spec, i, red, acc_dt, ["i"])
-        if strategy == "group":
-            schedule = lambda knl: _group_reduce(knl, WG)     # noqa: E731
-        else:
-            lw = min(WG, M)
-            schedule = lambda knl: lp.split_iname(knl, "i", lw, outer_tag="g.0",  # noqa: E731
-                                                  inner_tag="l.0")
+        steps = (GroupReduce("j", WG),) if strategy == "group" else (WorkGroup(min(WG, M)),)
         self.finish(name, kb, [f"{{[i, j]: 0 <= i < {M} and 0 <= j < {n}}}"],
-                    {spec["out"]}, schedule, f"combine ({strategy})")
+                    {spec["out"]}, steps, f"combine ({strategy})")
 
 
 TILE = 16
@@ -461,23 +505,6 @@ def _tileable_matmul(node, cpu):
         return False
     (M, K), (_, Nn) = node.operands[0].shape, node.operands[1].shape
     return all(n % TILE == 0 and n > 0 for n in (M, K, Nn))
-
-
-def _tiled_matmul_schedule(knl, A, B):
-    """TILE x TILE work-groups, both operand tiles prefetched to local memory."""
-    knl = lp.split_iname(knl, "i", TILE, outer_tag="g.1", inner_tag="l.1")
-    knl = lp.split_iname(knl, "j", TILE, outer_tag="g.0", inner_tag="l.0")
-    knl = lp.split_iname(knl, "k", TILE)
-    knl = lp.add_prefetch(knl, A, ["i_inner", "k_inner"], default_tag="l.auto")
-    knl = lp.add_prefetch(knl, B, ["k_inner", "j_inner"], default_tag="l.auto")
-    return lp.add_inames_for_unused_hw_axes(knl)
-
-
-def _group_reduce(knl, lw):
-    """One work-group per output: a local-memory tree over ``j``."""
-    knl = lp.split_iname(knl, "j", lw, inner_iname="j_inner", outer_iname="j_outer")
-    knl = lp.split_reduction_outward(knl, "j_inner")
-    return lp.tag_inames(knl, {"i": "g.0", "j_inner": "l.0"})
 
 
 def _reduction_spec(node):

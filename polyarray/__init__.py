@@ -36,6 +36,9 @@ from .program import (Program, compile, set_default_target, get_default_target,
                       target)
 from .show import show, format_dag
 
+from codegen.schedule import ScheduleError   # noqa: E402
+from . import schedules                         # noqa: E402,F401
+
 newaxis = None
 __version__ = "0.1.0"
 

@@ -76,7 +76,7 @@ def _describe(shape, dtype):
 class Program:
     """A compiled set of outputs on one target.  Call it with bindings."""
 
-    def __init__(self, outputs, target=None, **options):
+    def __init__(self, outputs, target=None, schedule=None, tune=False, **options):
         import targets as _targets
         self._kind, self._keys, self._outputs = _flatten(outputs)
         self.target_name = target or get_default_target()
@@ -92,7 +92,13 @@ class Program:
                         f"{_describe(node.shape, node.dtype)}")
         self._sorted_placeholders = sorted(self.placeholders.items())
         self.options = options
+        self.user_schedule = dict(schedule or {})
+        if self.user_schedule:
+            options = dict(options, schedule=self.user_schedule)
         self._exe = self._target.compile(self._outputs, **options)
+        self._tuning = None
+        if tune:
+            self._adopt(self.tune())
 
     # -- inspection ------------------------------------------------------
     @property
@@ -102,6 +108,51 @@ class Program:
     @property
     def kernels(self):
         return self._exe.kernels
+
+    @property
+    def schedule(self) -> dict:
+        """Kernel name -> the steps in force (the user's, else the default).
+        Printable, and replayable: ``pa.compile(out, schedule=prog.schedule)``."""
+        return {name: tuple(k.schedule) for name, k in self.kernels.items()}
+
+    def with_schedule(self, schedule) -> "Program":
+        """A new program with ``schedule`` (kernel name or pattern -> steps)
+        replacing those kernels' schedules; this one is unchanged."""
+        merged = dict(self.user_schedule)
+        merged.update(schedule)
+        return Program(self._pack_nodes(), self.target_name, schedule=merged, **self.options)
+
+    def transform(self, kernel_name, fn) -> "Program":
+        """A new program whose kernel ``kernel_name`` is also passed through
+        ``fn`` (any loopy kernel -> kernel function) after its schedule."""
+        from codegen.schedule import ScheduleError, Transform
+        if kernel_name not in self.kernels:
+            raise ScheduleError(f"no kernel named {kernel_name!r}; this program's kernels "
+                                f"are: {', '.join(self.kernels)}")
+        steps = self.schedule[kernel_name] + (Transform(fn),)
+        return self.with_schedule({kernel_name: steps})
+
+    def tune(self, candidates=None, budget_s=None, repeat=10, log=print):
+        """Time candidate schedules of each kernel on the device and return
+        the program with the fastest correct ones (see ``polyarray.tuning``)."""
+        from .tuning import tune_program
+        return tune_program(self, candidates=candidates, budget_s=budget_s, repeat=repeat,
+                            log=log)
+
+    def tuning_report(self) -> str:
+        """Every candidate's time from the tuning that produced this program."""
+        if self._tuning is None:
+            return "not tuned (compile with tune=True, or call prog.tune())"
+        from .tuning import format_report
+        return format_report(self._tuning)
+
+    def _adopt(self, other):
+        """Take over ``other``'s executable (used by ``tune=True``)."""
+        self.user_schedule, self._exe = other.user_schedule, other._exe
+        self._tuning = other._tuning
+
+    def _pack_nodes(self):
+        return self._pack([Array(n) for n in self._outputs])
 
     @property
     def outputs(self):

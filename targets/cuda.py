@@ -51,9 +51,9 @@ def _pool():
 
 
 class CudaExecutable(DeviceExecutable):
-    def __init__(self, compiled, outputs, out, fast_math):
+    def __init__(self, compiled, outputs, out, fast_math, schedules=None):
         import loopy as lp
-        super().__init__(compiled, outputs, lp.CudaTarget())
+        super().__init__(compiled, outputs, lp.CudaTarget(), schedules=schedules)
         self.out_mode = out
         self.fast_math = fast_math
         self._ready = False
@@ -208,6 +208,10 @@ class CudaExecutable(DeviceExecutable):
                 results.append(host)
         return results
 
+    def device_description(self):
+        drv, dev = _driver()
+        return f"CUDA {dev.name()} sm_{''.join(map(str, dev.compute_capability()))}"
+
     def synchronize(self):
         import pycuda.driver as drv
         drv.Context.synchronize()
@@ -257,7 +261,7 @@ class CudaTarget(Target):
             raise ValueError("device array bindings must be C-contiguous")
         return value
 
-    def compile(self, outputs, out="numpy", fast_math=False, **options):
+    def compile(self, outputs, out="numpy", fast_math=False, schedule=None, **options):
         """``out``: "numpy" or "device" (pycuda GPUArrays); ``fast_math``:
         nvcc's --use_fast_math (off by default)."""
         if out not in ("numpy", "device"):
@@ -266,6 +270,10 @@ class CudaTarget(Target):
             raise TypeError(f"cuda target: unknown options {sorted(options)}")
         import loopy as lp
         from codegen import program_key
-        key = key_digest("cuda", program_key(outputs), lp.VERSION, code_version())
-        compiled = lower_or_load(_CACHE, key, outputs, lp.CudaTarget())   # built on 1st call
-        return CudaExecutable(compiled, outputs, out, fast_math)
+        from codegen.schedule import schedule_key
+        skey = schedule_key(schedule)
+        key = None if skey is None else key_digest(
+            "cuda", program_key(outputs), lp.VERSION, code_version(), skey)
+        compiled = lower_or_load(_CACHE, key, outputs, lp.CudaTarget(),   # built on 1st call
+                                 schedules=schedule)
+        return CudaExecutable(compiled, outputs, out, fast_math, schedule)

@@ -30,15 +30,23 @@ class CompiledProgram:
 
 def _strip(lowered):
     """A picklable copy without the loopy objects."""
-    kernels = [dataclasses.replace(k, loopy_kernel=None) for k in lowered.kernels]
+    kernels = [dataclasses.replace(k, loopy_kernel=None, callables=None)
+               for k in lowered.kernels]
     return dataclasses.replace(lowered, kernels=kernels, translation_unit=None)
 
 
-def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False) -> CompiledProgram:
+def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False,
+                  schedules=None) -> CompiledProgram:
     """The lowered program from memory, disk or codegen.  ``build(source) ->
     handle`` compiles it now (None: the target builds on first call).  Device
-    binaries are cached by pyopencl/pycuda themselves, keyed by source."""
+    binaries are cached by pyopencl/pycuda themselves, keyed by source.
+    ``key`` None (a schedule with raw loopy transforms) bypasses both caches."""
     t0 = time.perf_counter()
+    if key is None:
+        from codegen import lower_program
+        lowered = lower_program(outputs, lp_target, cpu=cpu, schedules=schedules)
+        handle = build(lowered.source) if (build and lowered.kernels) else None
+        return CompiledProgram(lowered, handle, "built", time.perf_counter() - t0)
     hit = _MEMORY.get(key)
     if hit is not None:
         hit.origin = "memory"
@@ -48,7 +56,8 @@ def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False) -> Comp
         lowered, origin = entry["lowered"], "disk"
     else:
         from codegen import lower_program
-        lowered, origin = lower_program(outputs, lp_target, cpu=cpu), "built"
+        lowered = lower_program(outputs, lp_target, cpu=cpu, schedules=schedules)
+        origin = "built"
         cache.put(key, {"lowered": _strip(lowered)})
     handle = build(lowered.source) if (build and lowered.kernels) else None
     compiled = CompiledProgram(lowered, handle, origin, time.perf_counter() - t0)
@@ -77,13 +86,14 @@ class DeviceExecutable(Executable):
     buffers a call allocates, how each output is returned, and ``kernels``
     for inspection."""
 
-    def __init__(self, compiled, outputs, lp_target, cpu=False):
+    def __init__(self, compiled, outputs, lp_target, cpu=False, schedules=None):
         from codegen import data_nodes
         from polyarray import nodes as N
         self.compiled = compiled
         self.lowered = L = compiled.lowered
         self.source = L.source
         self._outputs_nodes, self._lp_target, self._cpu = outputs, lp_target, cpu
+        self._schedules = schedules
         self._kernel_info = None
         order = N.topological_order(outputs)
         datas = data_nodes(order)
@@ -93,6 +103,12 @@ class DeviceExecutable(Executable):
         # buffers allocated per call: (name, bytes)
         self._allocs = [(name, max(b.size, 1) * b.storage.itemsize)
                         for name, b in L.buffers.items() if b.role in ("temp", "output")]
+
+    device_desc = "?"
+
+    def device_description(self):
+        """The device this program runs on, for tuning-cache keys."""
+        return self.device_desc
 
     def output_plan(self):
         """Per output: (name, spec, copy, nbytes); ``copy`` when the output is
@@ -114,7 +130,8 @@ class DeviceExecutable(Executable):
             if any(k.loopy_kernel is None for k in infos):
                 from codegen import lower_program
                 fresh = {k.name: k for k in lower_program(
-                    self._outputs_nodes, self._lp_target, cpu=self._cpu).kernels}
+                    self._outputs_nodes, self._lp_target, cpu=self._cpu,
+                    schedules=self._schedules).kernels}
                 infos = [fresh[k.name] for k in infos]
             self._kernel_info = {k.name: k for k in infos}
         return self._kernel_info

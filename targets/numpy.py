@@ -116,7 +116,11 @@ class NumpyTarget(Target):
     def prepare_binding(self, value):
         return c_array(value)
 
-    def compile(self, outputs, **options):
+    def compile(self, outputs, schedule=None, **options):
+        if schedule:
+            from codegen.schedule import ScheduleError
+            raise ScheduleError("the numpy target runs no kernels: schedules apply to the "
+                                "opencl and cuda targets")
         if options:
             raise TypeError(f"numpy target: unknown options {sorted(options)}")
         return NumpyExecutable(outputs)

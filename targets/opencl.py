@@ -90,11 +90,12 @@ class OpenCLExecutable(DeviceExecutable):
     and enqueues.  With ``out="device"`` a call does not wait for the device.
     """
 
-    def __init__(self, compiled: CompiledProgram, outputs, ctx, queue, out, cpu=False):
+    def __init__(self, compiled: CompiledProgram, outputs, ctx, queue, out, cpu=False,
+                 schedules=None):
         import loopy as lp
         import pyopencl as cl
         import pyopencl.array as cla
-        super().__init__(compiled, outputs, lp.OpenCLTarget(), cpu)
+        super().__init__(compiled, outputs, lp.OpenCLTarget(), cpu, schedules)
         L = self.lowered
         self.out_mode = out
         self.ctx, self.queue = ctx, queue
@@ -265,7 +266,8 @@ class OpenCLTarget(Target):
             return value
         return value if value.flags.c_contiguous else np.ascontiguousarray(value)
 
-    def compile(self, outputs, out="numpy", device=None, device_kind=None, **options):
+    def compile(self, outputs, out="numpy", device=None, device_kind=None, schedule=None,
+                **options):
         """``out``: "numpy" or "device"; ``device``: a platform/device substring;
         ``device_kind``: "cpu" or "gpu" reduction layouts (default: the device's)."""
         if out not in ("numpy", "device"):
@@ -279,11 +281,16 @@ class OpenCLTarget(Target):
         import pyopencl as cl
         ctx, dev, desc, queue = self._device(device)
         cpu = (device_kind == "cpu") if device_kind else not (dev.type & cl.device_type.GPU)
-        key = key_digest("opencl", program_key(outputs), desc, dev.driver_version,
-                         lp.VERSION, code_version(), cpu)
+        from codegen.schedule import schedule_key
+        skey = schedule_key(schedule)
+        key = None if skey is None else key_digest(
+            "opencl", program_key(outputs), desc, dev.driver_version, lp.VERSION,
+            code_version(), cpu, skey)
         compiled = lower_or_load(_CACHE, key, outputs, lp.OpenCLTarget(),
-                                 lambda src: self._build(ctx, src), cpu=cpu)
-        return OpenCLExecutable(compiled, outputs, ctx, queue, out, cpu)
+                                 lambda src: self._build(ctx, src), cpu=cpu, schedules=schedule)
+        exe = OpenCLExecutable(compiled, outputs, ctx, queue, out, cpu, schedule)
+        exe.device_desc = f"{desc} ({'cpu' if cpu else 'gpu'} layouts)"
+        return exe
 
     @staticmethod
     def _build(ctx, source):

@@ -1,0 +1,389 @@
+"""Schedules: explicit, replayable loop transformations of one kernel.
+
+A schedule is a tuple of frozen ``Step`` values.  Each step is a pure
+``loopy kernel -> loopy kernel`` function (``Step.apply``) that checks its
+own arguments against the kernel first and raises ``ScheduleError`` naming
+the step and the kernel -- an invalid step is never silently accepted.
+``repr(step)`` is valid Python, so ``parse_schedule(format_schedule(s)) ==
+s``.
+
+Two steps act before the kernel is built, because they change how codegen
+constructs it rather than how its loops are arranged (``BUILD_STEPS``):
+``Layout`` (elementwise: one flat index, or one index per output axis) and
+``ElementsPerItem`` (elementwise: several coalesced elements per work-item,
+loads before stores).  They must come first.
+
+Every kernel has a default schedule (``KernelInfo.schedule``); a user's
+schedule for a kernel replaces it entirely.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+_TAG = re.compile(r"^(g\.[0-2]|l\.[0-2]|unr|ilp|for)$")
+
+
+class ScheduleError(ValueError):
+    """A schedule step that does not apply to a kernel."""
+
+
+class Step:
+    """Base class: ``apply(knl, ctx)`` returns the transformed kernel."""
+    build = False            # consumed by codegen before the kernel exists
+
+    def apply(self, knl, ctx):      # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def fail(self, ctx, why):
+        raise ScheduleError(f"{self!r} does not apply to kernel {ctx.name}: {why}")
+
+
+@dataclass(frozen=True)
+class KernelContext:
+    """What steps may check against: the kernel's name and kind."""
+    name: str
+    kind: str
+
+
+def _inames(knl):
+    return set(knl.default_entrypoint.all_inames())
+
+
+def _need_iname(step, knl, ctx, iname):
+    have = _inames(knl)
+    if iname not in have:
+        step.fail(ctx, f"no loop named {iname!r}; its loops are {sorted(have)}")
+
+
+def _need_positive(step, ctx, **values):
+    for name, v in values.items():
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            step.fail(ctx, f"{name} must be a positive integer, got {v!r}")
+
+
+def _need_tag(step, ctx, tag):
+    if tag is not None and not _TAG.match(tag):
+        step.fail(ctx, f"unknown tag {tag!r} (use g.0-2, l.0-2, unr, ilp or for)")
+
+
+def _split(step, knl, ctx, iname, factor, outer_tag=None, inner_tag=None):
+    import loopy as lp
+    _need_iname(step, knl, ctx, iname)
+    _need_positive(step, ctx, factor=factor)
+    _need_tag(step, ctx, outer_tag)
+    _need_tag(step, ctx, inner_tag)
+    taken = _inames(knl) & {f"{iname}_outer", f"{iname}_inner"}
+    if taken:
+        step.fail(ctx, f"splitting {iname!r} would create {sorted(taken)[0]!r}, which "
+                       "already exists")
+    if _tag_of(knl, iname):
+        step.fail(ctx, f"{iname!r} is already mapped to {_tag_of(knl, iname)}")
+    return lp.split_iname(knl, iname, factor, outer_tag=outer_tag, inner_tag=inner_tag)
+
+
+def _tag_of(knl, iname):
+    kern = knl.default_entrypoint
+    tags = kern.inames[iname].tags if iname in kern.inames else ()
+    return ", ".join(str(t) for t in tags)
+
+
+def _set_tag(step, knl, ctx, iname, tag):
+    import loopy as lp
+    _need_iname(step, knl, ctx, iname)
+    _need_tag(step, ctx, tag)
+    old = _tag_of(knl, iname)
+    if old:
+        step.fail(ctx, f"{iname!r} is already mapped to {old}")
+    return lp.tag_inames(knl, {iname: tag})
+
+
+@dataclass(frozen=True)
+class Split(Step):
+    """``iname`` -> ``iname_outer`` x ``iname_inner`` (extent ``factor``),
+    each optionally mapped to a hardware axis or unrolled."""
+    iname: str
+    factor: int
+    outer_tag: str | None = None
+    inner_tag: str | None = None
+
+    def apply(self, knl, ctx):
+        return _split(self, knl, ctx, self.iname, self.factor, self.outer_tag, self.inner_tag)
+
+
+@dataclass(frozen=True)
+class Tile(Step):
+    """2-D work-groups: ``i`` in blocks of ``fi`` (``l.1``/``g.1``) and
+    ``j`` in blocks of ``fj`` (``l.0``/``g.0``; ``j`` should be the
+    contiguous axis)."""
+    i: str
+    j: str
+    fi: int
+    fj: int
+
+    def apply(self, knl, ctx):
+        if self.i == self.j:
+            self.fail(ctx, "the two tiled loops must differ")
+        knl = _split(self, knl, ctx, self.i, self.fi, "g.1", "l.1")
+        return _split(self, knl, ctx, self.j, self.fj, "g.0", "l.0")
+
+
+@dataclass(frozen=True)
+class WorkGroup(Step):
+    """Run ``iname`` (default: the kernel's flat index ``i``) as work-groups
+    of ``size`` work-items: ``g.0`` x ``l.0``."""
+    size: int
+    iname: str = "i"
+
+    def apply(self, knl, ctx):
+        return _split(self, knl, ctx, self.iname, self.size, "g.0", "l.0")
+
+
+@dataclass(frozen=True)
+class Coalesce(Step):
+    """Map ``iname`` to the fastest-varying work-item index (``l.0``, in
+    groups of ``size``); its neighbours in memory then go to neighbouring
+    work-items.  Use it on the axis with unit stride in the output."""
+    iname: str
+    size: int = 256
+
+    def apply(self, knl, ctx):
+        return _split(self, knl, ctx, self.iname, self.size, "g.0", "l.0")
+
+
+@dataclass(frozen=True)
+class Unroll(Step):
+    """Unroll ``iname`` fully (``factor=None``; its extent must be a
+    constant <= 64), or split it and unroll the inner ``factor``."""
+    iname: str
+    factor: int | None = None
+
+    def apply(self, knl, ctx):
+        if self.factor is not None:
+            return _split(self, knl, ctx, self.iname, self.factor, None, "unr")
+        _need_iname(self, knl, ctx, self.iname)
+        size = _extent(knl, self.iname)
+        if size is None or size > 64:
+            self.fail(ctx, f"{self.iname!r} has extent {size if size else 'unknown'}; "
+                           "full unrolling needs a constant <= 64 (give a factor)")
+        return _set_tag(self, knl, ctx, self.iname, "unr")
+
+
+@dataclass(frozen=True)
+class Tag(Step):
+    """Map ``iname`` to ``tag``: a hardware axis (``g.0``-``g.2`` groups,
+    ``l.0``-``l.2`` work-items), ``unr`` or ``ilp``."""
+    iname: str
+    tag: str
+
+    def apply(self, knl, ctx):
+        return _set_tag(self, knl, ctx, self.iname, self.tag)
+
+
+@dataclass(frozen=True)
+class Prefetch(Step):
+    """Copy the part of ``array`` that the loops ``sweep`` touch into
+    ``local`` (shared) or ``private`` memory before it is used."""
+    array: str
+    sweep: tuple
+    into: str = "local"
+
+    def __post_init__(self):
+        object.__setattr__(self, "sweep", tuple(self.sweep))
+
+    def apply(self, knl, ctx):
+        import loopy as lp
+        kern = knl.default_entrypoint
+        if self.array not in {a.name for a in kern.args}:
+            self.fail(ctx, f"it reads no array {self.array!r}; its arrays are "
+                           f"{sorted(a.name for a in kern.args)}")
+        if self.into not in ("local", "private"):
+            self.fail(ctx, f"into must be 'local' or 'private', got {self.into!r}")
+        for s in self.sweep:
+            _need_iname(self, knl, ctx, s)
+        space = lp.AddressSpace.LOCAL if self.into == "local" else lp.AddressSpace.PRIVATE
+        knl = lp.add_prefetch(knl, self.array, list(self.sweep), temporary_address_space=space,
+                              default_tag="l.auto" if self.into == "local" else "unr")
+        return lp.add_inames_for_unused_hw_axes(knl)
+
+
+@dataclass(frozen=True)
+class GroupReduce(Step):
+    """Reduce ``iname`` with a work-group of ``size`` work-items: a strided
+    loop per work-item, then a tree in local memory; the kernel's output
+    loop ``over`` runs one output per work-group (``g.0``)."""
+    iname: str
+    size: int
+    over: str = "i"
+
+    def apply(self, knl, ctx):
+        import loopy as lp
+        _need_iname(self, knl, ctx, self.iname)
+        _need_positive(self, ctx, size=self.size)
+        if self.size & (self.size - 1):
+            self.fail(ctx, f"size must be a power of two, got {self.size}")
+        if self.iname not in _reduction_inames(knl):
+            self.fail(ctx, f"{self.iname!r} is not a reduction loop")
+        knl = _split(self, knl, ctx, self.iname, self.size)
+        knl = lp.split_reduction_outward(knl, f"{self.iname}_inner")
+        knl = _set_tag(self, knl, ctx, f"{self.iname}_inner", "l.0")
+        return _set_tag(self, knl, ctx, self.over, "g.0")
+
+
+@dataclass(frozen=True)
+class Layout(Step):
+    """Elementwise kernels only, first step: ``"flat"`` (one index ``i``
+    over all elements, the default) or ``"axes"`` (one index per output axis:
+    ``i0``, ``i1``, ... -- for schedules that treat axes differently)."""
+    kind: str
+    build = True
+
+    def apply(self, knl, ctx):
+        return knl
+
+
+@dataclass(frozen=True)
+class ElementsPerItem(Step):
+    """Elementwise kernels only, first step: each work-item of a ``size``
+    group takes ``n`` coalesced elements, loading all its inputs before it
+    stores (the GPU default for large kernels, n=4)."""
+    n: int
+    size: int = 256
+    build = True
+
+    def apply(self, knl, ctx):
+        return knl
+
+
+@dataclass(frozen=True)
+class Transform(Step):
+    """Any ``loopy kernel -> kernel`` function (``prog.transform``).  Not
+    replayable from text, and programs using it skip the disk cache."""
+    fn: object
+
+    def __repr__(self):
+        return f"Transform({getattr(self.fn, '__qualname__', repr(self.fn))})"
+
+    def apply(self, knl, ctx):
+        try:
+            out = self.fn(knl)
+        except ScheduleError:
+            raise
+        except Exception as e:      # noqa: BLE001  (user code: report, naming the kernel)
+            raise ScheduleError(f"{self!r} failed on kernel {ctx.name}: "
+                                f"{type(e).__name__}: {e}") from e
+        if out is None or not hasattr(out, "default_entrypoint"):
+            self.fail(ctx, f"the function returned {type(out).__name__}, not a loopy kernel")
+        return out
+
+
+STEPS = {c.__name__: c for c in (Split, Tile, WorkGroup, Coalesce, Unroll, Tag, Prefetch,
+                                 GroupReduce, Layout, ElementsPerItem)}
+
+
+def _extent(knl, iname):
+    try:
+        size = knl.default_entrypoint.get_iname_bounds(iname, constants_only=True).size
+        (_, aff), = size.get_pieces()
+        return int(aff.get_constant_val().to_python())
+    except Exception:      # noqa: BLE001  (non-constant bounds)
+        return None
+
+
+def _reduction_inames(knl):
+    found = set()
+    for insn in knl.default_entrypoint.instructions:
+        found |= set(insn.reduction_inames())
+    return found
+
+
+def normalize(steps, name="?"):
+    """A tuple of steps; build steps first; ScheduleError otherwise."""
+    if isinstance(steps, Step):
+        steps = (steps,)
+    try:
+        steps = tuple(steps)
+    except TypeError:
+        raise ScheduleError(f"schedule for kernel {name} must be a list of steps, got "
+                            f"{type(steps).__name__}") from None
+    seen_other = False
+    for s in steps:
+        if not isinstance(s, Step):
+            raise ScheduleError(f"schedule for kernel {name}: {s!r} is not a schedule step "
+                                f"(steps: {', '.join(sorted(STEPS))})")
+        if s.build and seen_other:
+            raise ScheduleError(f"{s!r} must come before the other steps (kernel {name})")
+        seen_other |= not s.build
+    return steps
+
+
+def apply_steps(knl, steps, ctx):
+    """Apply ``steps`` in order; loopy's own errors become ScheduleError."""
+    for s in steps:
+        if s.build:
+            continue
+        try:
+            knl = s.apply(knl, ctx)
+        except ScheduleError:
+            raise
+        except Exception as e:      # noqa: BLE001  (loopy refused the step)
+            raise ScheduleError(f"{s!r} does not apply to kernel {ctx.name}: "
+                                f"{type(e).__name__}: {str(e).splitlines()[0]}") from e
+    return knl
+
+
+def build_options(steps, kind, ctx_name):
+    """``(layout, elements per item, work-group size)`` from build steps."""
+    layout, ilp, wg = "flat", None, None
+    for s in steps:
+        if not s.build:
+            continue
+        if kind != "elementwise":
+            raise ScheduleError(f"{s!r} does not apply to kernel {ctx_name}: only "
+                                f"elementwise kernels take it (this one is {kind})")
+        if isinstance(s, Layout):
+            if s.kind not in ("flat", "axes"):
+                raise ScheduleError(f"{s!r} does not apply to kernel {ctx_name}: kind must "
+                                    "be 'flat' or 'axes'")
+            layout = s.kind
+        else:
+            _need_positive(s, KernelContext(ctx_name, kind), n=s.n, size=s.size)
+            ilp, wg = s.n, s.size
+    if ilp is not None and layout != "flat":
+        raise ScheduleError(f"ElementsPerItem needs Layout('flat') (kernel {ctx_name})")
+    return layout, ilp, wg
+
+
+def format_schedule(steps) -> str:
+    return "[" + ", ".join(repr(s) for s in steps) + "]"
+
+
+def parse_schedule(text):
+    """Steps from ``format_schedule`` text (only step constructors with
+    literal arguments are accepted)."""
+    tree = ast.parse(text.strip(), mode="eval").body
+    if not isinstance(tree, (ast.List, ast.Tuple)):
+        raise ScheduleError(f"not a list of steps: {text!r}")
+    steps = []
+    for node in tree.elts:
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in STEPS):
+            raise ScheduleError(f"not a schedule step: {ast.unparse(node)!r}")
+        args = [ast.literal_eval(a) for a in node.args]
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+        steps.append(STEPS[node.func.id](*args, **kwargs))
+    return tuple(steps)
+
+
+def schedule_key(schedules) -> str | None:
+    """Deterministic text for cache keys; None when a step is not replayable."""
+    if not schedules:
+        return ""
+    parts = []
+    for pattern in sorted(schedules):
+        steps = schedules[pattern]
+        if any(isinstance(s, Transform) for s in steps):
+            return None
+        parts.append(f"{pattern}={format_schedule(steps)}")
+    return ";".join(parts)

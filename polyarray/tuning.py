@@ -1,0 +1,216 @@
+"""Autotuning: time candidate schedules on the real device, keep the fastest
+correct one per kernel, and remember the choice on disk.
+
+For each kernel with more than one candidate, every candidate schedule
+replaces that kernel's schedule (the other kernels keep their best so far);
+the program is run on fixed random inputs, its outputs are compared with the
+untuned program's (a wrong candidate is rejected, never timed), and the
+correct ones are timed: warm-up, then the median over ``repeat`` calls with a
+synchronize after each.  The winners are stored under a key made of the
+program's structure and shapes, the target, the device and the code
+generator's version, so a later process gets the tuned program without
+timing anything (``origin == "cache"`` in the report).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from codegen.schedule import (Coalesce, ElementsPerItem, GroupReduce, Layout, Prefetch,
+                              ScheduleError, Split, Tile, Unroll, WorkGroup,
+                              format_schedule, parse_schedule)
+
+_CACHE = None
+
+
+def _cache():
+    global _CACHE
+    if _CACHE is None:
+        from targets.cache import DiskCache
+        _CACHE = DiskCache("tune")
+    return _CACHE
+
+
+def default_candidates(info, program):
+    """Candidate schedules for one kernel, from its kind and sizes."""
+    kind, name = info.kind, info.name
+    out = []
+    if kind == "elementwise":
+        node = _kernel_output(program, name)
+        size = int(np.prod(node.shape)) if node is not None else 0
+        for wg in (64, 128, 256, 512):
+            if wg <= max(size, 1):
+                out.append((WorkGroup(wg),))
+        for n in (2, 4, 8):
+            if size >= 256 * n * 4:
+                out.append((ElementsPerItem(n, 256),))
+        if node is not None and len(node.shape) >= 2 and node.shape[-1] <= 64:
+            last = f"i{len(node.shape) - 1}"      # one work-item per row, loop over the row
+            out.append((Layout("axes"), Coalesce("i0", 256), Unroll(last)))
+    elif kind == "group":
+        out = [(GroupReduce("j", s),) for s in (32, 64, 128, 256, 512)]
+    elif kind == "thread":
+        out = [(WorkGroup(s),) for s in (32, 64, 128, 256, 512)]
+    elif kind == "tiled matmul":
+        A, B = [a for a in info.args if a != _output_arg(info)][:2]
+        for t in (8, 16, 32):
+            out.append((Tile("i", "j", t, t), Split("k", t),
+                        Prefetch(A, ("i_inner", "k_inner")), Prefetch(B, ("k_inner", "j_inner"))))
+    default = tuple(info.schedule)
+    if default not in out:
+        out.insert(0, default)
+    return out
+
+
+def _output_arg(info):
+    kern = info.loopy_kernel.default_entrypoint if hasattr(info.loopy_kernel,
+                                                            "default_entrypoint") \
+        else info.loopy_kernel
+    written = [a.name for a in kern.args if a.is_output]
+    return written[0] if written else None
+
+
+def _kernel_output(program, kname):
+    """The first output node written by elementwise kernel ``kname``."""
+    lowered = program._exe.lowered
+    info = program.kernels[kname]
+    kern = info.loopy_kernel
+    written = {a.name for a in kern.args if a.is_output}
+    for b in written:
+        spec = lowered.buffers.get(b)
+        if spec is not None:
+            return spec
+    return None
+
+
+def _random_bindings(program, seed=0):
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, ph in program.placeholders.items():
+        dt = ph.dtype
+        if dt.kind == "f":
+            v = rng.standard_normal(ph.shape).astype(dt)
+        elif dt.kind == "b":
+            v = rng.random(ph.shape) > 0.5
+        else:
+            v = rng.integers(1, 8, ph.shape).astype(dt)
+        out[name] = v
+    return out
+
+
+def _agree(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        return False
+    if want.dtype.kind == "f":
+        tol = 1e-5 if want.dtype == np.float64 else 2e-3
+        return bool(np.allclose(got, want, rtol=tol, atol=tol * max(1.0, float(
+            np.nanmax(np.abs(want))) if want.size and np.isfinite(want).any() else 1.0),
+            equal_nan=True))
+    return bool(np.array_equal(got, want))
+
+
+def _flat(results):
+    if isinstance(results, dict):
+        return [results[k] for k in sorted(results)]
+    if isinstance(results, (list, tuple)):
+        return list(results)
+    return [results]
+
+
+def _time(prog, bindings, repeat):
+    for _ in range(2):
+        prog(**bindings)
+    prog.synchronize()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        prog(**bindings)
+        prog.synchronize()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def tune_program(program, candidates=None, budget_s=None, repeat=10, log=print):
+    """The tuned program (see the module docstring).  ``candidates``: kernel
+    name -> list of schedules, overriding ``default_candidates``."""
+    from codegen import program_key
+    from targets.cache import code_version, key_digest
+    from .program import Program
+    if program.target_name == "numpy":
+        raise ScheduleError("the numpy target runs no kernels: nothing to tune")
+    exe = program._exe
+    device = getattr(exe, "device_description", lambda: program.target_name)()
+    key = key_digest("tune", program_key(program._outputs), program.target_name, device,
+                     code_version(), repr(sorted(program.options.items())),
+                     repr(sorted((k, format_schedule(v)) for k, v in (candidates or {}).items())))
+    hit = _cache().get(key)
+    if hit is not None:
+        schedule = {k: parse_schedule(v) for k, v in hit["schedule"].items()}
+        tuned = program.with_schedule(schedule)
+        tuned._tuning = dict(hit["report"], origin="cache")
+        log(f"polyarray tune: schedules from the tuning cache ({len(schedule)} kernels)")
+        return tuned
+
+    bindings = _random_bindings(program)
+    device_opts = dict(program.options, out="device")
+    dev_bindings = {}
+    for name, value in bindings.items():      # upload once: time kernels, not copies
+        from .creation import placeholder
+        ident = Program(placeholder(name, value.shape, value.dtype), program.target_name,
+                        **device_opts)
+        dev_bindings[name] = ident(**{name: value})
+    want = _flat(program(**bindings))
+    t_start = time.perf_counter()
+    best = dict(program.user_schedule)
+    report = {"kernels": {}, "origin": "measured", "device": device}
+    for kname, info in program.kernels.items():
+        cands = (candidates or {}).get(kname) or default_candidates(info, program)
+        if len(cands) < 2:
+            continue
+        rows = []
+        for n, steps in enumerate(cands, 1):
+            if budget_s is not None and time.perf_counter() - t_start > budget_s:
+                rows.append((format_schedule(steps), None, "skipped: tuning budget spent"))
+                continue
+            trial = dict(best, **{kname: tuple(steps)})
+            try:
+                prog = Program(program._pack_nodes(), program.target_name, schedule=trial,
+                               **device_opts)
+                got = _flat(prog(**dev_bindings))
+                ok = all(_agree(g.get(), w) for g, w in zip(got, want))
+            except ScheduleError as e:
+                rows.append((format_schedule(steps), None, f"invalid: {e}"))
+                continue
+            if not ok:
+                rows.append((format_schedule(steps), None, "rejected: wrong result"))
+                log(f"polyarray tune {kname} [{n}/{len(cands)}] {format_schedule(steps)}: "
+                    "wrong result, rejected")
+                continue
+            t = _time(prog, dev_bindings, repeat)
+            rows.append((format_schedule(steps), t, "ok"))
+            log(f"polyarray tune {kname} [{n}/{len(cands)}] {format_schedule(steps)}: "
+                f"{t * 1e6:.1f} us")
+        timed = [(t, s) for s, t, status in rows if t is not None]
+        if timed:
+            t_best, s_best = min(timed)
+            best[kname] = parse_schedule(s_best)
+            report["kernels"][kname] = {"candidates": rows, "chosen": s_best,
+                                        "default": format_schedule(info.schedule)}
+    _cache().put(key, {"schedule": {k: format_schedule(v) for k, v in best.items()},
+                       "report": report})
+    tuned = program.with_schedule(best)
+    tuned._tuning = report
+    return tuned
+
+
+def format_report(report) -> str:
+    lines = [f"tuning on {report.get('device')} ({report.get('origin')})"]
+    for kname, r in report["kernels"].items():
+        lines.append(f"{kname}: chosen {r['chosen']}  (default {r['default']})")
+        for steps, t, status in r["candidates"]:
+            mark = "*" if steps == r["chosen"] else " "
+            timing = f"{t * 1e6:10.1f} us" if t is not None else " " * 13
+            lines.append(f"  {mark} {timing}  {steps}  {'' if status == 'ok' else status}")
+    return "\n".join(lines)
