@@ -211,7 +211,9 @@ class KernelBuilder(Mapper):
         pieces, off = [], 0
         for arr in node.arrays:
             sub = list(idx)
-            sub[ax] = idx[ax] - off if off else idx[ax]
+            # a piece one wide along the axis is read at index 0 there, so its
+            # values are shared with every other use at the same position
+            sub[ax] = 0 if arr.shape[ax] == 1 else (idx[ax] - off if off else idx[ax])
             pieces.append((off, self.value(arr, tuple(sub), within, reducing)[0]))
             off += arr.shape[ax]
         expr = pieces[-1][1]

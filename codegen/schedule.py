@@ -232,6 +232,69 @@ class GroupReduce(Step):
 
 
 @dataclass(frozen=True)
+class StoreThroughLocal(Step):
+    """After ``Layout("axes")`` and ``Coalesce("i0", W)`` (a work-item per
+    row, the other axes sequential): each work-group writes its W rows into
+    a local-memory tile, then stores the tile with consecutive work-items on
+    consecutive addresses.  Row-per-work-item compute with fully coalesced
+    stores (what a transpose needs too)."""
+
+    def apply(self, knl, ctx):
+        import islpy as isl
+        import loopy as lp
+        import pymbolic.primitives as p
+        from loopy.kernel.instruction import make_assignment
+        kern = knl.default_entrypoint
+        names = _inames(knl)
+        if {"i0_outer", "i0_inner"} - names or "i0" in names:
+            self.fail(ctx, "it needs Layout('axes') and Coalesce('i0', ...) first")
+        if _tag_of(knl, "i0_inner") != "l.0" or _tag_of(knl, "i0_outer") != "g.0":
+            self.fail(ctx, "i0 must be split onto g.0 x l.0 (Coalesce('i0', ...))")
+        W = _extent(knl, "i0_inner")
+        rest = sorted((i for i in names if re.fullmatch(r"i[1-9]\d*", i)), key=lambda i: int(i[1:]))
+        extents = [_extent(knl, i) for i in rest]
+        if any(e is None for e in extents) or any(_tag_of(knl, i) not in ("", "unr")
+                                                  for i in rest):
+            self.fail(ctx, f"the other axes {rest} must be sequential loops of constant extent")
+        R = 1
+        for e in extents:
+            R *= e
+        lin = 0
+        for i, e in zip(rest, extents):
+            lin = lin * e + p.Variable(i)
+        rows = _extent(knl, "i0_outer") * W
+        outs = {a.name: a for a in kern.args if a.is_output}
+        c = p.Sum((p.Product((p.Variable("c_outer"), W)), p.Variable("c_inner")))
+        insns, temps = [], dict(kern.temporary_variables)
+        for insn in kern.instructions:
+            target = [n for n in insn.assignee_var_names() if n in outs]
+            if not target:
+                insns.append(insn)
+                continue
+            name, = target
+            tile = f"{name}_tile"
+            temps[tile] = lp.TemporaryVariable(tile, dtype=outs[name].dtype, shape=(W * R,),
+                                               address_space=lp.AddressSpace.LOCAL)
+            insns.append(insn.copy(assignee=p.Subscript(p.Variable(tile), (
+                p.Sum((p.Product((p.Variable("i0_inner"), R)), lin)),))))
+            total = int(outs[name].shape[0])
+            flat = p.Sum((p.Product((p.Variable("i0_outer"), W * R)), c))
+            preds = frozenset() if rows * R == total else frozenset(
+                [p.Comparison(flat, "<", total)])
+            insns.append(make_assignment(
+                (p.Subscript(p.Variable(name), (flat,)),), p.Subscript(p.Variable(tile), (c,)),
+                id=f"store_{tile}", within_inames=frozenset({"i0_outer", "c_outer", "c_inner"}),
+                depends_on=frozenset({insn.id}), predicates=preds))
+        if "c_outer" in names or "c_inner" in names:
+            self.fail(ctx, "the loop names c_outer/c_inner are taken")
+        dom = isl.BasicSet(f"{{[c_outer, c_inner]: 0 <= c_outer < {R} and 0 <= c_inner < {W}}}")
+        kern = kern.copy(instructions=insns, domains=kern.domains + [dom],
+                         temporary_variables=temps)
+        return lp.tag_inames(knl.with_kernel(kern),
+                             {"c_inner": "l.0", "c_outer": "unr" if R <= 64 else "for"})
+
+
+@dataclass(frozen=True)
 class Layout(Step):
     """Elementwise kernels only, first step: ``"flat"`` (one index ``i``
     over all elements, the default) or ``"axes"`` (one index per output axis:
@@ -279,7 +342,7 @@ class Transform(Step):
 
 
 STEPS = {c.__name__: c for c in (Split, Tile, WorkGroup, Coalesce, Unroll, Tag, Prefetch,
-                                 GroupReduce, Layout, ElementsPerItem)}
+                                 GroupReduce, StoreThroughLocal, Layout, ElementsPerItem)}
 
 
 def _extent(knl, iname):

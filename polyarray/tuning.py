@@ -18,8 +18,8 @@ import time
 import numpy as np
 
 from codegen.schedule import (Coalesce, ElementsPerItem, GroupReduce, Layout, Prefetch,
-                              ScheduleError, Split, Tile, Unroll, WorkGroup,
-                              format_schedule, parse_schedule)
+                              ScheduleError, Split, StoreThroughLocal, Tile, Unroll,
+                              WorkGroup, format_schedule, parse_schedule)
 
 _CACHE = None
 
@@ -45,9 +45,11 @@ def default_candidates(info, program):
         for n in (2, 4, 8):
             if size >= 256 * n * 4:
                 out.append((ElementsPerItem(n, 256),))
-        if node is not None and len(node.shape) >= 2 and node.shape[-1] <= 64:
-            last = f"i{len(node.shape) - 1}"      # one work-item per row, loop over the row
-            out.append((Layout("axes"), Coalesce("i0", 256), Unroll(last)))
+        if node is not None and len(node.shape) == 2 and node.shape[-1] <= 64:
+            # a work-item per row (a loop over the row), storing directly or
+            # through a local-memory tile (coalesced)
+            row = (Layout("axes"), Coalesce("i0", 256), Unroll("i1"))
+            out += [row, row + (StoreThroughLocal(),)]
     elif kind == "group":
         out = [(GroupReduce("j", s),) for s in (32, 64, 128, 256, 512)]
     elif kind == "thread":

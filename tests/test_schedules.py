@@ -11,8 +11,8 @@ import polyarray as pa
 import targets
 from helpers import assert_same
 from polyarray.schedules import (Coalesce, ElementsPerItem, GroupReduce, Layout, Prefetch,
-                                 Split, Tag, Tile, Unroll, WorkGroup, check_schedule,
-                                 format_schedule, parse_schedule)
+                                 Split, StoreThroughLocal, Tag, Tile, Unroll, WorkGroup,
+                                 check_schedule, format_schedule, parse_schedule)
 
 ok, reason = targets.availability("opencl")
 needs_opencl = pytest.mark.skipif(not ok, reason=f"opencl: {reason}")
@@ -46,6 +46,17 @@ def _col_sum():
     return x.sum(axis=0), {"x": xv}, xv.sum(axis=0)
 
 
+def _hermite():
+    rows, N = 1000, 6                       # rows not a multiple of the work-group
+    x = pa.placeholder("x", (rows, 1), np.float32)
+    xv = RNG.uniform(-1, 1, (rows, 1)).astype(np.float32)
+    H, Hn = [pa.ones_like(x), 2.0 * x], [np.ones_like(xv), 2 * xv]
+    for k in range(1, N - 1):
+        H.append(2.0 * x * H[k] - 2.0 * k * H[k - 1])
+        Hn.append(np.float32(2) * xv * Hn[k] - np.float32(2 * k) * Hn[k - 1])
+    return pa.concatenate(H, axis=1), {"x": xv}, np.concatenate(Hn, axis=1)
+
+
 def _matmul():
     a = pa.placeholder("a", (64, 48), np.float32)
     b = pa.placeholder("b", (48, 32), np.float32)
@@ -63,6 +74,9 @@ STEP_CASES = [
     ("elementwise", "k*_elementwise", [Split("i", 512, outer_tag="g.0"),
                                        Split("i_inner", 128, inner_tag="l.0"),
                                        Unroll("i_inner_outer")]),
+    ("hermite", "k0_elementwise", [Layout("axes"), Coalesce("i0", 64), Unroll("i1"),
+                                   StoreThroughLocal()]),
+    ("hermite", "k0_elementwise", [Layout("axes"), Coalesce("i0", 256), StoreThroughLocal()]),
     ("big", "k*_elementwise", [ElementsPerItem(2, 128)]),
     ("big", "k*_elementwise", [ElementsPerItem(8)]),
     ("row_sum", "k0_sum", [GroupReduce("j", 128)]),
@@ -75,6 +89,7 @@ STEP_CASES = [
                              Prefetch("b", ("k_inner", "j_inner"), into="local")]),
 ]
 CASES = {"elementwise": _elementwise, "big": _big_elementwise, "row_sum": _row_sum,
+         "hermite": _hermite,
          "col_sum": _col_sum, "matmul": _matmul}
 
 
@@ -102,7 +117,7 @@ def test_steps_round_trip_through_text():
     steps = (Layout("axes"), Coalesce("i1", 64), Tile("i", "j", 16, 8), Split("k", 4, "g.0"),
              Unroll("k_inner"), Prefetch("a", ["i_inner", "k_inner"], into="private"),
              GroupReduce("j", 128, over="m"), ElementsPerItem(4, 128), Tag("i", "l.1"),
-             WorkGroup(32, "q"))
+             WorkGroup(32, "q"), StoreThroughLocal())
     text = format_schedule(steps)
     assert parse_schedule(text) == steps
     assert eval(text, vars(pa.schedules)) == list(steps)      # repr is valid Python
@@ -143,6 +158,7 @@ BAD = [
     ([Tile("i", "i", 4, 4)], "the two tiled loops must differ"),
     ([Split("i", 64, "l.0", "l.0")], "does not generate code"),
     (["WorkGroup(64)"], "is not a schedule step"),
+    ([WorkGroup(64), StoreThroughLocal()], "needs Layout\\('axes'\\) and Coalesce"),
 ]
 
 

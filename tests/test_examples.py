@@ -1,0 +1,34 @@
+"""The examples run as written (small sizes), on OpenCL where it exists."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+import targets
+from helpers import subprocess_env
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ok, reason = targets.availability("opencl")
+
+
+def run(args, **env):
+    proc = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
+                          env=subprocess_env(**env), timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_quickstart_runs():
+    out = run(["examples/quickstart.py"])
+    assert "relative error" in out.lower() or "error" in out.lower(), out
+
+
+@pytest.mark.skipif(not ok, reason=f"opencl: {reason} (the example runs schedules on a device)")
+def test_coalescing_example_runs_every_schedule_and_tunes():
+    out = run(["examples/coalescing.py", "--rows", "5000", "--N", "4", "6"],
+              POLYARRAY_TARGET="opencl")
+    for label in ("row ", "row+tile", "flat"):
+        assert label in out, out
+    assert "parallel l.0" in out and "out0_tile" in out
+    assert "autotuning chose:" in out and "chosen" in out
