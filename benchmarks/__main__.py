@@ -132,7 +132,7 @@ def main(argv=None):
     ap.add_argument("--device", default="opencl", choices=["opencl", "cuda"])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (CI smoke run)")
     ap.add_argument("--json", default=None, help="write results here (default: none)")
-    ap.add_argument("--only", default=None, help="run one group of workloads (dispatch)")
+    ap.add_argument("--only", default=None, help="run one group of workloads (dispatch, schedules)")
     args = ap.parse_args(argv)
     from . import workloads
     b = Bench(args.device, args.quick)

@@ -56,7 +56,9 @@ def host_overhead(call, sync, n=3000):
     return float(np.median(times))
 
 
-def _device_prog(b, expr, **kw):
+def _device_prog(b, expr, schedule=None, **kw):
+    if schedule:
+        kw["schedule"] = schedule
     return pa.compile(expr, target=b.device, out="device", **kw)
 
 
@@ -254,5 +256,98 @@ def matmul(b):
           note=f"{2 * n ** 3 / ours / 1e12:.2f} TFLOP/s ({kinds})")
 
 
-ALL = [fused_chain, softmax, reductions, matmul, compile_and_dispatch, opencl_vs_cuda]
-QUICK = {"dispatch": [compile_and_dispatch]}
+_ROW_PER_THREAD_CUDA = r"""
+extern "C" __global__ void hermite_rows(float *out, const float *__restrict__ x, int rows)
+{   // guvectorize's layout: one thread per row, the row's N values stored directly
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    float v = x[r], h0 = 1.0f, h1 = 2.0f * v;
+    out[r * NN] = h0;
+    if (NN > 1) out[r * NN + 1] = h1;
+    for (int k = 1; k < NN - 1; ++k) {
+        float h2 = 2.0f * v * h1 - 2.0f * k * h0;
+        out[r * NN + k + 1] = h2; h0 = h1; h1 = h2; }
+}
+"""
+
+
+def hermite(b):
+    """The Hermite recurrence under the example's schedules, beside a
+    hand-written one-thread-per-row CUDA kernel (the stand-in for Numba's
+    guvectorize, which does not import on the GPU machine) and CuPy eager."""
+    import sys as _sys
+    _sys.path.insert(0, os.path.join(ROOT, "examples"))
+    from coalescing import SCHEDULES, hermite as hermite_pa, hermite_np
+    rows = 20000 if b.quick else 1_280_000
+    xv = b.rng.uniform(-1, 1, (rows, 1)).astype(np.float32)
+    x = pa.placeholder("x", (rows, 1), np.float32)
+    xd = _to_device(b, xv)
+    for N in ((4, 16) if not b.quick else (8,)):
+        want = hermite_np(xv, N)
+        nbytes = xv.nbytes + want.nbytes
+        times = {}
+        for label, steps in SCHEDULES.items():
+            prog = _device_prog(b, hermite_pa(x, N),
+                                schedule={"k0_elementwise": steps} if steps else None)
+            check(f"hermite {label}", prog(x=xd).get(), want, rtol=2e-4)
+            times[label] = median_time(lambda: prog(x=xd), prog.synchronize)
+        peers = _hermite_cuda_peers(b, xv, xd, N, want) if b.device == "cuda" else {}
+        others = ", ".join(f"{k} {v * 1e6:.1f} us ({nbytes / v / b.copy_bw:.2f})"
+                           for k, v in times.items() if k != "row+tile")
+        b.row(f"hermite {rows}x{N}, row+tile schedule", times["row+tile"], peers,
+              nbytes=nbytes, note=f"polyarray's other schedules: {others}")
+
+
+def _hermite_cuda_peers(b, xv, xd, N, want):
+    import pycuda.driver as drv
+    import pycuda.gpuarray as ga
+    from pycuda.compiler import SourceModule
+    rows = xv.shape[0]
+    fn = SourceModule(_ROW_PER_THREAD_CUDA.replace("NN", str(N)), no_extern_c=True,
+                      arch="sm_90").get_function("hermite_rows")
+    out = ga.empty((rows, N), np.float32)
+
+    def launch():
+        fn(out, xd, np.int32(rows), block=(256, 1, 1), grid=((rows + 255) // 256, 1))
+    launch()
+    check("hermite hand-written row per thread", out.get(), want, rtol=2e-4)
+    peers = {"CUDA row/thread (guvectorize layout)": median_time(launch, b.sync)}
+    try:
+        import cupy as cp
+        xc = cp.asarray(xv)
+
+        def cupy_eager():
+            H = [cp.ones_like(xc), 2 * xc]
+            for k in range(1, N - 1):
+                H.append(2 * xc * H[k] - (2 * k) * H[k - 1])
+            return cp.concatenate(H[:N], axis=1)
+        check("hermite cupy", cp.asnumpy(cupy_eager()), want, rtol=2e-4)
+        peers["cupy eager"] = median_time(cupy_eager, cp.cuda.Device().synchronize)
+    except ImportError:
+        pass
+    return peers
+
+
+def transpose(b):
+    n = 1024 if (b.quick or not b.gpu) else 8192
+    xv = b.rng.standard_normal((n, n)).astype(np.float32)
+    x = pa.placeholder("x", (n, n), np.float32)
+    prog = _device_prog(b, x.T + 0.0)
+    xd = _to_device(b, xv)
+    check("transpose", prog(x=xd).get(), xv.T)
+    ours = median_time(lambda: prog(x=xd), prog.synchronize)
+    peers = {"numpy (copy)": median_time(lambda: np.ascontiguousarray(xv.T))}
+    if b.device == "cuda":
+        try:
+            import cupy as cp
+            xc = cp.asarray(xv)
+            peers["cupy"] = median_time(lambda: cp.ascontiguousarray(xc.T),
+                                        cp.cuda.Device().synchronize)
+        except ImportError:
+            pass
+    b.row(f"transpose {n}^2 f32 (default schedule)", ours, peers, nbytes=2 * xv.nbytes)
+
+
+ALL = [fused_chain, softmax, reductions, matmul, hermite, transpose, compile_and_dispatch,
+       opencl_vs_cuda]
+QUICK = {"dispatch": [compile_and_dispatch], "schedules": [hermite, transpose, matmul]}

@@ -22,7 +22,7 @@ def check_schedule(outputs, schedule, target=None, bindings=None, **options):
     first output that differs.  Returns the programs ``(default, scheduled)``.
     Modelled on loopy's ``auto_test_vs_ref``."""
     from .program import Program
-    from .tuning import _agree, _flat, _random_bindings
+    from .tuning import _agree, _flat, _host, _random_bindings
     ref = Program(outputs, target, **options)
     new = Program(outputs, target, schedule=schedule, **options)
     bindings = bindings if bindings is not None else _random_bindings(ref)
@@ -31,6 +31,6 @@ def check_schedule(outputs, schedule, target=None, bindings=None, **options):
         if not _agree(g, w):
             raise AssertionError(f"output {k}: the schedule {schedule} changes the result "
                                  f"(max abs difference "
-                                 f"{np.max(np.abs(np.asarray(g, float) - np.asarray(w, float)))})")
+                                 f"{np.max(np.abs(_host(g).astype(float) - _host(w).astype(float)))})")
     return ref, new
 

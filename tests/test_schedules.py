@@ -279,3 +279,20 @@ def test_compile_with_tune_true():
     assert "k0_sum" in prog.tuning_report()
     assert_same(prog(**binds), want)
     assert pa.compile(out, target="opencl").tuning_report().startswith("not tuned")
+
+
+@needs_opencl
+def test_tuning_a_device_output_program_compares_on_the_host():
+    """Regression: tuning a program compiled with out="device" compared
+    device arrays element by element through NumPy (hours on pycuda)."""
+    from polyarray.tuning import _agree, _host
+
+    class FakeDevice:
+        def get(self):
+            return np.arange(3.0)
+    assert _agree(FakeDevice(), np.arange(3.0)) and _host(FakeDevice()).shape == (3,)
+    out, binds, want = _row_sum()
+    prog = pa.compile(out, target="opencl", device_kind="gpu", out="device")
+    tuned = prog.tune(candidates={"k0_sum": [(GroupReduce("j", 64),), (WorkGroup(32),)]},
+                      repeat=2, log=lambda line: None)
+    assert_same(tuned(**binds).get(), want)
