@@ -31,8 +31,8 @@ from polyarray import nodes as N
 from .cfuncs import BOOL, U8, PaFunction, as_bool, helper_name, storage_dtype
 from .lower import KernelBuilder, ceil_div, decompose, linearize, pow2_floor
 from .plan import _materialized_deps
-from .schedule import (ElementsPerItem, GroupReduce, KernelContext, Prefetch, ScheduleError,
-                       Split, Tag, Tile, WorkGroup, apply_steps, build_options)
+from .schedule import (ElementsPerItem, GroupReduce, KernelContext, Layout, Prefetch,
+                       ScheduleError, Split, Tag, Tile, WorkGroup, apply_steps, build_options)
 
 WG = 256                # default work-group size
 ELEMENTWISE_ILP = 4     # elements per work-item in large GPU elementwise kernels
@@ -40,6 +40,7 @@ MANY_OUTPUTS = 1024     # enough outputs to fill a device one per work-item
 FILL_THREADS = 1 << 16  # work-items needed to keep a large GPU busy
 LONG_REDUCTION = 4096   # worth two stages when outputs are few
 TWO_STAGE_GROUPS = 512  # work-groups of a two-stage reduction's first stage (GPU)
+TRANSPOSE_TILE = 32     # tile edge of transposed elementwise kernels (GPU)
 I32 = np.dtype(np.int32)
 I64 = np.dtype(np.int64)
 
@@ -202,22 +203,53 @@ class Assembler:
         if ilp is not None:
             return self._elementwise_ilp(name, group, wg, ilp)
         if layout == "axes":
-            shape = group.units[0].node.shape
-            if not shape:
-                raise ScheduleError(f"Layout('axes') does not apply to kernel {name}: its "
-                                    "output is 0-d")
-            names = [f"i{d}" for d in range(len(shape))]
-            kb = KernelBuilder(self.plan, self.buffers, names)
-            axes = tuple(p.Variable(v) for v in names)
-            written = self._elementwise_body(kb, group, linearize(axes, shape), names,
-                                             axes=(shape, axes))
-            domain = "{[" + ", ".join(names) + "]: " + " and ".join(
-                f"0 <= {v} < {n}" for v, n in zip(names, shape)) + "}"
-            self.finish(name, kb, [domain], written, ())
+            kb, domain, written = self._elementwise_axes(name, group)
+            self.finish(name, kb, [domain], written, (), shapes=kb.read_shapes)
             return
+        if user is None and not self.cpu and ilp is None:
+            transposed = self._transposed_default(name, group)
+            if transposed:
+                return
         kb = KernelBuilder(self.plan, self.buffers, ["i"])
         written = self._elementwise_body(kb, group, p.Variable("i"), ["i"])
         self.finish(name, kb, [f"{{[i]: 0 <= i < {group.size}}}"], written, (WorkGroup(wg),))
+
+    def _elementwise_axes(self, name, group):
+        """The kernel over one loop per output axis (``i0``, ``i1``, ...),
+        with multi-dimensional reads; returns (builder, domain, written)."""
+        shape = group.units[0].node.shape
+        if not shape:
+            raise ScheduleError(f"Layout('axes') does not apply to kernel {name}: its "
+                                "output is 0-d")
+        names = [f"i{d}" for d in range(len(shape))]
+        kb = KernelBuilder(self.plan, self.buffers, names)
+        kb.multidim = True
+        axes = tuple(p.Variable(v) for v in names)
+        written = self._elementwise_body(kb, group, linearize(axes, shape), names,
+                                         axes=(shape, axes))
+        domain = "{[" + ", ".join(names) + "]: " + " and ".join(
+            f"0 <= {v} < {n}" for v, n in zip(names, shape)) + "}"
+        return kb, domain, written
+
+    def _transposed_default(self, name, group):
+        """GPU default for a 2-D output that reads a 2-D buffer transposed
+        (``x[i1, i0]``): 32 x 32 tiles, the buffer's tile fetched into padded
+        local memory by rows, so both the reads and the stores are
+        coalesced.  Returns False (nothing built) when there is no such read."""
+        shape = group.units[0].node.shape
+        if len(shape) != 2 or min(shape) < TRANSPOSE_TILE:
+            return False
+        kb, domain, written = self._elementwise_axes(name, group)
+        i0, i1 = p.Variable("i0"), p.Variable("i1")
+        swapped = sorted({b for b in kb.read_shapes
+                          if _reads_at(kb.instructions, b, (i1, i0))})
+        if not swapped:
+            return False
+        T = TRANSPOSE_TILE
+        steps = (Layout("axes"), Tile("i0", "i1", T, T)) + tuple(
+            Prefetch(b, ("i0_inner", "i1_inner"), pad=1) for b in swapped)
+        self.finish(name, kb, [domain], written, steps, shapes=kb.read_shapes)
+        return True
 
     def _elementwise_body(self, kb, group, i, within, store_index=None, predicates=(),
                           axes=None):
@@ -505,6 +537,26 @@ def _tileable_matmul(node, cpu):
         return False
     (M, K), (_, Nn) = node.operands[0].shape, node.operands[1].shape
     return all(n % TILE == 0 and n > 0 for n in (M, K, Nn))
+
+
+def _reads_at(instructions, buf, index):
+    """Whether some instruction reads ``buf[index]`` exactly."""
+    from pymbolic.mapper import WalkMapper
+    found = []
+
+    class Walk(WalkMapper):
+        def map_subscript(self, expr, *args):
+            if getattr(expr.aggregate, "name", None) == buf and tuple(expr.index_tuple) == index:
+                found.append(expr)
+            super().map_subscript(expr, *args)
+
+        def map_type_cast(self, expr, *args):
+            self.rec(expr.child, *args)
+    for insn in instructions:
+        Walk()(insn.expression)
+        if found:
+            return True
+    return False
 
 
 def _reduction_spec(node):

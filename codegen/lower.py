@@ -76,6 +76,10 @@ class KernelBuilder(Mapper):
         self.spill = set()
         # buffer name -> register copy of ``buf[own index]``, or None
         self.fetch_direct = None
+        # multi-dimensional reads (``buf[a, b]``, for footprint-based
+        # transformations such as prefetch); name -> shape of those read so
+        self.multidim = False
+        self.read_shapes = {}
 
     # -- analysis ----------------------------------------------------------
     def analyze(self, roots):
@@ -176,6 +180,9 @@ class KernelBuilder(Mapper):
             if fetched is not None:
                 return fetched
             lin = flat[0]
+        elif self.multidim and len(node.shape) >= 2:
+            self.read_shapes[name] = node.shape
+            return p.Subscript(p.Variable(name), tuple(idx))
         else:
             lin = linearize(idx, node.shape)
         return p.Subscript(p.Variable(name), (lin,))

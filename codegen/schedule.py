@@ -188,6 +188,7 @@ class Prefetch(Step):
     array: str
     sweep: tuple
     into: str = "local"
+    pad: int = 0            # extra elements per row of the copy (bank conflicts)
 
     def __post_init__(self):
         object.__setattr__(self, "sweep", tuple(self.sweep))
@@ -202,9 +203,28 @@ class Prefetch(Step):
             self.fail(ctx, f"into must be 'local' or 'private', got {self.into!r}")
         for s in self.sweep:
             _need_iname(self, knl, ctx, s)
+        if not isinstance(self.pad, int) or self.pad < 0:
+            self.fail(ctx, f"pad must be a non-negative integer, got {self.pad!r}")
         space = lp.AddressSpace.LOCAL if self.into == "local" else lp.AddressSpace.PRIVATE
+        name = f"{self.array}_fetch"
         knl = lp.add_prefetch(knl, self.array, list(self.sweep), temporary_address_space=space,
-                              default_tag="l.auto" if self.into == "local" else "unr")
+                              default_tag="l.auto" if self.into == "local" else "unr",
+                              temporary_name=name)
+        if self.pad:
+            kern = knl.default_entrypoint
+            tv = kern.temporary_variables[name]
+            if len(tv.shape) < 2:
+                self.fail(ctx, "padding needs a copy of two or more dimensions")
+            from loopy.kernel.array import FixedStrideArrayDimTag
+            storage = tuple(tv.shape[:-1]) + (tv.shape[-1] + self.pad,)
+            strides, acc = [], 1
+            for n in reversed(storage):
+                strides.append(acc)
+                acc *= n
+            tags = tuple(FixedStrideArrayDimTag(st) for st in reversed(strides))
+            temps = dict(kern.temporary_variables,
+                         **{name: tv.copy(storage_shape=storage, dim_tags=tags)})
+            knl = knl.with_kernel(kern.copy(temporary_variables=temps))
         return lp.add_inames_for_unused_hw_axes(knl)
 
 

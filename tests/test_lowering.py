@@ -280,6 +280,29 @@ def test_integer_contractions_combine_partials_by_sum(kind):
     assert_same(got["bool"], np.einsum("i,i->", v > 3, v > 2), "bool")
 
 
+@pytest.mark.parametrize("shape", [(256, 128), (100, 70), (33, 40)])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_])
+def test_transposes_go_through_a_local_tile_on_gpus(shape, dtype):
+    rng = np.random.default_rng(8)
+    xv = (rng.random(shape) * 9).astype(dtype)
+    yv = (rng.random(shape[::-1]) * 9).astype(dtype)
+    x = pa.placeholder("x", shape, dtype)
+    y = pa.placeholder("y", shape[::-1], dtype)
+    outs = {"t": x.T, "s": pa.logical_xor(x.T, y) if dtype == np.bool_ else x.T * 3 + y,
+            "plain": y + y}                 # reads y untransposed: no tile for it
+    refs = {"t": xv.T, "s": np.logical_xor(xv.T, yv) if dtype == np.bool_ else xv.T * 3 + yv,
+            "plain": yv + yv}
+    import loopy as lp
+    from codegen import lower_program
+    L = lower_program([o.node for o in outs.values()], lp.CudaTarget())
+    assert "__shared__" in L.source and "x_fetch[32 * 33]" in L.source, L.source
+    assert "y_fetch" not in L.source
+    if ok:
+        got = pa.compile(outs, target="opencl", device_kind="gpu")(x=xv, y=yv)
+        for k in outs:
+            assert_same(got[k], refs[k], f"{k} {shape} {np.dtype(dtype).name}")
+
+
 @pytest.mark.parametrize("n", [1 << 17, (1 << 17) + 37])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
 def test_large_elementwise_loads_before_stores(n, dtype):
