@@ -55,10 +55,18 @@ def default_candidates(info, program):
     elif kind == "thread":
         out = [(WorkGroup(s),) for s in (32, 64, 128, 256, 512)]
     elif kind == "tiled matmul":
+        from codegen.kernels import register_tiled_matmul
         A, B = [a for a in info.args if a != _output_arg(info)][:2]
+        kern = info.loopy_kernel
+        M, Nn = (int(n) for n in next(a for a in kern.args if a.is_output).shape)
         for t in (8, 16, 32):
-            out.append((Tile("i", "j", t, t), Split("k", t),
-                        Prefetch(A, ("i_inner", "k_inner")), Prefetch(B, ("k_inner", "j_inner"))))
+            if M % t == 0 and Nn % t == 0:
+                out.append((Tile("i", "j", t, t), Split("k", t),
+                            Prefetch(A, ("i_inner", "k_inner")),
+                            Prefetch(B, ("k_inner", "j_inner"))))
+        for bt, kt in ((64, 8), (64, 16), (128, 8), (128, 16)):
+            if M % bt == 0 and Nn % bt == 0:
+                out.append(register_tiled_matmul(A, B, bt, 16, kt))
     default = tuple(info.schedule)
     if default not in out:
         out.insert(0, default)

@@ -335,6 +335,7 @@ def test_large_elementwise_loads_before_stores(n, dtype):
 
 
 @pytest.mark.parametrize("shapes,tiled", [(((64, 48), (48, 32)), True),
+                                          (((128, 32), (32, 64)), "registers"),
                                           (((30, 20), (20, 10)), False),
                                           (((2, 16, 32), (32, 16)), False)])
 def test_matmul_default_tiling(shapes, tiled):
@@ -344,9 +345,11 @@ def test_matmul_default_tiling(shapes, tiled):
     av, bv = (rng.standard_normal(s).astype(np.float32) for s in shapes)
     L = lower(pa.tanh(a) @ b)
     kinds = [k.kind for k in L.kernels]
-    assert ("tiled matmul" in kinds) == tiled
+    assert ("tiled matmul" in kinds) == bool(tiled)
     if tiled:
         assert "__local" in L.source and "barrier" in L.source
+        # register tiles: 4 x 4 accumulators per work-item
+        assert ("acc_k_outer_k_inner[4 * 4]" in L.source) == (tiled == "registers"), L.source
     if ok:
         for kind in ("gpu", "cpu"):
             got = pa.compile(pa.tanh(a) @ b, target="opencl", device_kind=kind)(a=av, b=bv)
