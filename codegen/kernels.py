@@ -240,8 +240,8 @@ class Assembler:
             return False
         kb, domain, written = self._elementwise_axes(name, group)
         i0, i1 = p.Variable("i0"), p.Variable("i1")
-        swapped = sorted({b for b in kb.read_shapes
-                          if _reads_at(kb.instructions, b, (i1, i0))})
+        swapped = sorted(b for b in kb.read_shapes
+                         if _read_indices(kb.instructions, b) == {(i1, i0)})
         if not swapped:
             return False
         T = TRANSPOSE_TILE
@@ -556,24 +556,22 @@ def _tileable_matmul(node, cpu):
     return all(n % TILE == 0 and n > 0 for n in (M, K, Nn))
 
 
-def _reads_at(instructions, buf, index):
-    """Whether some instruction reads ``buf[index]`` exactly."""
+def _read_indices(instructions, buf):
+    """The set of index tuples at which the instructions read ``buf``."""
     from pymbolic.mapper import WalkMapper
-    found = []
+    found = set()
 
     class Walk(WalkMapper):
         def map_subscript(self, expr, *args):
-            if getattr(expr.aggregate, "name", None) == buf and tuple(expr.index_tuple) == index:
-                found.append(expr)
+            if getattr(expr.aggregate, "name", None) == buf:
+                found.add(tuple(expr.index_tuple))
             super().map_subscript(expr, *args)
 
         def map_type_cast(self, expr, *args):
             self.rec(expr.child, *args)
     for insn in instructions:
         Walk()(insn.expression)
-        if found:
-            return True
-    return False
+    return found
 
 
 def _reduction_spec(node):

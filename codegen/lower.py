@@ -175,14 +175,14 @@ class KernelBuilder(Mapper):
     def read_buffer(self, node, idx):
         name = self.buffers[id(node)]
         flat = self.flat.get(node.shape)
+        if self.multidim and len(node.shape) >= 2:     # every read of it: buf[a, b]
+            self.read_shapes[name] = node.shape
+            return p.Subscript(p.Variable(name), tuple(idx))
         if flat is not None and tuple(idx) == flat[1]:
             fetched = self.fetch_direct and self.fetch_direct(name)
             if fetched is not None:
                 return fetched
             lin = flat[0]
-        elif self.multidim and len(node.shape) >= 2:
-            self.read_shapes[name] = node.shape
-            return p.Subscript(p.Variable(name), tuple(idx))
         else:
             lin = linearize(idx, node.shape)
         return p.Subscript(p.Variable(name), (lin,))

@@ -303,6 +303,25 @@ def test_transposes_go_through_a_local_tile_on_gpus(shape, dtype):
             assert_same(got[k], refs[k], f"{k} {shape} {np.dtype(dtype).name}")
 
 
+@needs_opencl
+@pytest.mark.parametrize("n,nv,nh", [(96, 40, 24), (128, 64, 64)])
+def test_gradient_in_gpu_layouts(n, nv, nh):
+    """Regression (first H100 run of the tile default): a buffer read both
+    as X and as X.T in one kernel mixed 1-D and 2-D subscripts, and its
+    footprint has no convex hull; only buffers read purely transposed are
+    tiled."""
+    rng = np.random.default_rng(0)
+    X, z = rng.random((n, nv), dtype=np.float32), rng.random((n, nv), dtype=np.float32)
+    h, W = rng.random((n, nh), dtype=np.float32), rng.standard_normal((nv, nh)).astype(np.float32)
+    Xp, zp, hp = (pa.placeholder(k, v.shape, np.float32) for k, v in [("X", X), ("z", z),
+                                                                       ("h", h)])
+    g = pa.dot(Xp.T, pa.dot(-(Xp - zp), pa.array(W)) * hp * (1.0 - hp))
+    outs = {"g": g, "mixed": Xp.T * 2.0 + (Xp.T - zp.T)}
+    got = pa.compile(outs, target="opencl", device_kind="gpu")(X=X, z=z, h=h)
+    assert_same(got["g"], X.T @ ((-(X - z) @ W) * h * (1.0 - h)))
+    assert_same(got["mixed"], X.T * np.float32(2) + (X.T - z.T))
+
+
 @pytest.mark.parametrize("n", [1 << 17, (1 << 17) + 37])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
 def test_large_elementwise_loads_before_stores(n, dtype):
