@@ -41,6 +41,7 @@ FILL_THREADS = 1 << 16  # work-items needed to keep a large GPU busy
 LONG_REDUCTION = 4096   # worth two stages when outputs are few
 TWO_STAGE_GROUPS = 512  # work-groups of a two-stage reduction's first stage (GPU)
 TRANSPOSE_TILE = 32     # tile edge of transposed elementwise kernels (GPU)
+TRANSPOSE_ROWS = 4      # rows of that tile per work-item (work-groups of 32 x 8)
 I32 = np.dtype(np.int32)
 I64 = np.dtype(np.int64)
 
@@ -232,9 +233,10 @@ class Assembler:
 
     def _transposed_default(self, name, group):
         """GPU default for a 2-D output that reads a 2-D buffer transposed
-        (``x[i1, i0]``): 32 x 32 tiles, the buffer's tile fetched into padded
-        local memory by rows, so both the reads and the stores are
-        coalesced.  Returns False (nothing built) when there is no such read."""
+        (``x[i1, i0]``): 32 x 32 tiles on 32 x 8 work-items (4 rows each),
+        the buffer's tile fetched into padded local memory by rows, so both
+        the reads and the stores are coalesced.  Returns False (nothing
+        built) when there is no such read."""
         shape = group.units[0].node.shape
         if len(shape) != 2 or min(shape) < TRANSPOSE_TILE:
             return False
@@ -244,9 +246,12 @@ class Assembler:
                          if _read_indices(kb.instructions, b) == {(i1, i0)})
         if not swapped:
             return False
-        T = TRANSPOSE_TILE
-        steps = (Layout("axes"), Tile("i0", "i1", T, T)) + tuple(
-            Prefetch(b, ("i0_inner", "i1_inner"), pad=1) for b in swapped)
+        T, R = TRANSPOSE_TILE, TRANSPOSE_ROWS
+        steps = (Layout("axes"), Split("i0", T, outer_tag="g.1"),
+                 Split("i0_inner", T // R, outer_tag="unr", inner_tag="l.1"),
+                 Split("i1", T, outer_tag="g.0", inner_tag="l.0")) + tuple(
+            Prefetch(b, ("i0_inner_outer", "i0_inner_inner", "i1_inner"), pad=1)
+            for b in swapped)
         self.finish(name, kb, [domain], written, steps, shapes=kb.read_shapes)
         return True
 

@@ -117,7 +117,7 @@ class KernelBuilder(Mapper):
         lowering the roots recurses at most ``SPILL_DEPTH`` levels deep."""
         for n in self.region_order:
             if (self.uses.get(id(n), 0) > 1 or id(n) in self.spill) and _computes(n) \
-                    and n.shape in idx_by_shape:
+                    and n.shape in idx_by_shape and self._inlined(n):
                 self.value(n, idx_by_shape[n.shape], within)
 
     def _inlined_children(self, node):

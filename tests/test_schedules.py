@@ -46,8 +46,8 @@ def _col_sum():
     return x.sum(axis=0), {"x": xv}, xv.sum(axis=0)
 
 
-def _hermite():
-    rows, N = 1000, 6                       # rows not a multiple of the work-group
+def _hermite(N=6):
+    rows = 1000                             # not a multiple of the work-group
     x = pa.placeholder("x", (rows, 1), np.float32)
     xv = RNG.uniform(-1, 1, (rows, 1)).astype(np.float32)
     H, Hn = [pa.ones_like(x), 2.0 * x], [np.ones_like(xv), 2 * xv]
@@ -77,6 +77,8 @@ STEP_CASES = [
     ("hermite", "k0_elementwise", [Layout("axes"), Coalesce("i0", 64), Unroll("i1"),
                                    StoreThroughLocal()]),
     ("hermite", "k0_elementwise", [Layout("axes"), Coalesce("i0", 256), StoreThroughLocal()]),
+    # N=16: the recurrence is deep enough for its root to be a spill point
+    ("hermite16", "k0_elementwise", [Layout("axes"), Coalesce("i0", 256), Unroll("i1")]),
     ("big", "k*_elementwise", [ElementsPerItem(2, 128)]),
     ("big", "k*_elementwise", [ElementsPerItem(8)]),
     ("row_sum", "k0_sum", [GroupReduce("j", 128)]),
@@ -89,7 +91,7 @@ STEP_CASES = [
                              Prefetch("b", ("k_inner", "j_inner"), into="local")]),
 ]
 CASES = {"elementwise": _elementwise, "big": _big_elementwise, "row_sum": _row_sum,
-         "hermite": _hermite,
+         "hermite": _hermite, "hermite16": lambda: _hermite(16),
          "col_sum": _col_sum, "matmul": _matmul}
 
 
