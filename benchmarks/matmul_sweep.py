@@ -12,16 +12,13 @@ import time
 import numpy as np
 
 import polyarray as pa
-from polyarray.schedules import Prefetch, Split
+from polyarray.schedules import RegisterTile
 from .__main__ import Bench, check, median_time
 from .workloads import _to_device, _torch_sgemm
 
 
 def register_tiled(bt, th, kt, A="A", B="B"):
-    return [Split("i", bt, outer_tag="g.1"), Split("i_inner", th, outer_tag="ilp", inner_tag="l.1"),
-            Split("j", bt, outer_tag="g.0"), Split("j_inner", th, outer_tag="ilp", inner_tag="l.0"),
-            Split("k", kt), Prefetch(A, ("i_inner_outer", "i_inner_inner", "k_inner"), pad=0),
-            Prefetch(B, ("k_inner", "j_inner_outer", "j_inner_inner"))]
+    return [RegisterTile(A, B, bt, th, kt)]
 
 
 def main():

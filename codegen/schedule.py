@@ -252,6 +252,42 @@ class GroupReduce(Step):
 
 
 @dataclass(frozen=True)
+class RegisterTile(Step):
+    """Register-tiled matrix product over loops ``i``, ``j`` (outputs) and
+    ``k`` (contracted) reading arrays ``a`` and ``b``: ``block`` x ``block``
+    outputs per work-group of ``threads`` x ``threads`` work-items, each
+    accumulating (block/threads)^2 outputs in registers, over ``depth``-deep
+    tiles of both operands in local memory.  Shorthand for the ``Split``
+    and ``Prefetch`` steps it lists in its errors."""
+    a: str
+    b: str
+    block: int = 64
+    threads: int = 16
+    depth: int = 16
+
+    def steps(self):
+        return (Split("i", self.block, outer_tag="g.1"),
+                Split("i_inner", self.threads, outer_tag="ilp", inner_tag="l.1"),
+                Split("j", self.block, outer_tag="g.0"),
+                Split("j_inner", self.threads, outer_tag="ilp", inner_tag="l.0"),
+                Split("k", self.depth),
+                Prefetch(self.a, ("i_inner_outer", "i_inner_inner", "k_inner")),
+                Prefetch(self.b, ("k_inner", "j_inner_outer", "j_inner_inner")))
+
+    def apply(self, knl, ctx):
+        _need_positive(self, ctx, block=self.block, threads=self.threads, depth=self.depth)
+        if self.block % self.threads:
+            self.fail(ctx, f"block {self.block} is not a multiple of threads {self.threads}")
+        for s in self.steps():
+            try:
+                knl = s.apply(knl, ctx)
+            except ScheduleError as e:
+                raise ScheduleError(f"{self!r} does not apply to kernel {ctx.name}: "
+                                    f"its step {e}") from e
+        return knl
+
+
+@dataclass(frozen=True)
 class StoreThroughLocal(Step):
     """After ``Layout("axes")`` and ``Coalesce("i0", W)`` (a work-item per
     row, the other axes sequential): each work-group writes its W rows into
@@ -362,7 +398,8 @@ class Transform(Step):
 
 
 STEPS = {c.__name__: c for c in (Split, Tile, WorkGroup, Coalesce, Unroll, Tag, Prefetch,
-                                 GroupReduce, StoreThroughLocal, Layout, ElementsPerItem)}
+                                 GroupReduce, RegisterTile, StoreThroughLocal, Layout,
+                                 ElementsPerItem)}
 
 
 def _extent(knl, iname):

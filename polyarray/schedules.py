@@ -9,7 +9,8 @@ See ``codegen/schedule.py`` for each step and ``docs/DESIGN.md`` for the model.
 import numpy as np
 
 from codegen.schedule import (STEPS, ElementsPerItem, GroupReduce, Layout,  # noqa: F401
-                              Prefetch, ScheduleError, Split, Step, StoreThroughLocal, Tag, Tile,
+                              Prefetch, RegisterTile, ScheduleError, Split, Step, StoreThroughLocal,
+                              Tag, Tile,
                               Transform,
                               Unroll, WorkGroup, Coalesce, format_schedule, parse_schedule)
 

@@ -11,7 +11,8 @@ import polyarray as pa
 import targets
 from helpers import assert_same
 from polyarray.schedules import (Coalesce, ElementsPerItem, GroupReduce, Layout, Prefetch,
-                                 Split, StoreThroughLocal, Tag, Tile, Unroll, WorkGroup,
+                                 RegisterTile, Split, StoreThroughLocal, Tag, Tile, Unroll,
+                                 WorkGroup,
                                  check_schedule, format_schedule, parse_schedule)
 
 ok, reason = targets.availability("opencl")
@@ -87,6 +88,7 @@ STEP_CASES = [
     ("matmul", "k*_einsum", [Tile("i", "j", 8, 8), Split("k", 8),
                              Prefetch("t0", ("i_inner", "k_inner")),
                              Prefetch("b", ("k_inner", "j_inner"))]),
+    ("matmul", "k*_einsum", [RegisterTile("t0", "b", 32, 8, 8)]),
     ("matmul", "k*_einsum", [Tile("i", "j", 16, 8), Split("k", 16),
                              Prefetch("b", ("k_inner", "j_inner"), into="local")]),
 ]
@@ -119,7 +121,7 @@ def test_steps_round_trip_through_text():
     steps = (Layout("axes"), Coalesce("i1", 64), Tile("i", "j", 16, 8), Split("k", 4, "g.0"),
              Unroll("k_inner"), Prefetch("a", ["i_inner", "k_inner"], into="private"),
              GroupReduce("j", 128, over="m"), ElementsPerItem(4, 128), Tag("i", "l.1"),
-             WorkGroup(32, "q"), StoreThroughLocal())
+             WorkGroup(32, "q"), StoreThroughLocal(), RegisterTile("a", "b", 128, 16, 8))
     text = format_schedule(steps)
     assert parse_schedule(text) == steps
     assert eval(text, vars(pa.schedules)) == list(steps)      # repr is valid Python
@@ -161,6 +163,8 @@ BAD = [
     ([Split("i", 64, "l.0", "l.0")], "does not generate code"),
     (["WorkGroup(64)"], "is not a schedule step"),
     ([WorkGroup(64), StoreThroughLocal()], "needs Layout\\('axes'\\) and Coalesce"),
+    ([RegisterTile("x", "x", 64, 12)], "block 64 is not a multiple of threads 12"),
+    ([RegisterTile("x", "x")], "its step Split\\(iname='j'"),
 ]
 
 
