@@ -12,13 +12,26 @@ import time
 import numpy as np
 
 import polyarray as pa
-from polyarray.schedules import RegisterTile
+from polyarray.schedules import Prefetch, RegisterTile, Split, Transform
 from .__main__ import Bench, check, median_time
 from .workloads import _to_device, _torch_sgemm
 
 
 def register_tiled(bt, th, kt, A="A", B="B"):
     return [RegisterTile(A, B, bt, th, kt)]
+
+
+def contiguous_registers(bt, th, kt, A="A", B="B"):
+    """Each work-item's register tile is contiguous (``i = ty*r + ii``), and
+    A's local tile is stored k-major, so both operands' local reads are
+    consecutive per work-item (candidates for 16-byte shared loads)."""
+    import loopy as lp
+    r = bt // th
+    return [Split("i", bt, outer_tag="g.1"), Split("i_inner", r, outer_tag="l.1", inner_tag="ilp"),
+            Split("j", bt, outer_tag="g.0"), Split("j_inner", r, outer_tag="l.0", inner_tag="ilp"),
+            Split("k", kt), Prefetch(A, ("i_inner_outer", "i_inner_inner", "k_inner")),
+            Prefetch(B, ("k_inner", "j_inner_outer", "j_inner_inner")),
+            Transform(lambda knl: lp.tag_array_axes(knl, f"{A}_fetch", "N0,N1"))]
 
 
 def main():
@@ -37,7 +50,9 @@ def main():
     rows = []
     for label, steps in [("default", None)] + [
             (f"bt={bt} th=16 kt={kt}", register_tiled(bt, 16, kt))
-            for bt, kt in ((64, 16), (64, 8), (128, 8), (128, 16))]:
+            for bt, kt in ((64, 16), (128, 16))] + [
+            (f"contiguous bt={bt} kt={kt}", contiguous_registers(bt, 16, kt))
+            for bt, kt in ((64, 8), (64, 16), (128, 8), (128, 16))]:
         t0 = time.perf_counter()
         opts = {"device_kind": "gpu"} if args.device == "opencl" else {}
         prog = pa.compile(A @ B, target=args.device, out="device",
