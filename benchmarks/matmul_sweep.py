@@ -38,6 +38,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--contiguous", action="store_true",
+                    help="also the contiguous-register variant (measured slower)")
     args = ap.parse_args()
     b = Bench(args.device, quick=False)
     n = args.n
@@ -50,9 +52,11 @@ def main():
     rows = []
     for label, steps in [("default", None)] + [
             (f"bt={bt} th=16 kt={kt}", register_tiled(bt, 16, kt))
-            for bt, kt in ((64, 16), (128, 16))] + [
+            for bt, kt in ((64, 16), (128, 16), (128, 32))] + [
+            (f"bt={bt} th={th} kt={kt}", register_tiled(bt, th, kt))
+            for bt, th, kt in ((128, 32, 16), (64, 8, 16), (128, 32, 32))] + [
             (f"contiguous bt={bt} kt={kt}", contiguous_registers(bt, 16, kt))
-            for bt, kt in ((64, 8), (64, 16), (128, 8), (128, 16))]:
+            for bt, kt in ((128, 16),) if args.contiguous]:
         t0 = time.perf_counter()
         opts = {"device_kind": "gpu"} if args.device == "opencl" else {}
         prog = pa.compile(A @ B, target=args.device, out="device",
