@@ -8,7 +8,7 @@ the step and the kernel -- an invalid step is never silently accepted.
 s``.
 
 Two steps act before the kernel is built, because they change how codegen
-constructs it rather than how its loops are arranged (``BUILD_STEPS``):
+constructs it rather than how its loops are arranged (``Step.build``):
 ``Layout`` (elementwise: one flat index, or one index per output axis) and
 ``ElementsPerItem`` (elementwise: several coalesced elements per work-item,
 loads before stores).  They must come first.
@@ -312,6 +312,8 @@ class StoreThroughLocal(Step):
         if any(e is None for e in extents) or any(_tag_of(knl, i) not in ("", "unr")
                                                   for i in rest):
             self.fail(ctx, f"the other axes {rest} must be sequential loops of constant extent")
+        if "c_outer" in names or "c_inner" in names:
+            self.fail(ctx, "the loop names c_outer/c_inner are taken")
         R = 1
         for e in extents:
             R *= e
@@ -341,8 +343,6 @@ class StoreThroughLocal(Step):
                 (p.Subscript(p.Variable(name), (flat,)),), p.Subscript(p.Variable(tile), (c,)),
                 id=f"store_{tile}", within_inames=frozenset({"i0_outer", "c_outer", "c_inner"}),
                 depends_on=frozenset({insn.id}), predicates=preds))
-        if "c_outer" in names or "c_inner" in names:
-            self.fail(ctx, "the loop names c_outer/c_inner are taken")
         dom = isl.BasicSet(f"{{[c_outer, c_inner]: 0 <= c_outer < {R} and 0 <= c_inner < {W}}}")
         kern = kern.copy(instructions=insns, domains=kern.domains + [dom],
                          temporary_variables=temps)

@@ -22,12 +22,12 @@ target that ``POLYARRAY_TARGET`` names (else the best available):
     python3 examples/coalescing.py [--rows 1280000] [--N 4 8 16]
 """
 import argparse
-import time
 
 import numpy as np
 
 import polyarray as pa
 from polyarray.schedules import Coalesce, Layout, StoreThroughLocal, Unroll
+from polyarray.tuning import seconds_per_call
 
 SCHEDULES = {
     "row": [Layout("axes"), Coalesce("i0", 256), Unroll("i1")],
@@ -48,21 +48,6 @@ def hermite_np(xv, N):
     for k in range(1, N - 1):
         H.append(np.float32(2) * xv * H[k] - np.float32(2 * k) * H[k - 1])
     return np.concatenate(H[:N], axis=1)
-
-
-def seconds_per_call(prog, binds, repeat=10, batch=20):
-    """Median over batches of back-to-back calls (a synchronize per batch):
-    the kernel's time, without the launch latency of a lone call."""
-    prog(**binds)
-    prog.synchronize()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(batch):
-            prog(**binds)
-        prog.synchronize()
-        times.append((time.perf_counter() - t0) / batch)
-    return float(np.median(times))
 
 
 def main(argv=None):
@@ -90,7 +75,7 @@ def main(argv=None):
             prog = pa.compile(out, target=target, out="device", schedule=sched)
             got = prog(**binds).get()
             np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4 * np.abs(want).max())
-            t = seconds_per_call(prog, binds)
+            t = seconds_per_call(prog, binds, batch=20)
             cands.append(prog.schedule["k0_elementwise"])
             print(f"{label:9s} {t * 1e6:9.1f} us  {nbytes / t / 1e9:7.1f} GB/s   "
                   f"schedule {list(prog.schedule['k0_elementwise'])}")

@@ -120,7 +120,7 @@ class Program:
         replacing those kernels' schedules; this one is unchanged."""
         merged = dict(self.user_schedule)
         merged.update(schedule)
-        return Program(self._pack_nodes(), self.target_name, schedule=merged, **self.options)
+        return Program(self.outputs, self.target_name, schedule=merged, **self.options)
 
     def transform(self, kernel_name, fn) -> "Program":
         """A new program whose kernel ``kernel_name`` is also passed through
@@ -150,9 +150,6 @@ class Program:
         """Take over ``other``'s executable (used by ``tune=True``)."""
         self.user_schedule, self._exe = other.user_schedule, other._exe
         self._tuning = other._tuning
-
-    def _pack_nodes(self):
-        return self._pack([Array(n) for n in self._outputs])
 
     @property
     def outputs(self):

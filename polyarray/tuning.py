@@ -34,18 +34,18 @@ def _cache():
 
 def default_candidates(info, program):
     """Candidate schedules for one kernel, from its kind and sizes."""
-    kind, name = info.kind, info.name
+    kind = info.kind
     out = []
     if kind == "elementwise":
-        node = _kernel_output(program, name)
-        size = int(np.prod(node.shape)) if node is not None else 0
+        _, node = _first_output(program, info)
+        size = int(np.prod(node.shape))
         for wg in (64, 128, 256, 512):
             if wg <= max(size, 1):
                 out.append((WorkGroup(wg),))
         for n in (2, 4, 8):
             if size >= 256 * n * 4:
                 out.append((ElementsPerItem(n, 256),))
-        if node is not None and len(node.shape) == 2 and node.shape[-1] <= 64:
+        if len(node.shape) == 2 and node.shape[-1] <= 64:
             # a work-item per row (a loop over the row), storing directly or
             # through a local-memory tile (coalesced)
             row = (Layout("axes"), Coalesce("i0", 256), Unroll("i1"))
@@ -56,9 +56,9 @@ def default_candidates(info, program):
         out = [(WorkGroup(s),) for s in (32, 64, 128, 256, 512)]
     elif kind == "tiled matmul":
         from codegen.kernels import register_tiled_matmul
-        A, B = [a for a in info.args if a != _output_arg(info)][:2]
-        kern = info.loopy_kernel
-        M, Nn = (int(n) for n in next(a for a in kern.args if a.is_output).shape)
+        out_name, out = _first_output(program, info)
+        A, B = [a for a in info.args if a != out_name][:2]
+        M, Nn = out.shape
         for t in (8, 16, 32):
             if M % t == 0 and Nn % t == 0:
                 out.append((Tile("i", "j", t, t), Split("k", t),
@@ -73,25 +73,10 @@ def default_candidates(info, program):
     return out
 
 
-def _output_arg(info):
-    kern = info.loopy_kernel.default_entrypoint if hasattr(info.loopy_kernel,
-                                                            "default_entrypoint") \
-        else info.loopy_kernel
-    written = [a.name for a in kern.args if a.is_output]
-    return written[0] if written else None
-
-
-def _kernel_output(program, kname):
-    """The first output node written by elementwise kernel ``kname``."""
-    lowered = program._exe.lowered
-    info = program.kernels[kname]
-    kern = info.loopy_kernel
-    written = {a.name for a in kern.args if a.is_output}
-    for b in written:
-        spec = lowered.buffers.get(b)
-        if spec is not None:
-            return spec
-    return None
+def _first_output(program, info):
+    """``(name, BufferSpec)`` of the first buffer kernel ``info`` writes."""
+    name = next(a.name for a in info.loopy_kernel.args if a.is_output)
+    return name, program._exe.lowered.buffers[name]
 
 
 def _random_bindings(program, seed=0):
@@ -134,10 +119,10 @@ def _flat(results):
     return [results]
 
 
-def _time(prog, bindings, repeat, batch=10):
-    """Seconds per call: ``repeat`` batches of ``batch`` back-to-back calls,
-    a synchronize after each batch, the median (launch latency overlaps the
-    previous call's work, as in a real loop)."""
+def seconds_per_call(prog, bindings, repeat=10, batch=10):
+    """Seconds per call of a device program: ``repeat`` batches of ``batch``
+    back-to-back calls, a synchronize after each batch, the median (launch
+    latency overlaps the previous call's work, as in a real loop)."""
     for _ in range(2):
         prog(**bindings)
     prog.synchronize()
@@ -181,7 +166,7 @@ def tune_program(program, candidates=None, budget_s=None, repeat=10, log=print):
                         **device_opts)
         dev_bindings[name] = ident(**{name: value})
     host_opts = dict(program.options, out="numpy")
-    want = _flat(Program(program._pack_nodes(), program.target_name,
+    want = _flat(Program(program.outputs, program.target_name,
                          schedule=program.user_schedule or None, **host_opts)(**bindings))
     t_start = time.perf_counter()
     best = dict(program.user_schedule)
@@ -197,7 +182,7 @@ def tune_program(program, candidates=None, budget_s=None, repeat=10, log=print):
                 continue
             trial = dict(best, **{kname: tuple(steps)})
             try:
-                prog = Program(program._pack_nodes(), program.target_name, schedule=trial,
+                prog = Program(program.outputs, program.target_name, schedule=trial,
                                **device_opts)
                 got = _flat(prog(**dev_bindings))
                 ok = all(_agree(g, w) for g, w in zip(got, want))
@@ -209,7 +194,7 @@ def tune_program(program, candidates=None, budget_s=None, repeat=10, log=print):
                 log(f"polyarray tune {kname} [{n}/{len(cands)}] {format_schedule(steps)}: "
                     "wrong result, rejected")
                 continue
-            t = _time(prog, dev_bindings, repeat)
+            t = seconds_per_call(prog, dev_bindings, repeat)
             rows.append((format_schedule(steps), t, "ok"))
             log(f"polyarray tune {kname} [{n}/{len(cands)}] {format_schedule(steps)}: "
                 f"{t * 1e6:.1f} us")

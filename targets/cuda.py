@@ -177,14 +177,8 @@ class CudaExecutable(DeviceExecutable):
             v = bindings[pname]
             bufs[bname] = v.gpudata if type(v) is gpuarray or isinstance(v, gpuarray) \
                 else self._upload(v, live)
-        allocate = self.pool.allocate
         for name, nbytes in self._allocs:
-            try:
-                buf = allocate(nbytes)
-            except Exception as e:      # noqa: BLE001  (pycuda raises its own MemoryError)
-                self._out_of_memory(e, nbytes, live)
-            live.append(buf)
-            bufs[name] = buf
+            bufs[name] = self._alloc(nbytes, live)
         pack = self._pack_args
         for launch, fmt, args, grid, block in self._launches:
             launch(grid, block, pack(fmt, *[bufs[a] for a in args]), 0, None)
