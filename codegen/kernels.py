@@ -375,8 +375,8 @@ class Assembler:
             return self._reduce(name, dict(_reduction_spec(node), out=out,
                                            out_dtype=node.dtype))
         domain = f"{{[i, j, k]: 0 <= i < {M} and 0 <= j < {Nn} and 0 <= k < {K}}}"
-        if M % REG_TILE == 0 and Nn % REG_TILE == 0 and K % TILE == 0:
-            steps = register_tiled_matmul(A, B, REG_TILE, TILE, TILE)
+        if K % TILE == 0 and any(M % bt == 0 and Nn % bt == 0 for bt in REG_TILES):
+            steps = register_tiled_matmul(A, B, M, Nn)
         else:
             steps = (Tile("i", "j", TILE, TILE), Split("k", TILE),
                      Prefetch(A, ("i_inner", "k_inner")), Prefetch(B, ("k_inner", "j_inner")))
@@ -530,14 +530,20 @@ class Assembler:
 
 
 TILE = 16
-REG_TILE = 64       # work-group tile of register-tiled matmuls: 16 x 16 work-items x 4 x 4
+REG_TILES = (128, 64)   # work-group tiles of register-tiled matmuls (16 x 16 work-items)
+BIG_TILE_OUTPUTS = 2048 * 2048      # enough 128 x 128 tiles (256) to fill an H100's 132 SMs
 
 
-def register_tiled_matmul(A, B, bt=REG_TILE, th=TILE, kt=TILE):
-    """The default schedule of a register-tiled ``A @ B``.  0.57 of cuBLAS
-    at 4096^3 on an H100 with (64, 16, 16); (128, 16, 16) reaches 0.65 but
-    compiles in 4 s instead of 1.8 s (``benchmarks/matmul_sweep.py``)."""
-    return (RegisterTile(A, B, bt, th, kt),)
+def register_tiled_matmul(A, B, M, Nn):
+    """The default schedule of a register-tiled ``A @ B`` (M x Nn outputs):
+    8 x 8 outputs per work-item in groups of 4 (16-byte shared loads) on
+    128 x 128 tiles when there are enough of them, else 4 x 4 on 64 x 64.
+    At 4096^3 on an H100 these reach 0.87 and 0.60 of cuBLAS; the strided
+    register tiles of the first version reached 0.66 and 0.56
+    (``python -m benchmarks.matmul_sweep --vector``)."""
+    if M % 128 == 0 and Nn % 128 == 0 and M * Nn >= BIG_TILE_OUTPUTS:
+        return (RegisterTile(A, B, 128, TILE, TILE, vector=4),)
+    return (RegisterTile(A, B, 64, TILE, TILE, vector=4),)
 
 
 def _tileable_matmul(node, cpu):

@@ -12,7 +12,8 @@ from codegen.schedule import (STEPS, ElementsPerItem, GroupReduce, Layout,  # no
                               Prefetch, RegisterTile, ScheduleError, Split, Step, StoreThroughLocal,
                               Tag, Tile,
                               Transform,
-                              Unroll, WorkGroup, Coalesce, format_schedule, parse_schedule)
+                              Unroll, Vectorize, WorkGroup, Coalesce, format_schedule,
+                              parse_schedule)
 
 
 def check_schedule(outputs, schedule, target=None, bindings=None, **options):

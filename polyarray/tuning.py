@@ -55,18 +55,20 @@ def default_candidates(info, program):
     elif kind == "thread":
         out = [(WorkGroup(s),) for s in (32, 64, 128, 256, 512)]
     elif kind == "tiled matmul":
-        from codegen.kernels import register_tiled_matmul
+        from codegen.schedule import RegisterTile
         out_name, out = _first_output(program, info)
         A, B = [a for a in info.args if a != out_name][:2]
         M, Nn = out.shape
+        K = program._exe.lowered.buffers[A].shape[-1]
         for t in (8, 16, 32):
             if M % t == 0 and Nn % t == 0:
                 out.append((Tile("i", "j", t, t), Split("k", t),
                             Prefetch(A, ("i_inner", "k_inner")),
                             Prefetch(B, ("k_inner", "j_inner"))))
-        for bt, kt in ((64, 8), (64, 16), (128, 8), (128, 16)):
-            if M % bt == 0 and Nn % bt == 0:
-                out.append(register_tiled_matmul(A, B, bt, 16, kt))
+        for bt, kt, v in ((64, 16, 1), (128, 16, 1), (64, 16, 4), (128, 8, 4), (128, 16, 4),
+                          (128, 32, 4)):
+            if M % bt == 0 and Nn % bt == 0 and K % kt == 0:
+                out.append((RegisterTile(A, B, bt, 16, kt, vector=v),))
     default = tuple(info.schedule)
     if default not in out:
         out.insert(0, default)

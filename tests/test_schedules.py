@@ -12,6 +12,7 @@ import targets
 from helpers import assert_same
 from polyarray.schedules import (Coalesce, ElementsPerItem, GroupReduce, Layout, Prefetch,
                                  RegisterTile, Split, StoreThroughLocal, Tag, Tile, Unroll,
+                                 Vectorize,
                                  WorkGroup,
                                  check_schedule, format_schedule, parse_schedule)
 
@@ -33,6 +34,16 @@ def _big_elementwise():
     x = pa.placeholder("x", (n,), np.float32)
     xv = RNG.standard_normal(n).astype(np.float32)
     return x * x - 3.0, {"x": xv}, xv * xv - np.float32(3)
+
+
+def _direct(dtype):
+    """Elementwise over same-shape inputs only: every read is direct."""
+    x, y = (pa.placeholder(n, (256, 12), dtype) for n in "xy")
+    if np.dtype(dtype).kind == "f":
+        xv, yv = (RNG.standard_normal((256, 12)).astype(dtype) for _ in "xy")
+        return x * y + pa.exp(x), {"x": xv, "y": yv}, xv * yv + np.exp(xv)
+    xv, yv = (RNG.integers(-50, 50, (256, 12)).astype(dtype) for _ in "xy")
+    return x * y - 3 * x, {"x": xv, "y": yv}, xv * yv - 3 * xv
 
 
 def _row_sum():
@@ -80,6 +91,9 @@ STEP_CASES = [
     ("hermite", "k0_elementwise", [Layout("axes"), Coalesce("i0", 256), StoreThroughLocal()]),
     # N=16: the recurrence is deep enough for its root to be a spill point
     ("hermite16", "k0_elementwise", [Layout("axes"), Coalesce("i0", 256), Unroll("i1")]),
+    ("direct_f32", "k*_elementwise", [Vectorize("i", 4), WorkGroup(64, "i_outer")]),
+    ("direct_f64", "k*_elementwise", [Vectorize("i", 2), WorkGroup(128, "i_outer")]),
+    ("direct_i32", "k*_elementwise", [Vectorize("i", 4), WorkGroup(32, "i_outer")]),
     ("big", "k*_elementwise", [ElementsPerItem(2, 128)]),
     ("big", "k*_elementwise", [ElementsPerItem(8)]),
     ("row_sum", "k0_sum", [GroupReduce("j", 128)]),
@@ -89,12 +103,20 @@ STEP_CASES = [
                              Prefetch("t0", ("i_inner", "k_inner")),
                              Prefetch("b", ("k_inner", "j_inner"))]),
     ("matmul", "k*_einsum", [RegisterTile("t0", "b", 32, 8, 8)]),
+    ("matmul", "k*_einsum", [RegisterTile("t0", "b", 32, 4, 8, vector=4)]),
+    ("matmul", "k*_einsum", [RegisterTile("t0", "b", 32, 8, 16, vector=2)]),
+    ("matmul", "k*_einsum", [Tile("i", "j", 16, 8), Split("k", 16),
+                             Prefetch("t0", ("i_inner", "k_inner"), order="F", pad=1, align=16),
+                             Prefetch("b", ("k_inner", "j_inner"), pad=2),
+                             Tag("k_inner", "unr_hint")]),
     ("matmul", "k*_einsum", [Tile("i", "j", 16, 8), Split("k", 16),
                              Prefetch("b", ("k_inner", "j_inner"), into="local")]),
 ]
 CASES = {"elementwise": _elementwise, "big": _big_elementwise, "row_sum": _row_sum,
          "hermite": _hermite, "hermite16": lambda: _hermite(16),
-         "col_sum": _col_sum, "matmul": _matmul}
+         "col_sum": _col_sum, "matmul": _matmul,
+         "direct_f32": lambda: _direct(np.float32), "direct_f64": lambda: _direct(np.float64),
+         "direct_i32": lambda: _direct(np.int32)}
 
 
 @needs_opencl
@@ -163,7 +185,18 @@ BAD = [
     ([Split("i", 64, "l.0", "l.0")], "does not generate code"),
     (["WorkGroup(64)"], "is not a schedule step"),
     ([WorkGroup(64), StoreThroughLocal()], "needs Layout\\('axes'\\) and Coalesce"),
-    ([RegisterTile("x", "x", 64, 12)], "block 64 is not a multiple of threads 12"),
+    ([RegisterTile("x", "x", 64, 12)], "block 64 is not a multiple of threads x vector 12 x 1"),
+    ([RegisterTile("x", "x", 64, 16, vector=8)], "not a multiple of threads x vector 16 x 8"),
+    ([RegisterTile("x", "x", 64, 16, vector=0)], "vector must be a positive integer, got 0"),
+    ([Prefetch("x", ("i",), order="K")], "order must be 'C' or 'F', got 'K'"),
+    ([Prefetch("x", ("i",), align=12)], "align must be a power of two"),
+    ([Prefetch("x", ("i",), order="F")], "needs a copy of two or more dimensions"),
+    ([Tag("i", "unr_hint.0")], "unknown tag 'unr_hint.0'"),
+    ([Vectorize("i", 3)], "width must be 2 or 4, got 3"),
+    ([Vectorize("i", 0)], "width must be a positive integer, got 0"),
+    ([Vectorize("i", 4), WorkGroup(64, "i_outer")], None),         # valid: the control
+    ([Vectorize("i", 4), Vectorize("i_outer", 2)], "needs 'i_outer' alone as its last index"),
+    ([WorkGroup(8), Vectorize("i_inner", 4)], "already mapped to l.0"),
     ([RegisterTile("x", "x")], "its step Split\\(iname='j'"),
 ]
 
@@ -180,6 +213,21 @@ def test_invalid_steps_raise_schedule_error(steps, match):
     with pytest.raises(pa.ScheduleError, match=match) as info:
         lower_program([out.node], lp.OpenCLTarget(), schedules={"k0_elementwise": steps})
     assert "k0_elementwise" in str(info.value)
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda: pa.placeholder("x", (10, 8), np.float32) + pa.placeholder("y", (8,), np.float32),
+     "array 'y' is indexed"),
+    (lambda: pa.placeholder("x", (64,), np.int8) * 2, "type int8, which has no 4-lane"),
+    (lambda: pa.placeholder("x", (64,), np.float64) * 2, "type float64, which has no 4-lane"),
+    (lambda: pa.placeholder("x", (30,), np.float32) * 2, "extent 30, not a multiple of 4"),
+], ids=["broadcast", "int8", "float64x4", "ragged"])
+def test_vectorize_refuses_what_it_cannot_vectorize(make, match):
+    import loopy as lp
+    from codegen import lower_program
+    with pytest.raises(pa.ScheduleError, match=match):
+        lower_program([make().node], lp.OpenCLTarget(),
+                      schedules={"k0_elementwise": [Vectorize("i", 4)]})
 
 
 def test_schedule_errors_name_kernel_and_target():
