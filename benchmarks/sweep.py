@@ -1,10 +1,11 @@
 """Experiment: codegen's default-schedule constants vs bandwidth (GPU).
 
-``python -m benchmarks.sweep --device cuda`` times the 10-op chain on 2^26
+``python -m benchmarks.sweep --device cuda [--schedules]`` times the 10-op chain on 2^26
 float32 and the full / axis-0 / axis-1 sums of 8192^2 float32 under several
 settings of ``codegen.kernels`` constants (elements per work-item, work-items
 needed to fill the device, two-stage width), each freshly lowered, checked
-against NumPy, then timed.  Its table justifies the defaults.
+against NumPy, then timed.  Its table justifies the defaults.  ``--schedules`` instead times the chain
+under explicit schedules, ``Vectorize`` among them.
 """
 import argparse
 import os
@@ -15,6 +16,7 @@ import numpy as np
 import codegen.kernels as K
 import polyarray as pa
 import targets.device_common as dc
+from polyarray.schedules import Vectorize, WorkGroup
 from .__main__ import Bench, check, median_time
 from .workloads import _to_device, chain10_np, chain10_pa
 
@@ -30,15 +32,41 @@ CONFIGS = [
 ]
 
 
+SCHEDULES = {
+    "default (4 per work-item, loads first)": None,
+    "WorkGroup(256): 1 per work-item": [WorkGroup(256)],
+    "Vectorize(i, 4) + WorkGroup(256)": [Vectorize("i", 4), WorkGroup(256, "i_outer")],
+    "Vectorize(i, 2) + WorkGroup(256)": [Vectorize("i", 2), WorkGroup(256, "i_outer")],
+}
+
+
+def schedules(b, x, xv, xd, n):
+    """The chain under explicit schedules: vector loads vs the default."""
+    rows = []
+    for label, steps in SCHEDULES.items():
+        prog = pa.compile(chain10_pa(x), target=b.device, out="device",
+                          schedule={"k0_elementwise": steps} if steps else None)
+        check(label, prog(x=xd).get(), chain10_np(xv), rtol=1e-3)
+        t = median_time(lambda: prog(x=xd), prog.synchronize)
+        rows.append((label, t, 8 * n / t / b.copy_bw))
+    print(f"{b.desc}; copy {b.copy_bw / 1e9:.0f} GB/s; 10-op chain on 2^26 float32")
+    for label, t, frac in rows:
+        print(f"{label:42s} {t * 1e6:8.1f} us {frac:.3f} of copy")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--schedules", action="store_true",
+                    help="time the chain under explicit schedules (Vectorize) instead")
     args = ap.parse_args()
     b = Bench(args.device, quick=False)
     n = 1 << 26
     xv = b.rng.uniform(-1, 1, n).astype(np.float32)
     xd = _to_device(b, xv)
     x = pa.placeholder("x", (n,), np.float32)
+    if args.schedules:
+        return schedules(b, x, xv, xd, n)
     m = pa.placeholder("m", (8192, 8192), np.float32)
     md = _to_device(b, xv.reshape(8192, 8192))
     cases = [("chain", chain10_pa(x), {"x": xd}, chain10_np(xv), 8 * n, "ELEMENTWISE_ILP"),
