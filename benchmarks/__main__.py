@@ -78,6 +78,9 @@ class Bench:
         else:
             raise SystemExit(f"unsupported --device {device!r} (opencl, cuda)")
         self.copy_bw = self.measure_copy()
+        self.peak_flops = self.measure_peak_flops()
+        from .peers import frameworks
+        self.frameworks, self.missing = frameworks(self.gpu)
 
     def measure_copy(self):
         """Device-to-device copy bandwidth (bytes read + written per second)."""
@@ -96,25 +99,69 @@ class Bench:
         t = median_time(lambda: cl.enqueue_copy(self.queue, b, a), self.sync, repeat=5)
         return 2 * 4 * n / t
 
-    def row(self, name, ours, peers, nbytes=None, flops=None, note=""):
+    def measure_peak_flops(self):
+        """float32 FMA throughput of the CUDA device: 16 independent FMA
+        chains per thread on every SM (None elsewhere)."""
+        if self.device != "cuda":
+            return None
+        import pycuda.driver as drv
+        from pycuda.compiler import SourceModule
+        fn = SourceModule(_FMA_PEAK, no_extern_c=True).get_function("fma_peak")
+        out = drv.mem_alloc(4 * 1024 * 1024)
+        blocks = drv.Context.get_device().get_attribute(
+            drv.device_attribute.MULTIPROCESSOR_COUNT) * 8
+        iters = 4096
+
+        def run():
+            fn(out, np.float32(1.0001), np.int32(iters), block=(256, 1, 1), grid=(blocks, 1))
+        t = median_time(run, self.sync, repeat=10)
+        return 2 * 16 * iters * 256 * blocks / t
+
+    def row(self, name, ours, peers, nbytes=None, flops=None, note="", failed=None):
         best = min(peers.values()) if peers else None
         r = {"workload": name, "polyarray_s": ours, "peers_s": peers,
+             "best_peer": min(peers, key=peers.get) if peers else None,
              "ratio_to_best_peer": (best / ours) if best else None,
              "fraction_of_copy_bw": (nbytes / ours / self.copy_bw) if nbytes else None,
-             "note": note}
+             "fraction_of_peak_flops": (flops / ours / self.peak_flops)
+             if flops and self.peak_flops else None,
+             "peers_not_timed": failed or {}, "note": note}
         self.rows.append(r)
         return r
 
     def print_table(self):
+        peak = f"{self.peak_flops / 1e12:.1f} TFLOP/s" if self.peak_flops else "n/a"
         print(f"\ndevice: {self.desc}; measured copy bandwidth "
-              f"{self.copy_bw / 1e9:.1f} GB/s (read+write)")
-        print(f"{'workload':34s} {'polyarray':>11s}  {'peers':40s} {'vs best':>8s} {'of copy':>8s}")
+              f"{self.copy_bw / 1e9:.1f} GB/s (read+write); measured f32 FMA peak {peak}")
+        print(f"{'workload':40s} {'polyarray':>10s} {'vs best':>8s} {'of hw':>10s}  peers")
         for r in self.rows:
             peers = ", ".join(f"{k} {_fmt(v)}" for k, v in r["peers_s"].items())
             ratio = f"{r['ratio_to_best_peer']:.2f}x" if r["ratio_to_best_peer"] else "-"
-            frac = f"{r['fraction_of_copy_bw']:.2f}" if r["fraction_of_copy_bw"] else "-"
-            print(f"{r['workload']:34s} {_fmt(r['polyarray_s']):>11s}  {peers:40s} "
-                  f"{ratio:>8s} {frac:>8s}  {r['note']}")
+            frac = (f"{r['fraction_of_copy_bw']:.2f} bw" if r["fraction_of_copy_bw"] else
+                    f"{r['fraction_of_peak_flops']:.2f} flop" if r["fraction_of_peak_flops"]
+                    else "-")
+            print(f"{r['workload']:40s} {_fmt(r['polyarray_s']):>10s} {ratio:>8s} {frac:>10s}"
+                  f"  {peers}")
+            if r["note"]:
+                print(f"{'':42s}{r['note']}")
+            for k, why in r["peers_not_timed"].items():
+                print(f"{'':42s}not timed: {k}: {why}")
+
+
+_FMA_PEAK = r"""
+extern "C" __global__ void fma_peak(float *out, float a, int iters)
+{
+    float v[16];
+    for (int k = 0; k < 16; ++k) v[k] = threadIdx.x + k;
+    for (int it = 0; it < iters; ++it) {
+        #pragma unroll
+        for (int k = 0; k < 16; ++k) v[k] = fmaf(v[k], a, 0.5f);
+    }
+    float s = 0.0f;
+    for (int k = 0; k < 16; ++k) s += v[k];
+    out[(blockIdx.x * blockDim.x + threadIdx.x) % (1024 * 1024)] = s;
+}
+"""
 
 
 def _fmt(seconds):
@@ -132,7 +179,8 @@ def main(argv=None):
     ap.add_argument("--device", default="opencl", choices=["opencl", "cuda"])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (CI smoke run)")
     ap.add_argument("--json", default=None, help="write results here (default: none)")
-    ap.add_argument("--only", default=None, help="run one group of workloads (dispatch, schedules)")
+    ap.add_argument("--only", default=None,
+                    help="run one group of workloads (dispatch, schedules, training, peers)")
     args = ap.parse_args(argv)
     from . import workloads
     b = Bench(args.device, args.quick)
@@ -142,10 +190,15 @@ def main(argv=None):
         except Exception as e:      # noqa: BLE001  (report and keep going)
             print(f"FAILED {w.__name__}: {type(e).__name__}: {str(e)[:300]}")
     b.print_table()
+    from .goals import judge, print_goals
+    print_goals(b.rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": b.desc, "copy_bw_bytes_per_s": b.copy_bw,
+                   "peak_flops_f32": b.peak_flops, "peers_missing": b.missing,
+                   "command": " ".join(["python -m benchmarks"] + list(argv or sys.argv[1:])),
                        "host": platform.node(), "date": time.strftime("%Y-%m-%d"),
+                   "goals": [{"goal": g, "met": m, "detail": d} for g, m, d in judge(b.rows)],
                        "rows": b.rows}, f, indent=1)
 
 

@@ -14,7 +14,21 @@ import numpy as np
 import polyarray as pa
 from polyarray.schedules import Prefetch, RegisterTile, Split, Transform
 from .__main__ import Bench, check, median_time
-from .workloads import _to_device, _torch_sgemm
+from .workloads import _to_device
+
+
+def _torch_sgemm(n):
+    """cuBLAS SGEMM through torch with TF32 off, when a CUDA GPU is visible."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    a = torch.randn(n, n, device="cuda")
+    b = torch.randn(n, n, device="cuda")
+    return median_time(lambda: a @ b, torch.cuda.synchronize)
 
 
 def register_tiled(bt, th, kt, A="A", B="B"):

@@ -14,6 +14,7 @@ import numpy as np
 
 import polyarray as pa
 from .__main__ import check, median_time
+from .peers import Ns, rotation, run_peers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -121,60 +122,88 @@ def opencl_vs_cuda(b):
                   else xv.sum(), rtol=1e-3)
             times[t] = median_time(lambda: prog(x=xd), prog.synchronize)
         rows.append(times["opencl"] / times["cuda"])
-        b.row(f"OpenCL/CUDA time ratio, {label} 2^26", times["cuda"],
+        b.row(f"9. CUDA vs OpenCL, {label} 2^26", times["cuda"],
               {"opencl (same kernels)": times["opencl"]}, nbytes=None,
               note=f"ratio {times['opencl'] / times['cuda']:.3f}")
 
 
+ROTATE_BYTES = 256 << 20      # input sets rotate until they span this (H100 L2: 50 MB)
+
+
+def input_sets(b, make, nbytes):
+    """Fresh random input sets, as many as it takes to span ROTATE_BYTES on
+    a GPU (one on a CPU), so no call reads the previous call's cache lines."""
+    k = 1 if not b.gpu else max(1, -(-ROTATE_BYTES // max(nbytes, 1)))
+    return [make() for _ in range(min(k, 32))]
+
+
+def time_ours(b, prog, names, sets):
+    """Seconds per call of ``prog`` over the rotating input sets."""
+    dev = [{n: _to_device(b, a) for n, a in zip(names, s)} for s in sets]
+    nxt = rotation(dev)
+    return median_time(lambda: prog(**nxt()), prog.synchronize)
+
+
+def compare(b, name, expr, names, fn, sets, want, nbytes=None, flops=None, rtol=1e-4,
+            note="", **peer_kw):
+    """Compile ``expr``, check it and every peer against ``want`` (NumPy on
+    ``sets[0]``), time all of them on the same rotating inputs, add a row."""
+    prog = _device_prog(b, expr)
+    got = prog(**{n: _to_device(b, a) for n, a in zip(names, sets[0])})
+    check(name, got.get(), want, rtol=rtol)
+    ours = time_ours(b, prog, names, sets)
+    peers, failed, _ = run_peers(b, fn, sets, want, rtol=rtol, **peer_kw)
+    kinds = f"{len(prog.kernels)} kernel(s)"
+    rot = f", {len(sets)} rotating input sets" if len(sets) > 1 else ""
+    return b.row(name, ours, peers, nbytes=nbytes, flops=flops, failed=failed,
+                 note=f"{kinds}{rot}{'; ' + note if note else ''}")
+
+
+def chain10(ns, x):
+    """The 10-op chain for every framework (Python scalars stay float32)."""
+    y = x * 1.5 + 0.5
+    for c in (-0.25, 1.0, -2.0, 3.0):
+        y = y * x + c
+    return y
+
+
 def fused_chain(b):
     n = 1 << (22 if b.quick else (26 if b.gpu else 24))
-    xv = b.rng.uniform(-1, 1, n).astype(np.float32)
     x = pa.placeholder("x", (n,), np.float32)
-    prog = _device_prog(b, chain10_pa(x))
-    xd = _to_device(b, xv)
-    prog_host = pa.compile(chain10_pa(x), target=b.device)
-    want = chain10_np(xv)
-    check("chain10", prog(x=xd).get(), want)
-    t = np.empty_like(xv)
-    check("chain10 in-place", chain10_np_inplace(xv, t), want)
-    ours = median_time(lambda: prog(x=xd), prog.synchronize)
-    ours_host = median_time(lambda: prog_host(x=xv))
-    peers = {"numpy": median_time(lambda: chain10_np(xv)),
-             "numpy out=": median_time(lambda: chain10_np_inplace(xv, t))}
-    b.row(f"10-op chain, 2^{n.bit_length() - 1} f32", ours, peers, nbytes=8 * n,
-          note=f"(with host copies in/out: {ours_host * 1e3:.2f} ms)")
+    sets = input_sets(b, lambda: (b.rng.uniform(-1, 1, n).astype(np.float32),), 4 * n)
+    want = chain10_np(sets[0][0])
+    t = np.empty_like(want)
+    check("chain10 in-place", chain10_np_inplace(sets[0][0], t), want)
+    compare(b, f"1. 10-op chain, 2^{n.bit_length() - 1} f32", chain10_pa(x), ["x"], chain10,
+            sets, want, nbytes=8 * n)
+
+
+def softmax_ns(ns, x):
+    e = ns.exp(x - ns.max(x, 1, keepdims=True))
+    return e / ns.sum(e, 1, keepdims=True)
 
 
 def softmax(b):
     shape = (1024, 1024) if b.quick else (4096, 1024)
-    xv = b.rng.standard_normal(shape).astype(np.float32)
     x = pa.placeholder("x", shape, np.float32)
+    sets = input_sets(b, lambda: (b.rng.standard_normal(shape).astype(np.float32),),
+                      4 * shape[0] * shape[1])
+    want = softmax_ns(Ns("numpy", np), sets[0][0])
     e = pa.exp(x - x.max(axis=1, keepdims=True))
-    prog = _device_prog(b, e / e.sum(axis=1, keepdims=True))
-    xd = _to_device(b, xv)
-
-    def np_softmax(v):
-        ev = np.exp(v - v.max(axis=1, keepdims=True))
-        return ev / ev.sum(axis=1, keepdims=True)
-    check("softmax", prog(x=xd).get(), np_softmax(xv))
-    ours = median_time(lambda: prog(x=xd), prog.synchronize)
-    b.row(f"softmax rows {shape}", ours, {"numpy": median_time(lambda: np_softmax(xv))},
-          nbytes=2 * 4 * xv.size, note=f"{len(prog.kernels)} kernels")
+    compare(b, f"2. softmax rows {shape}", e / e.sum(axis=1, keepdims=True), ["x"],
+            softmax_ns, sets, want, nbytes=2 * 4 * shape[0] * shape[1])
 
 
 def reductions(b):
     shape = (2048, 2048) if b.quick else ((8192, 8192) if b.gpu else (4096, 4096))
-    xv = b.rng.uniform(-1, 1, shape).astype(np.float32)
     x = pa.placeholder("x", shape, np.float32)
-    xd = _to_device(b, xv)
-    for label, expr, ref in [("sum all", x.sum(), lambda: xv.sum()),
-                             ("sum axis=0", x.sum(axis=0), lambda: xv.sum(axis=0)),
-                             ("sum axis=1", x.sum(axis=1), lambda: xv.sum(axis=1))]:
-        prog = _device_prog(b, expr)
-        check(label, prog(x=xd).get(), ref(), rtol=1e-3)
-        ours = median_time(lambda: prog(x=xd), prog.synchronize)
-        b.row(f"{label} {shape} f32", ours, {"numpy": median_time(ref)},
-              nbytes=4 * xv.size)
+    sets = input_sets(b, lambda: (b.rng.uniform(-1, 1, shape).astype(np.float32),),
+                      4 * shape[0] * shape[1])
+    for label, expr, axis in [("sum all", x.sum(), None), ("sum axis=0", x.sum(axis=0), 0),
+                              ("sum axis=1", x.sum(axis=1), 1)]:
+        compare(b, f"2. {label} {shape} f32", expr, ["x"],
+                lambda ns, v, axis=axis: ns.sum(v, axis), sets,
+                sets[0][0].sum(axis=axis), nbytes=4 * shape[0] * shape[1], rtol=1e-3)
 
 
 _COMPILE_SCRIPT = textwrap.dedent("""
@@ -201,9 +230,9 @@ def compile_and_dispatch(b):
             runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
     cold, warm = runs
     assert cold["origin"] == "built" and warm["origin"] == "disk", runs
-    b.row("compile: cold (lower + build)", cold["seconds"], {},
+    b.row("8. compile chain+sum (8-op): cold", cold["seconds"], {},
           note="chain + reduction, new cache dir, after device start-up")
-    b.row("compile: disk-cache hit, new proc", warm["seconds"], {},
+    b.row("8. compile chain+sum: disk hit", warm["seconds"], {},
           note="loopy skipped; device build from the driver's cache")
     x = pa.placeholder("x", (16,), np.float32)
     xv = np.arange(16, dtype=np.float32)
@@ -218,42 +247,20 @@ def compile_and_dispatch(b):
     peers = {"numpy": npt}
     if b.device == "cuda":
         peers.update(_dispatch_peers(16))
-    b.row("per call, 16 elems, device in/out", ours, peers,
+    b.row("7. host time per call, 16 elements", ours, peers,
           note=f"host time per call, no sync; with a sync each call "
                f"{roundtrip * 1e6:.1f} us; numpy in/out {host * 1e6:.1f} us")
 
 
-def _torch_sgemm(n):
-    """cuBLAS SGEMM through torch with TF32 off, when a CUDA GPU is visible."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-    torch.backends.cuda.matmul.allow_tf32 = False
-    a = torch.randn(n, n, device="cuda")
-    b = torch.randn(n, n, device="cuda")
-    return median_time(lambda: a @ b, torch.cuda.synchronize)
-
-
 def matmul(b):
     n = 512 if (b.quick or not b.gpu) else 4096
-    av = b.rng.standard_normal((n, n)).astype(np.float32)
-    bv = b.rng.standard_normal((n, n)).astype(np.float32)
     A = pa.placeholder("A", (n, n), np.float32)
     B = pa.placeholder("B", (n, n), np.float32)
-    prog = _device_prog(b, A @ B)
-    ad, bd = _to_device(b, av), _to_device(b, bv)
-    check("matmul", prog(A=ad, B=bd).get(), av @ bv, rtol=1e-3)
-    ours = median_time(lambda: prog(A=ad, B=bd), prog.synchronize)
-    peers = {"numpy": median_time(lambda: av @ bv)}
-    cublas = _torch_sgemm(n) if b.gpu else None
-    if cublas:
-        peers["cuBLAS (torch, no TF32)"] = cublas
-    kinds = ",".join(k.kind for k in prog.kernels.values())
-    b.row(f"matmul {n}^3 f32", ours, peers,
-          note=f"{2 * n ** 3 / ours / 1e12:.2f} TFLOP/s ({kinds})")
+    sets = [tuple(b.rng.standard_normal((n, n)).astype(np.float32) for _ in "AB")]
+    r = compare(b, f"5. matmul {n}^3 f32", A @ B, ["A", "B"], lambda ns, a, c: ns.dot(a, c),
+                sets, sets[0][0] @ sets[0][1], flops=2 * n ** 3, rtol=1e-3,
+                skip=("cupy.fuse",), note="peers: cuBLAS (TF32 off) / XLA")
+    r["note"] += f"; {2 * n ** 3 / r['polyarray_s'] / 1e12:.1f} TFLOP/s"
 
 
 _ROW_PER_THREAD_CUDA = r"""
@@ -294,7 +301,7 @@ def hermite(b):
         peers = _hermite_cuda_peers(b, xv, xd, N, want) if b.device == "cuda" else {}
         others = ", ".join(f"{k} {v * 1e6:.1f} us ({nbytes / v / b.copy_bw:.2f})"
                            for k, v in times.items() if k != "row+tile")
-        b.row(f"hermite {rows}x{N}, row+tile schedule", times["row+tile"], peers,
+        b.row(f"6. hermite {rows}x{N}, row+tile schedule", times["row+tile"], peers,
               nbytes=nbytes, note=f"polyarray's other schedules: {others}")
 
 
@@ -348,6 +355,20 @@ def transpose(b):
     b.row(f"transpose {n}^2 f32 (default schedule)", ours, peers, nbytes=2 * xv.nbytes)
 
 
-ALL = [fused_chain, softmax, reductions, matmul, hermite, transpose, compile_and_dispatch,
-       opencl_vs_cuda]
-QUICK = {"dispatch": [compile_and_dispatch], "schedules": [hermite, transpose, matmul]}
+def _training():
+    from . import training
+    return training
+
+
+ALL = [fused_chain, softmax, reductions,
+       lambda b: _training().gradient(b), lambda b: _training().logistic_regression(b),
+       matmul, hermite, compile_and_dispatch, lambda b: _training().compile_gradient(b),
+       opencl_vs_cuda, transpose]
+QUICK = {"dispatch": [compile_and_dispatch], "schedules": [hermite, transpose, matmul],
+         "training": [lambda b: _training().gradient(b),
+                      lambda b: _training().logistic_regression(b),
+                      lambda b: _training().compile_gradient(b)],
+         "peers": [fused_chain, softmax, reductions, matmul],
+         "rest": [lambda b: _training().gradient(b), lambda b: _training().logistic_regression(b),
+                  hermite, compile_and_dispatch, lambda b: _training().compile_gradient(b),
+                  opencl_vs_cuda, transpose]}

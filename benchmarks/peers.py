@@ -1,0 +1,142 @@
+"""The peers of every workload: one computation, written once against a
+small array namespace (``Ns``), run by each framework that is installed --
+NumPy on the CPU, CuPy eager, ``cupy.fuse``, JAX ``jit``, PyTorch eager and
+``torch.compile``.  Each peer's first result is checked against NumPy
+before it is timed; a peer that fails or disagrees is reported, not timed.
+
+Input sets rotate (``sets`` > 1) when one set would fit in the GPU's L2, so
+no implementation reads warm cache lines call after call.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+
+from .__main__ import check, median_time
+
+
+class Ns:
+    """The few array functions the workloads use, per framework."""
+
+    def __init__(self, name, mod):
+        self.name, self.mod = name, mod
+
+    def exp(self, x):
+        return self.mod.exp(x)
+
+    def sum(self, x, axis=None, keepdims=False):
+        if self.name == "torch":
+            return x.sum() if axis is None else x.sum(dim=axis, keepdim=keepdims)
+        return self.mod.sum(x, axis=axis, keepdims=keepdims)
+
+    def max(self, x, axis, keepdims=False):
+        if self.name == "torch":
+            return self.mod.amax(x, dim=axis, keepdim=keepdims)
+        return self.mod.max(x, axis=axis, keepdims=keepdims)
+
+    def dot(self, a, b):
+        return a @ b
+
+
+class Framework:
+    def __init__(self, name, ns, to_device, to_host, sync, wrap=None):
+        self.name, self.ns = name, ns
+        self.to_device, self.to_host, self.sync = to_device, to_host, sync
+        self.wrap = wrap or (lambda f: f)
+
+
+def frameworks(gpu):
+    """``(available frameworks, {name: why not})``."""
+    found, missing = [Framework("numpy", Ns("numpy", np), lambda a: a, np.asarray,
+                                lambda: None)], {}
+    if not gpu:
+        return found, {"gpu peers": "no GPU on this device"}
+    try:
+        import cupy as cp
+        sync = cp.cuda.Device().synchronize
+        ns = Ns("cupy", cp)
+        found.append(Framework("cupy", ns, cp.asarray, cp.asnumpy, sync))
+        found.append(Framework("cupy.fuse", ns, cp.asarray, cp.asnumpy, sync, wrap=cp.fuse))
+    except Exception as e:      # noqa: BLE001  (not installed, or no driver)
+        missing["cupy"] = f"{type(e).__name__}: {e}"[:120]
+    try:
+        import jax
+        import jax.numpy as jnp
+        jax.config.update("jax_default_matmul_precision", "highest")   # no TF32
+        last = []
+
+        def jsync():
+            if last:
+                jax.block_until_ready(last[-1])
+                last.clear()
+
+        def jit(f):
+            g = jax.jit(f)
+
+            def call(*a):
+                r = g(*a)
+                last[:] = [r]
+                return r
+            return call
+        found.append(Framework("jax.jit", Ns("jax", jnp), jax.device_put, np.asarray, jsync,
+                               wrap=jit))
+    except Exception as e:      # noqa: BLE001
+        missing["jax"] = f"{type(e).__name__}: {e}"[:120]
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            raise RuntimeError("torch sees no CUDA device")
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        ns = Ns("torch", torch)
+
+        def tdev(a):
+            return torch.from_numpy(np.ascontiguousarray(a)).cuda()
+
+        def thost(t):
+            return t.detach().cpu().numpy()
+        found.append(Framework("torch", ns, tdev, thost, torch.cuda.synchronize))
+        found.append(Framework("torch.compile", ns, tdev, thost, torch.cuda.synchronize,
+                               wrap=torch.compile))
+    except Exception as e:      # noqa: BLE001
+        missing["torch"] = f"{type(e).__name__}: {e}"[:120]
+    try:
+        from numba import cuda
+        if not cuda.is_available():
+            raise RuntimeError("numba sees no CUDA device")
+        missing["numba"] = "imports, but this suite has no Numba kernel for the workload"
+    except Exception as e:      # noqa: BLE001
+        missing["numba"] = f"import failed: {type(e).__name__}: {e}"[:120]
+    return found, missing
+
+
+def rotation(sets):
+    """A callable returning the next input set each call (L2 rotation)."""
+    cyc = itertools.cycle(sets)
+    return lambda: next(cyc)
+
+
+def run_peers(b, fn, sets, want, rtol=1e-4, only=None, skip=()):
+    """Seconds per call of ``fn(ns, *inputs)`` for every framework, over
+    the rotating host input ``sets``; first-call seconds go in ``first``."""
+    times, notes, first = {}, dict(b.missing), {}
+    for fw in b.frameworks:
+        if (only and fw.name not in only) or fw.name in skip:
+            continue
+        try:
+            dev = [tuple(fw.to_device(a) for a in s) for s in sets]
+            f = fw.wrap(lambda *a, ns=fw.ns: fn(ns, *a))
+            t0 = time.perf_counter()
+            got = f(*dev[0])
+            fw.sync()
+            first[fw.name] = time.perf_counter() - t0
+            check(f"{fw.name}", fw.to_host(got), want, rtol=rtol)
+            nxt = rotation(dev)
+            slow = first[fw.name] > 0.5         # CPU NumPy on GPU-sized work
+            times[fw.name] = median_time(lambda: f(*nxt()), fw.sync,
+                                         **({"repeat": 3, "warmup": 0} if slow else {}))
+        except Exception as e:      # noqa: BLE001  (report the peer, keep going)
+            notes[fw.name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:120]
+    return times, notes, first

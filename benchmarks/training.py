@@ -1,0 +1,162 @@
+"""Workloads 3, 4 and 8: the gradient expression, logistic regression
+trained on the device, and the gradient's compile time."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import numpy as np
+
+import polyarray as pa
+from .__main__ import check
+from .workloads import ROOT, _to_device, compare
+
+
+def gradient_ns(ns, x, z, W, h):
+    return ns.dot(x.T, ns.dot(-(x - z), W) * h * (1.0 - h))
+
+
+def gradient_sizes(b):
+    return (512, 256, 256) if (b.quick or not b.gpu) else (8192, 4096, 4096)
+
+
+def gradient(b):
+    """grad_W = dot(X.T, dot(-(x - z), W) * h * (1 - h)), X = x."""
+    n, nv, nh = gradient_sizes(b)
+    names = ["x", "z", "W", "h"]
+    shapes = [(n, nv), (n, nv), (nv, nh), (n, nh)]
+    ph = [pa.placeholder(k, s, np.float32) for k, s in zip(names, shapes)]
+    sets = [tuple(b.rng.uniform(0, 1, s).astype(np.float32) for s in shapes)]
+    want = gradient_ns(_np_ns(), *sets[0])
+    flops = 2 * n * nv * nh * 2
+    compare(b, f"3. gradient n={n} nv={nv} nh={nh}", gradient_ns(_pa_ns(), *ph), names,
+            gradient_ns, sets, want, flops=flops, rtol=1e-3, skip=("cupy.fuse",))
+
+
+class _PaNs:
+    """polyarray has NumPy's names; the workloads' namespace maps onto them."""
+    def dot(self, a, b):
+        return pa.dot(a, b)
+
+
+def _pa_ns():
+    return _PaNs()
+
+
+def _np_ns():
+    from .peers import Ns
+    return Ns("numpy", np)
+
+
+# ---- 4. logistic regression (Theano's tutorial), weights on the device ----
+
+N_SAMPLES, FEATS, STEPS, LR = 400, 784, 10_000, 0.1
+
+
+def logreg_step(ns, X, Y, w, c):
+    """One gradient step of L2-regularized logistic regression."""
+    p = 1.0 / (1.0 + ns.exp(-(ns.dot(X, w) + c)))
+    d = p - Y
+    return w - LR * (ns.dot(X.T, d) / N_SAMPLES + 0.02 * w), c - LR * ns.sum(d) / N_SAMPLES
+
+
+def logistic_regression(b):
+    steps = 200 if b.quick else STEPS
+    rng = b.rng
+    X = rng.standard_normal((N_SAMPLES, FEATS)).astype(np.float32)
+    Y = (rng.random(N_SAMPLES) > 0.5).astype(np.float32)
+    w0 = np.zeros(FEATS, np.float32) + 0.01 * rng.standard_normal(FEATS).astype(np.float32)
+    c0 = np.float32(0.0)
+    Xp, Yp = pa.placeholder("X", X.shape, np.float32), pa.placeholder("Y", Y.shape, np.float32)
+    wp, cp_ = pa.placeholder("w", (FEATS,), np.float32), pa.placeholder("c", (), np.float32)
+    prog = pa.compile(list(logreg_step(_LogregPa(), Xp, Yp, wp, cp_)), target=b.device,
+                      out="device", **({"device_kind": "gpu"} if b.device == "opencl" else {}))
+    # reference: 100 NumPy steps, every implementation must agree on them
+    ref_w, ref_c = w0, c0
+    for _ in range(100):
+        ref_w, ref_c = logreg_step(_np_ns(), X, Y, ref_w, ref_c)
+
+    def ours(k):
+        Xd, Yd = _to_device(b, X), _to_device(b, Y)
+        w, c = _to_device(b, w0), _to_device(b, np.asarray(c0))
+        for _ in range(k):
+            w, c = prog(X=Xd, Y=Yd, w=w, c=c)
+        prog.synchronize()
+        return w.get()
+    check("logreg polyarray", ours(100), ref_w, rtol=1e-3)
+    t0 = time.perf_counter()
+    ours(steps)
+    t_ours = time.perf_counter() - t0
+    peers, failed = {}, dict(b.missing)
+    for fw in b.frameworks:
+        if fw.name == "cupy.fuse":
+            continue
+        try:
+            step = fw.wrap(lambda X_, Y_, w_, c_, ns=fw.ns: logreg_step(ns, X_, Y_, w_, c_))
+
+            def run(k, fw=fw, step=step):
+                Xd, Yd = fw.to_device(X), fw.to_device(Y)
+                w, c = fw.to_device(w0), fw.to_device(np.asarray(c0))
+                for _ in range(k):
+                    w, c = step(Xd, Yd, w, c)
+                fw.sync()
+                return fw.to_host(w)
+            check(f"logreg {fw.name}", run(100), ref_w, rtol=1e-3)
+            t0 = time.perf_counter()
+            run(steps)
+            peers[fw.name] = time.perf_counter() - t0
+        except Exception as e:      # noqa: BLE001
+            failed[fw.name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:120]
+    b.row(f"4. logistic regression, {steps} steps", t_ours, peers, failed=failed,
+          note=f"total seconds; N={N_SAMPLES}, {FEATS} features, weights on the device; "
+               f"{len(prog.kernels)} kernel(s) per step")
+
+
+class _LogregPa:
+    def exp(self, x):
+        return pa.exp(x)
+
+    def dot(self, a, b):
+        return pa.dot(a, b)
+
+    def sum(self, x):
+        return x.sum()
+
+
+# ---- 8. compile time of workload 3 ----
+
+_COMPILE_GRADIENT = textwrap.dedent("""
+    import json, time, numpy as np, polyarray as pa
+    from benchmarks.training import gradient_ns, _pa_ns
+    import targets
+    targets.get_target("{target}").warm_up()     # device/driver start-up
+    n, nv, nh = {sizes}
+    ph = [pa.placeholder(k, s, np.float32)
+          for k, s in zip("xzWh", [(n, nv), (n, nv), (nv, nh), (n, nh)])]
+    t0 = time.perf_counter()
+    prog = pa.compile(gradient_ns(_pa_ns(), *ph), target="{target}"{opts})
+    print(json.dumps({{"seconds": time.perf_counter() - t0,
+                      "origin": prog._exe.compiled.origin}}))
+""")
+
+
+def compile_gradient(b):
+    opts = ', device_kind="gpu"' if b.device == "opencl" else ""
+    script = _COMPILE_GRADIENT.format(target=b.device, sizes=gradient_sizes(b), opts=opts)
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, POLYARRAY_CACHE_DIR=d,
+                   PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+        runs = [json.loads(subprocess.run([sys.executable, "-c", script], env=env,
+                                          capture_output=True, text=True, check=True)
+                           .stdout.strip().splitlines()[-1]) for _ in range(2)]
+    cold, warm = runs
+    assert cold["origin"] == "built" and warm["origin"] == "disk", runs
+    b.row("8. compile gradient (w3): cold", cold["seconds"], {},
+          note="new process, empty cache dir, after device start-up")
+    b.row("8. compile gradient (w3): disk hit", warm["seconds"], {},
+          note="new process, same cache dir")
