@@ -191,7 +191,8 @@ def main(argv=None):
             print(f"FAILED {w.__name__}: {type(e).__name__}: {str(e)[:300]}")
     b.print_table()
     from .goals import judge, print_goals
-    print_goals(b.rows)
+    if b.gpu:
+        print_goals(b.rows)             # the goals are GPU goals
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": b.desc, "copy_bw_bytes_per_s": b.copy_bw,

@@ -14,7 +14,7 @@ import numpy as np
 
 import polyarray as pa
 from .__main__ import check, median_time
-from .peers import Ns, rotation, run_peers
+from .peers import Ns, numba_chain, rotation, run_peers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -174,8 +174,16 @@ def fused_chain(b):
     want = chain10_np(sets[0][0])
     t = np.empty_like(want)
     check("chain10 in-place", chain10_np_inplace(sets[0][0], t), want)
-    compare(b, f"1. 10-op chain, 2^{n.bit_length() - 1} f32", chain10_pa(x), ["x"], chain10,
-            sets, want, nbytes=8 * n)
+    r = compare(b, f"1. 10-op chain, 2^{n.bit_length() - 1} f32", chain10_pa(x), ["x"],
+                chain10, sets, want, nbytes=8 * n)
+    if b.gpu and b.device == "cuda":
+        try:
+            r["peers_s"]["numba cuda"] = numba_chain(b, sets, want)
+            r["peers_not_timed"].pop("numba", None)
+            best = min(r["peers_s"], key=r["peers_s"].get)
+            r["best_peer"], r["ratio_to_best_peer"] = best, r["peers_s"][best] / r["polyarray_s"]
+        except Exception as e:      # noqa: BLE001
+            r["peers_not_timed"]["numba"] = f"{type(e).__name__}: {e}"[:120]
 
 
 def softmax_ns(ns, x):
