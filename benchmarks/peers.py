@@ -118,8 +118,10 @@ def frameworks(gpu):
 def _positional(fn, ns, n):
     """``fn(ns, ...)`` as a function of exactly ``n`` positional arguments
     (``cupy.fuse`` reads the signature; it takes no ``*args``)."""
-    return [lambda a: fn(ns, a), lambda a, c: fn(ns, a, c), lambda a, c, d: fn(ns, a, c, d),
-            lambda a, c, d, e: fn(ns, a, c, d, e)][n - 1]
+    f = [lambda a: fn(ns, a), lambda a, c: fn(ns, a, c), lambda a, c, d: fn(ns, a, c, d),
+         lambda a, c, d, e: fn(ns, a, c, d, e)][n - 1]
+    f.__name__ = f.__qualname__ = "peer"    # cupy.fuse names its kernel after it
+    return f
 
 
 def numba_chain(b, sets, want):
