@@ -79,8 +79,24 @@ class Bench:
             raise SystemExit(f"unsupported --device {device!r} (opencl, cuda)")
         self.copy_bw = self.measure_copy()
         self.peak_flops = self.measure_peak_flops()
-        from .peers import frameworks
-        self.frameworks, self.missing = frameworks(self.gpu)
+        self._peers = None
+
+    def _load_peers(self):
+        """The peers' frameworks, imported on first use (the experiment
+        scripts that build a Bench never import torch or JAX)."""
+        if self._peers is None:
+            from .peers import frameworks
+            self._peers = frameworks(self.gpu)
+        return self._peers
+
+    @property
+    def frameworks(self):
+        return self._load_peers()[0]
+
+    @property
+    def missing(self):
+        """{framework: why it is not timed}."""
+        return self._load_peers()[1]
 
     def measure_copy(self):
         """Device-to-device copy bandwidth (bytes read + written per second)."""
@@ -196,7 +212,8 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": b.desc, "copy_bw_bytes_per_s": b.copy_bw,
-                   "peak_flops_f32": b.peak_flops, "peers_missing": b.missing,
+                   "peak_flops_f32": b.peak_flops,
+                   "peers_missing": b.missing,
                    "command": " ".join(["python -m benchmarks"] + list(argv or sys.argv[1:])),
                        "host": platform.node(), "date": time.strftime("%Y-%m-%d"),
                    "goals": [{"goal": g, "met": m, "detail": d} for g, m, d in judge(b.rows)],

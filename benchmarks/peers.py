@@ -18,7 +18,8 @@ from .__main__ import check, median_time
 
 
 class Ns:
-    """The few array functions the workloads use, per framework."""
+    """The few array functions the workloads use, per framework (polyarray
+    included: it has NumPy's names)."""
 
     def __init__(self, name, mod):
         self.name, self.mod = name, mod
@@ -37,7 +38,7 @@ class Ns:
         return self.mod.max(x, axis=axis, keepdims=keepdims)
 
     def dot(self, a, b):
-        return a @ b
+        return a @ b if self.name == "torch" else self.mod.dot(a, b)    # torch.dot is 1-D only
 
 
 class Framework:

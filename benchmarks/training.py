@@ -2,11 +2,6 @@
 trained on the device, and the gradient's compile time."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import tempfile
 import textwrap
 import time
 
@@ -14,7 +9,8 @@ import numpy as np
 
 import polyarray as pa
 from .__main__ import check
-from .workloads import ROOT, _to_device, compare
+from .peers import Ns
+from .workloads import _to_device, compare, compile_in_new_processes
 
 
 def gradient_ns(ns, x, z, W, h):
@@ -32,25 +28,10 @@ def gradient(b):
     shapes = [(n, nv), (n, nv), (nv, nh), (n, nh)]
     ph = [pa.placeholder(k, s, np.float32) for k, s in zip(names, shapes)]
     sets = [tuple(b.rng.uniform(0, 1, s).astype(np.float32) for s in shapes)]
-    want = gradient_ns(_np_ns(), *sets[0])
+    want = gradient_ns(Ns("numpy", np), *sets[0])
     flops = 2 * n * nv * nh * 2
-    compare(b, f"3. gradient n={n} nv={nv} nh={nh}", gradient_ns(_pa_ns(), *ph), names,
-            gradient_ns, sets, want, flops=flops, rtol=1e-3, skip=("cupy.fuse",))
-
-
-class _PaNs:
-    """polyarray has NumPy's names; the workloads' namespace maps onto them."""
-    def dot(self, a, b):
-        return pa.dot(a, b)
-
-
-def _pa_ns():
-    return _PaNs()
-
-
-def _np_ns():
-    from .peers import Ns
-    return Ns("numpy", np)
+    compare(b, f"3. gradient n={n} nv={nv} nh={nh}", gradient_ns(Ns("polyarray", pa), *ph),
+            names, gradient_ns, sets, want, flops=flops, rtol=1e-3, skip=("cupy.fuse",))
 
 
 # ---- 4. logistic regression (Theano's tutorial), weights on the device ----
@@ -74,12 +55,12 @@ def logistic_regression(b):
     c0 = np.float32(0.0)
     Xp, Yp = pa.placeholder("X", X.shape, np.float32), pa.placeholder("Y", Y.shape, np.float32)
     wp, cp_ = pa.placeholder("w", (FEATS,), np.float32), pa.placeholder("c", (), np.float32)
-    prog = pa.compile(list(logreg_step(_LogregPa(), Xp, Yp, wp, cp_)), target=b.device,
+    prog = pa.compile(list(logreg_step(Ns("polyarray", pa), Xp, Yp, wp, cp_)), target=b.device,
                       out="device", **({"device_kind": "gpu"} if b.device == "opencl" else {}))
     # reference: 100 NumPy steps, every implementation must agree on them
     ref_w, ref_c = w0, c0
     for _ in range(100):
-        ref_w, ref_c = logreg_step(_np_ns(), X, Y, ref_w, ref_c)
+        ref_w, ref_c = logreg_step(Ns("numpy", np), X, Y, ref_w, ref_c)
 
     def ours(k):
         Xd, Yd = _to_device(b, X), _to_device(b, Y)
@@ -117,29 +98,19 @@ def logistic_regression(b):
                f"{len(prog.kernels)} kernel(s) per step")
 
 
-class _LogregPa:
-    def exp(self, x):
-        return pa.exp(x)
-
-    def dot(self, a, b):
-        return pa.dot(a, b)
-
-    def sum(self, x):
-        return x.sum()
-
-
 # ---- 8. compile time of workload 3 ----
 
 _COMPILE_GRADIENT = textwrap.dedent("""
     import json, time, numpy as np, polyarray as pa
-    from benchmarks.training import gradient_ns, _pa_ns
+    from benchmarks.training import gradient_ns
+    from benchmarks.peers import Ns
     import targets
     targets.get_target("{target}").warm_up()     # device/driver start-up
     n, nv, nh = {sizes}
     ph = [pa.placeholder(k, s, np.float32)
           for k, s in zip("xzWh", [(n, nv), (n, nv), (nv, nh), (n, nh)])]
     t0 = time.perf_counter()
-    prog = pa.compile(gradient_ns(_pa_ns(), *ph), target="{target}"{opts})
+    prog = pa.compile(gradient_ns(Ns("polyarray", pa), *ph), target="{target}"{opts})
     print(json.dumps({{"seconds": time.perf_counter() - t0,
                       "origin": prog._exe.compiled.origin}}))
 """)
@@ -147,15 +118,8 @@ _COMPILE_GRADIENT = textwrap.dedent("""
 
 def compile_gradient(b):
     opts = ', device_kind="gpu"' if b.device == "opencl" else ""
-    script = _COMPILE_GRADIENT.format(target=b.device, sizes=gradient_sizes(b), opts=opts)
-    with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, POLYARRAY_CACHE_DIR=d,
-                   PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
-        runs = [json.loads(subprocess.run([sys.executable, "-c", script], env=env,
-                                          capture_output=True, text=True, check=True)
-                           .stdout.strip().splitlines()[-1]) for _ in range(2)]
-    cold, warm = runs
-    assert cold["origin"] == "built" and warm["origin"] == "disk", runs
+    cold, warm = compile_in_new_processes(
+        _COMPILE_GRADIENT.format(target=b.device, sizes=gradient_sizes(b), opts=opts))
     b.row("8. compile gradient (w3): cold", cold["seconds"], {},
           note="new process, empty cache dir, after device start-up")
     b.row("8. compile gradient (w3): disk hit", warm["seconds"], {},

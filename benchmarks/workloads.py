@@ -227,17 +227,22 @@ _COMPILE_SCRIPT = textwrap.dedent("""
 """)
 
 
-def compile_and_dispatch(b):
+def compile_in_new_processes(script):
+    """Run ``script`` (which prints compile seconds and origin as JSON) in two
+    new processes sharing an empty cache dir: ``(cold, disk hit)``."""
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, POLYARRAY_CACHE_DIR=d,
                    PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
-        runs = []
-        for _ in range(2):
-            r = subprocess.run([sys.executable, "-c", _COMPILE_SCRIPT.format(target=b.device)],
-                               env=env, capture_output=True, text=True, check=True)
-            runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
+        runs = [json.loads(subprocess.run([sys.executable, "-c", script], env=env,
+                                          capture_output=True, text=True, check=True)
+                           .stdout.strip().splitlines()[-1]) for _ in range(2)]
     cold, warm = runs
     assert cold["origin"] == "built" and warm["origin"] == "disk", runs
+    return cold, warm
+
+
+def compile_and_dispatch(b):
+    cold, warm = compile_in_new_processes(_COMPILE_SCRIPT.format(target=b.device))
     b.row("8. compile chain+sum (8-op): cold", cold["seconds"], {},
           note="chain + reduction, new cache dir, after device start-up")
     b.row("8. compile chain+sum: disk hit", warm["seconds"], {},
@@ -314,7 +319,6 @@ def hermite(b):
 
 
 def _hermite_cuda_peers(b, xv, xd, N, want):
-    import pycuda.driver as drv
     import pycuda.gpuarray as ga
     from pycuda.compiler import SourceModule
     rows = xv.shape[0]

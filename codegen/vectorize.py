@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .schedule import Step, _extent, _need_iname, _need_positive, _tag_of
+from .schedule import Step, _extent, _inames, _need_iname, _need_positive, _tag_of
 
 # element types with a CUDA and an OpenCL vector type of 2 and 4 lanes
 _LANE_TYPES = {np.dtype(t) for t in (np.float32, np.float64, np.int32, np.uint32,
@@ -61,16 +61,17 @@ class Vectorize(Step):
                            f"not a multiple of {w}")
         kern = knl.default_entrypoint
         args = {a.name: a for a in kern.args}
-        reads, writes = set(), set()
+        reads, writes, outside = set(), set(), {}
         for insn in kern.instructions:
+            subs = {"r": _subscripts(insn.expression), "w": _subscripts(insn.assignee)}
             if i not in insn.within_inames:
+                outside[insn.id] = {sub.aggregate.name for sub in subs["r"] + subs["w"]}
                 continue
-            for sub in _subscripts(insn.expression):
-                self._check_access(ctx, sub, args, i)
-                reads.add(sub.aggregate.name)
-            for sub in _subscripts(insn.assignee):
-                self._check_access(ctx, sub, args, i)
-                writes.add(sub.aggregate.name)
+            for kind, found in (("r", reads), ("w", writes)):
+                for sub in subs[kind]:
+                    if sub.aggregate.name in args:      # temporaries stay as they are
+                        self._check_access(ctx, sub, i)
+                        found.add(sub.aggregate.name)
         if reads & writes:
             self.fail(ctx, f"arrays {sorted(reads & writes)} are both read and written")
         for name in sorted(reads | writes):
@@ -78,12 +79,11 @@ class Vectorize(Step):
             if dt not in _LANE_TYPES or dt.itemsize * w > 16:
                 self.fail(ctx, f"array {name!r} has type {dt}, which has no {w}-lane vector "
                                "type of at most 16 bytes")
-        for insn in kern.instructions:
-            others = {s.aggregate.name for s in _subscripts(insn.expression)
-                      + _subscripts(insn.assignee)} & (reads | writes)
-            if others and i not in insn.within_inames:
-                self.fail(ctx, f"instruction {insn.id} reads {sorted(others)} outside loop {i!r}")
-        if f"{i}_outer" in _inames_of(kern) or f"{i}_inner" in _inames_of(kern):
+        for insn_id, names in outside.items():
+            if names & (reads | writes):
+                self.fail(ctx, f"instruction {insn_id} reads {sorted(names & (reads | writes))} "
+                               f"outside loop {i!r}")
+        if {f"{i}_outer", f"{i}_inner"} & _inames(knl):
             self.fail(ctx, f"the loop names {i}_outer/{i}_inner are taken")
 
         knl = lp.split_iname(knl, i, w, inner_tag="unr")
@@ -100,21 +100,15 @@ class Vectorize(Step):
             knl = _store_through_vector(knl, name, lane, w)
         return knl
 
-    def _check_access(self, ctx, sub, args, i):
+    def _check_access(self, ctx, sub, i):
         import pymbolic.primitives as p
         from pymbolic.mapper.dependency import DependencyMapper
         name = sub.aggregate.name
-        if name not in args:
-            return          # a temporary: private, indexed as it was
         idx = sub.index_tuple
         uses = [DependencyMapper(composite_leaves=False)(e) for e in idx]
         if idx[-1] != p.Variable(i) or any(p.Variable(i) in u for u in uses[:-1]):
             self.fail(ctx, f"array {name!r} is indexed {sub.index_tuple}; vectorizing {i!r} "
                            f"needs {i!r} alone as its last index")
-
-
-def _inames_of(kern):
-    return set(kern.all_inames())
 
 
 def _store_through_vector(knl, name, lane, w):
