@@ -381,6 +381,7 @@ QUICK = {"dispatch": [compile_and_dispatch], "schedules": [hermite, transpose, m
                       lambda b: _training().logistic_regression(b),
                       lambda b: _training().compile_gradient(b)],
          "peers": [fused_chain, softmax, reductions, matmul],
+         "reductions": [softmax, reductions],
          "rest": [lambda b: _training().gradient(b), lambda b: _training().logistic_regression(b),
                   hermite, compile_and_dispatch, lambda b: _training().compile_gradient(b),
                   opencl_vs_cuda, transpose]}

@@ -140,6 +140,8 @@ def lower_program(outputs, target, cpu=False, schedules=None) -> Lowered:
             continue
         if g.kind == "elementwise":
             asm.elementwise(f"k{gi}_elementwise", g)
+        elif g.kind == "rows":
+            asm.rows(f"k{gi}_rows", g)
         else:
             node = g.units[0].node
             label = node.op if isinstance(node, N.Reduce) else "einsum"
@@ -169,6 +171,8 @@ def lower_program(outputs, target, cpu=False, schedules=None) -> Lowered:
             kernels.append(KernelInfo(kp.name, args, tuple(int(x) for x in gsize),
                                       tuple(int(x) for x in lsize), kp.strategy, knl,
                                       kp.steps, tu.callables_table))
+    used = {a for k in kernels for a in k.args}     # fused row reductions need no buffer
+    specs = {n: b for n, b in specs.items() if b.role != "temp" or n in used}
     return Lowered(source, kernels, specs, inputs, data, out_names, idx_dt.name, tu)
 
 

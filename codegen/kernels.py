@@ -142,10 +142,11 @@ class Assembler:
         return self.schedules[name if name in hits else hits[0]]
 
     def finish(self, name, kb, domains, written, steps, strategy="elementwise",
-               shapes=None, construct=None):
+               shapes=None, construct=None, scheduled=None):
         """Make the loopy kernel and apply its schedule: the user's steps for
         this kernel if any, else ``steps`` (the default).  ``construct`` tags
-        loops that the construction itself fixes.  Buffers are flat unless
+        loops that the construction itself fixes; ``scheduled`` adjusts the
+        kernel to the schedule applied.  Buffers are flat unless
         ``shapes`` gives a multi-dimensional view (needed by ``add_prefetch``)."""
         used = set()
         from loopy.symbolic import get_dependencies
@@ -170,6 +171,8 @@ class Assembler:
         steps = tuple(user) if user is not None else tuple(steps)
         ctx = KernelContext(name, strategy)
         knl = apply_steps(knl, steps, ctx)
+        if scheduled is not None:
+            knl = scheduled(knl)
         # a work-group reduction's result is stored by every work-item (same value)
         # ('ilp' loops, as in register tiles, need loopy's older scheduler)
         kern = knl.default_entrypoint
@@ -329,6 +332,11 @@ class Assembler:
             f"0 <= t < {wg}" + (f" and 0 <= uf < {ilp}}}" if fetched else "}")
         self.finish(name, kb, [domain], written, (ElementsPerItem(ilp, wg),),
                     construct=lambda knl: lp.tag_inames(knl, tags))
+
+    def rows(self, name, group):
+        """A ``rows`` group: row reductions and their elementwise readers."""
+        from .rows import row_kernel
+        row_kernel(self, name, group)
 
     # -- reductions ---------------------------------------------------------
     def reduction(self, name, node):

@@ -52,6 +52,11 @@ def linearize(idx, shape):
     return terms[0] if len(terms) == 1 else p.Sum(tuple(terms))
 
 
+class NotFusable(Exception):
+    """A fused kernel would read a value it does not compute; the caller
+    falls back to separate kernels."""
+
+
 class KernelBuilder(Mapper):
     """Builds the instructions of one kernel.
 
@@ -80,6 +85,9 @@ class KernelBuilder(Mapper):
         # transformations such as prefetch); name -> shape of those read so
         self.multidim = False
         self.read_shapes = {}
+        # nodes this kernel computes in temporaries only (``local``), never
+        # in their buffers: a read at any other index cannot be served
+        self.kernel_local = frozenset()
 
     # -- analysis ----------------------------------------------------------
     def analyze(self, roots):
@@ -160,6 +168,9 @@ class KernelBuilder(Mapper):
         """``(expr, dtype)`` of ``node`` at multi-index ``idx``."""
         if id(node) in self.local and tuple(self.local[id(node)][1]) == tuple(idx):
             return self.local[id(node)][0], node.dtype
+        if id(node) in self.kernel_local:
+            raise NotFusable(f"{type(node).__name__} {node.shape} is read at {idx}, not at "
+                             f"the index where this kernel computes it")
         if id(node) in self.buffers:
             return self.read_buffer(node, idx), node.dtype
         key = (id(node), tuple(idx))
@@ -313,4 +324,4 @@ def ceil_div(a, b):
     return -(-a // b)
 
 
-__all__ = ["KernelBuilder", "decompose", "linearize", "pow2_floor", "ceil_div"]
+__all__ = ["KernelBuilder", "NotFusable", "decompose", "linearize", "pow2_floor", "ceil_div"]

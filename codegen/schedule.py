@@ -249,7 +249,8 @@ class Prefetch(Step):
 class GroupReduce(Step):
     """Reduce ``iname`` with a work-group of ``size`` work-items: a strided
     loop per work-item, then a tree in local memory; the kernel's output
-    loop ``over`` runs one output per work-group (``g.0``)."""
+    loop ``over`` runs one output per work-group (``g.0``); ``over=""``
+    leaves the loops as they are (a row kernel's second reduction)."""
     iname: str
     size: int
     over: str = "i"
@@ -265,7 +266,7 @@ class GroupReduce(Step):
         knl = _split(self, knl, ctx, self.iname, self.size)
         knl = lp.split_reduction_outward(knl, f"{self.iname}_inner")
         knl = _set_tag(self, knl, ctx, f"{self.iname}_inner", "l.0")
-        return _set_tag(self, knl, ctx, self.over, "g.0")
+        return _set_tag(self, knl, ctx, self.over, "g.0") if self.over else knl
 
 
 @dataclass(frozen=True)

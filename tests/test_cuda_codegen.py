@@ -137,3 +137,29 @@ def test_vectorized_kernels_compile_with_nvcc(dtype, width):
     with tempfile.TemporaryDirectory() as d:
         r = _nvcc(low.source, d, "vec")
     assert r.returncode == 0, r.stderr
+
+
+@needs_nvcc
+def test_fused_row_kernels_compile_with_nvcc():
+    """Every fused row case as CUDA: long rows get a work-group each, whose
+    reduction results are shared through local memory behind a barrier."""
+    import loopy as lp
+    from codegen import lower_program
+    from test_row_fusion import FUSED, _case
+    sources = []
+    for fn, shape, dtype, nred in FUSED:
+        expr, _, _ = _case(fn, shape, dtype)
+        low = lower_program([expr.node], lp.CudaTarget())
+        info, = low.kernels
+        if shape[-1] >= 64:
+            assert info.kind == "rows (group)", (fn.__name__, shape, info)
+            assert low.source.count("Barrier inserted due to l_barrier") == nred, low.source
+        else:       # a row per work-item: its results stay private (no sharing, no race)
+            assert info.kind == "rows (thread)", (fn.__name__, shape, info)
+            assert "__shared__" not in low.source and "__syncthreads" not in low.source, \
+                low.source
+        sources.append(low.source)
+    combined = "".join(_namespaced(k, s) for k, s in enumerate(sources))
+    with tempfile.TemporaryDirectory() as d:
+        r = _nvcc(combined, d, "rows")
+    assert r.returncode == 0, r.stderr
