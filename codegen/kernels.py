@@ -371,15 +371,24 @@ class Assembler:
         self._reduce(name, dict(spec, op="min", body=first_index, out_dtype=I64))
 
     def _tiled_matmul(self, name, node):
+        """``A @ B`` over loops i, j, k; an operand that transposes a buffer
+        (``x.T``) is read in place as ``x[k, i]`` (``plan.transposed_buffer``)."""
+        from .plan import transposed_buffer
         (M, K), (_, Nn) = node.operands[0].shape, node.operands[1].shape
-        A, B = (self.buffers[id(o)] for o in node.operands)
+        i, j, k = p.Variable("i"), p.Variable("j"), p.Variable("k")
+        reads, shapes = [], {}
+        for o, idx in zip(node.operands, ((i, k), (k, j))):
+            src = transposed_buffer(o, self.plan.materialized) if id(o) not in self.buffers \
+                else None
+            buf = self.buffers[id(src if src is not None else o)]
+            reads.append(p.Subscript(p.Variable(buf), idx[::-1] if src is not None else idx))
+            shapes[buf] = src.shape if src is not None else o.shape
+        A, B = (r.aggregate.name for r in reads)
         out = self.buffers[id(node)]
         kb = KernelBuilder(self.plan, self.buffers, ["i", "j"])
-        i, j, k = p.Variable("i"), p.Variable("j"), p.Variable("k")
-        body = p.Product((p.Subscript(p.Variable(A), (i, k)), p.Subscript(p.Variable(B), (k, j))))
-        kb.assign(p.Subscript(p.Variable(out), (i, j)), Reduction("sum", ("k",), body),
-                  ["i", "j"])
-        if A == B:          # a @ a: one prefetch serves both reads
+        kb.assign(p.Subscript(p.Variable(out), (i, j)),
+                  Reduction("sum", ("k",), p.Product(tuple(reads))), ["i", "j"])
+        if A == B:          # a @ a, x.T @ x: one buffer, the general reduction
             return self._reduce(name, dict(_reduction_spec(node), out=out,
                                            out_dtype=node.dtype))
         domain = f"{{[i, j, k]: 0 <= i < {M} and 0 <= j < {Nn} and 0 <= k < {K}}}"
@@ -389,7 +398,7 @@ class Assembler:
             steps = (Tile("i", "j", TILE, TILE), Split("k", TILE),
                      Prefetch(A, ("i_inner", "k_inner")), Prefetch(B, ("k_inner", "j_inner")))
         self.finish(name, kb, [domain], {out}, steps, "tiled matmul",
-                    shapes={A: (M, K), B: (K, Nn), out: (M, Nn)})
+                    shapes=dict(shapes, **{out: (M, Nn)}))
 
     def _reduce(self, name, spec):
         M, R = spec["M"], spec["R"]

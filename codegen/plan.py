@@ -6,7 +6,8 @@ Policy (see docs/DESIGN.md, "Materialization and fusion"):
 * Placeholders and data are input buffers; outputs are written once.
 * Reductions and einsums are kernel roots; their results are materialized.
 * Einsum operands are materialized (so the contraction reads plain buffers,
-  which the schedules can tile and prefetch).
+  which the schedules can tile and prefetch), except a transpose of a buffer
+  (``x.T``), which the contraction reads in place.
 * Everything else -- elementwise, broadcast, transpose, slice, gather,
   reshape, concatenate -- is inlined into its consumers' kernel.  A node used
   by several consumers inside one kernel is computed once into a private
@@ -87,7 +88,7 @@ def make_plan(outputs) -> Plan:
             mat.add(id(n))
         if isinstance(n, N.Einsum):
             for op in n.operands:
-                if not _is_input(op):
+                if not _is_input(op) and not transposed_buffer(op, mat):
                     mat.add(id(op))
     # guard: reduction bodies must stay small when inlined
     sizes = _inline_sizes(order, mat)
@@ -129,6 +130,23 @@ def make_plan(outputs) -> Plan:
         group_of[id(n)] = target
     groups = _fuse_rows(groups, mat, outputs)
     return Plan(order, mat, groups, list(outputs))
+
+
+def transposed_buffer(node, mat):
+    """The 2-D buffer (input or materialized node) that ``node`` transposes
+    (``b.T``), or None.  Contractions read such operands in place: a matrix
+    product tile reads ``b[k, i]`` as well as ``a[i, k]``."""
+    import pymbolic.primitives as p
+    if not (isinstance(node, N.IndexLambda) and node.ndim == 2 and len(node.bindings) == 1):
+        return None
+    (name, child), = node.bindings
+    e = node.expr
+    if child.ndim == 2 and isinstance(e, p.Subscript) and e.aggregate == p.Variable(name) \
+            and tuple(e.index) == (p.Variable("_1"), p.Variable("_0")) \
+            and (_is_input(child) or id(child) in mat):
+        return child
+    return None
+
 
 
 def _row_reduction(node, shape, outputs):

@@ -29,6 +29,12 @@ from .plan import Group
 from .schedule import GroupReduce, Split, Tag, WorkGroup
 
 GROUP_ROW = 64          # rows at least this long get a work-group each (GPU)
+# Work-group size and unrolling, measured on an H100 for softmax over (4096, 1024)
+# float32 (read + write over copy bandwidth): 128 work-items with every pass
+# unrolled 0.94; 256 unrolled 0.75; 256 not unrolled 0.75; 1024: 0.23.
+# Smaller groups fit more rows per SM, unrolled passes keep 8 loads in flight.
+ROW_GROUP = 128
+ROW_UNROLL = 16         # unroll each pass when it has at most this many steps
 
 
 def row_kernel(asm, name, group):
@@ -53,9 +59,13 @@ def row_kernel(asm, name, group):
     if asm.cpu or R < GROUP_ROW:
         steps, strategy = (WorkGroup(min(WG, M), "row"),), "rows (thread)"
     else:
-        w = min(WG, pow2_floor(R))
-        steps = (Tag("row", "g.0"),) + tuple(GroupReduce(j, w, over="") for j in loops[1:-1]) \
-            + (Split("c", w, inner_tag="l.0"),)
+        w = min(ROW_GROUP, pow2_floor(R))
+        unroll = "unr" if -(-R // w) <= ROW_UNROLL else None
+        steps = (Tag("row", "g.0"),)
+        for j in loops[1:-1]:
+            steps += (GroupReduce(j, w, over=""),) + ((Tag(f"{j}_outer", unroll),) if unroll
+                                                      else ())
+        steps += (Split("c", w, outer_tag=unroll, inner_tag="l.0"),)
         strategy = "rows (group)"
     results = [kb.local[id(r)][0].name for r in reds]
     asm.finish(name, kb, [domain], written, steps, strategy,

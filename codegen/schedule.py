@@ -306,7 +306,10 @@ class RegisterTile(Step):
         steps.append(Split(inner, self.vector, outer_tag=f"l.{tag}", inner_tag="ilp"))
         return steps, tuple(sweep) + (f"{inner}_outer", f"{inner}_inner")
 
-    def steps(self):
+    def steps(self, a_transposed=False, b_transposed=False):
+        """The steps this stands for; an operand read transposed (``a[k, i]``,
+        ``b[j, k]``) is copied in the other order, so the local tiles are
+        laid out the same either way."""
         si, rows = self._axis("i", 1)
         sj, cols = self._axis("j", 0)
         if self.vector == 1:
@@ -314,8 +317,10 @@ class RegisterTile(Step):
                     Prefetch(self.a, rows + ("k_inner",)),
                     Prefetch(self.b, ("k_inner",) + cols))
         return (*si, *sj, Split("k", self.depth),
-                Prefetch(self.a, rows + ("k_inner",), pad=self.vector, order="F", align=16),
-                Prefetch(self.b, ("k_inner",) + cols, align=16),
+                Prefetch(self.a, rows + ("k_inner",), pad=self.vector,
+                         order="C" if a_transposed else "F", align=16),
+                Prefetch(self.b, ("k_inner",) + cols, order="F" if b_transposed else "C",
+                         align=16),
                 Tag("k_inner", "unr_hint"))
 
     def apply(self, knl, ctx):
@@ -324,13 +329,30 @@ class RegisterTile(Step):
         if self.block % (self.threads * self.vector):
             self.fail(ctx, f"block {self.block} is not a multiple of threads x vector "
                            f"{self.threads} x {self.vector}")
-        for s in self.steps():
+        flipped = [_reads_transposed(knl, x) for x in (self.a, self.b)]
+        for s in self.steps(*flipped):
             try:
                 knl = s.apply(knl, ctx)
             except ScheduleError as e:
                 raise ScheduleError(f"{self!r} does not apply to kernel {ctx.name}: "
                                     f"its step {e}") from e
         return knl
+
+
+def _reads_transposed(knl, name):
+    """True if the kernel reads 2-D ``name`` with the contracted loop ``k``
+    in its first index (``a[k, i]``: a transposed operand)."""
+    from loopy.symbolic import WalkMapper, get_dependencies
+    first = []
+
+    class Walk(WalkMapper):
+        def map_subscript(self, expr, *args):
+            if getattr(expr.aggregate, "name", None) == name and len(expr.index_tuple) == 2:
+                first.append("k" in get_dependencies(expr.index_tuple[0]))
+            super().map_subscript(expr, *args)
+    for insn in knl.default_entrypoint.instructions:
+        Walk()(insn.expression)
+    return any(first)
 
 
 @dataclass(frozen=True)

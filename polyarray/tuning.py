@@ -57,9 +57,9 @@ def default_candidates(info, program):
     elif kind == "tiled matmul":
         from codegen.schedule import RegisterTile
         out_name, out = _first_output(program, info)
-        A, B = [a for a in info.args if a != out_name][:2]
+        A, B = _matmul_operands(info, out_name)
         M, Nn = out.shape
-        K = program._exe.lowered.buffers[A].shape[-1]
+        K = program._exe.lowered.buffers[A].size // M      # A may be read transposed
         for t in (8, 16, 32):
             if M % t == 0 and Nn % t == 0:
                 out.append((Tile("i", "j", t, t), Split("k", t),
@@ -73,6 +73,19 @@ def default_candidates(info, program):
     if default not in out:
         out.insert(0, default)
     return out
+
+
+def _matmul_operands(info, out_name):
+    """``(A, B)`` of a tiled matmul kernel, in product order: from the
+    schedule in force when it names them (its arguments are sorted by name)."""
+    from codegen.schedule import RegisterTile
+    steps = tuple(info.schedule)
+    if steps and isinstance(steps[0], RegisterTile):
+        return steps[0].a, steps[0].b
+    fetched = [s.array for s in steps if isinstance(s, Prefetch)]
+    if len(fetched) == 2:
+        return tuple(fetched)
+    return tuple([a for a in info.args if a != out_name][:2])
 
 
 def _first_output(program, info):

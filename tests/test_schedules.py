@@ -76,6 +76,14 @@ def _matmul():
     return pa.tanh(a) @ b, {"a": av, "b": bv}, np.tanh(av) @ bv
 
 
+def _matmul_transposed():
+    """Both operands transposed views of inputs, read in place."""
+    a = pa.placeholder("a", (48, 64), np.float32)
+    b = pa.placeholder("b", (32, 48), np.float32)
+    av, bv = (RNG.standard_normal(s).astype(np.float32) for s in ((48, 64), (32, 48)))
+    return a.T @ b.T, {"a": av, "b": bv}, av.T @ bv.T
+
+
 # (case, kernel pattern, steps, expected kind): one or more cases per step type
 STEP_CASES = [
     ("elementwise", "k*_elementwise", [WorkGroup(64)]),
@@ -111,10 +119,12 @@ STEP_CASES = [
                              Tag("k_inner", "unr_hint")]),
     ("matmul", "k*_einsum", [Tile("i", "j", 16, 8), Split("k", 16),
                              Prefetch("b", ("k_inner", "j_inner"), into="local")]),
+    ("matmul_t", "k*_einsum", [RegisterTile("a", "b", 32, 8, 8)]),
+    ("matmul_t", "k*_einsum", [RegisterTile("a", "b", 32, 4, 8, vector=4)]),
 ]
 CASES = {"elementwise": _elementwise, "big": _big_elementwise, "row_sum": _row_sum,
          "hermite": _hermite, "hermite16": lambda: _hermite(16),
-         "col_sum": _col_sum, "matmul": _matmul,
+         "col_sum": _col_sum, "matmul": _matmul, "matmul_t": _matmul_transposed,
          "direct_f32": lambda: _direct(np.float32), "direct_f64": lambda: _direct(np.float64),
          "direct_i32": lambda: _direct(np.int32)}
 
