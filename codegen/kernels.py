@@ -40,7 +40,12 @@ ELEMENTWISE_ILP = 4     # elements per work-item in large GPU elementwise kernel
 MANY_OUTPUTS = 1024     # enough outputs to fill a device one per work-item
 FILL_THREADS = 1 << 16  # work-items needed to keep a large GPU busy
 LONG_REDUCTION = 4096   # worth two stages when outputs are few
-TWO_STAGE_GROUPS = 512  # work-groups of a two-stage reduction's first stage (GPU)
+# First stage of a two-stage reduction on a GPU: at most TWO_STAGE_GROUPS work-groups,
+# each reducing a contiguous chunk in at least TWO_STAGE_STEPS coalesced steps.  On an
+# H100, a full sum of 2^26 float32 took 91.8 us in its first stage with 512 grid-strided
+# work-groups (48% of warps active) and 89.4 us as 8192 contiguous chunks (ncu).
+TWO_STAGE_GROUPS = 8192
+TWO_STAGE_STEPS = 16
 TRANSPOSE_TILE = 32     # tile edge of transposed elementwise kernels (GPU)
 TRANSPOSE_ROWS = 4      # rows of that tile per work-item (work-groups of 32 x 8)
 I32 = np.dtype(np.int32)
@@ -464,7 +469,7 @@ class Assembler:
 
     def _two_stage(self, name, spec):
         """Few outputs, long reductions.  GPU: G work-groups per output, each
-        reduces a grid-strided slice (coalesced; a sequential loop per
+        reduces a contiguous chunk (coalesced steps; a sequential loop per
         work-item, then a local-memory tree) to one partial; a second kernel
         reduces the G partials.  One partial per work-group keeps the second
         stage tiny (one partial per work-item made it 17 us of 110 on an
@@ -486,11 +491,12 @@ class Assembler:
             n_part, inames = T, ["m", "g", "t"]
             self.add_buffer(part, M * T, acc_dt)
         else:
-            G = max(1, min(TWO_STAGE_GROUPS, R // (WG * 16)))
-            T = WG * G
-            K = ceil_div(R, T)
-            jflat = p.Sum((t, p.Product((WG, g)), p.Product((T, k))))
-            bound = f"t + {WG} * g + {T} * k < {R}"
+            # work-group g reduces the contiguous chunk [g*K*WG, (g+1)*K*WG), each
+            # of its K steps one coalesced WG-wide read
+            K = max(TWO_STAGE_STEPS, ceil_div(R, WG * TWO_STAGE_GROUPS))
+            G = ceil_div(R, WG * K)
+            jflat = p.Sum((p.Product((WG, p.Sum((p.Product((K, g)), k)))), t))
+            bound = f"{WG} * ({K} * g + k) + t < {R}"
             inner, acc_dt = reduction_expr(op, ("k",), self._body(kb, spec, m, jflat))
             red = Reduction(inner.operation, ("t",), inner)
             lin = p.Sum((p.Product((G, m)), g))

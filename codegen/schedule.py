@@ -329,7 +329,7 @@ class RegisterTile(Step):
         if self.block % (self.threads * self.vector):
             self.fail(ctx, f"block {self.block} is not a multiple of threads x vector "
                            f"{self.threads} x {self.vector}")
-        flipped = [_reads_transposed(knl, x) for x in (self.a, self.b)]
+        flipped = [_reads_transposed(knl, self.a, 1), _reads_transposed(knl, self.b, 0)]
         for s in self.steps(*flipped):
             try:
                 knl = s.apply(knl, ctx)
@@ -339,16 +339,17 @@ class RegisterTile(Step):
         return knl
 
 
-def _reads_transposed(knl, name):
+def _reads_transposed(knl, name, k_axis):
     """True if the kernel reads 2-D ``name`` with the contracted loop ``k``
-    in its first index (``a[k, i]``: a transposed operand)."""
+    elsewhere than in index ``k_axis`` (``a[k, i]`` or ``b[j, k]``: a
+    transposed operand)."""
     from loopy.symbolic import WalkMapper, get_dependencies
     first = []
 
     class Walk(WalkMapper):
         def map_subscript(self, expr, *args):
             if getattr(expr.aggregate, "name", None) == name and len(expr.index_tuple) == 2:
-                first.append("k" in get_dependencies(expr.index_tuple[0]))
+                first.append("k" in get_dependencies(expr.index_tuple[1 - k_axis]))
             super().map_subscript(expr, *args)
     for insn in knl.default_entrypoint.instructions:
         Walk()(insn.expression)

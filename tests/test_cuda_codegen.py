@@ -107,6 +107,10 @@ def test_default_big_matmul_reads_local_tiles_with_16_byte_loads(form):
     b = pa.placeholder("b", (2048, 256) if "b.T" in form else (256, 2048), np.float32)
     low = lower_program([eval(form).node], lp.CudaTarget())
     assert sorted(low.buffers) == ["a", "b", "out0"], low.buffers     # no transposed copies
+    # both tiles k-major (A's rows padded by 4), whichever way the operands are read
+    for tile, row in (("a_fetch", 132), ("b_fetch", 128)):
+        reads = re.findall(rf"{tile}\[([^\]]*)\] \*|\* {tile}\[([^\]]*)\];", low.source)
+        assert reads and all(f"{row} * k_inner" in "".join(r) for r in reads), (tile, reads[:4])
     info, = low.kernels
     assert info.schedule[0].vector == 4 and info.schedule[0].block == 128, info.schedule
     with tempfile.TemporaryDirectory() as d:

@@ -440,3 +440,26 @@ def test_memory_stats_and_pool_reuse():
     assert after["active_blocks"] <= stats["active_blocks"] - 1
     assert after["held_blocks"] >= 1               # kept by the pool for reuse
     assert pa.memory_stats("numpy") == {}
+
+
+@needs_opencl
+@pytest.mark.parametrize("shape,axis", [(((1 << 20) + 37,), None), ((3, 100003), 1),
+                                        ((2048, 2048), None)])
+@pytest.mark.parametrize("op", ["sum", "max", "argmin"])
+def test_two_stage_reductions_in_gpu_layout(shape, axis, op):
+    """GPU two-stage reductions: each work-group reduces a contiguous chunk
+    (a ragged last one included), a second kernel the partials."""
+    import loopy as lp
+    from codegen import lower_program
+    rng = np.random.default_rng(3)
+    xv = rng.standard_normal(shape).astype(np.float32)
+    x = pa.placeholder("x", shape, np.float32)
+    out = getattr(x, op)(axis=axis)
+    kinds = [k.kind for k in lower_program([out.node], lp.CudaTarget()).kernels]
+    assert "two-stage 1" in kinds, kinds
+    got = pa.compile(out, target="opencl", device_kind="gpu")(x=xv)
+    want = getattr(xv.astype(np.float64) if op == "sum" else xv, op)(axis=axis)
+    if op == "sum":
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)
+    else:
+        assert_same(np.asarray(got), np.asarray(want))
