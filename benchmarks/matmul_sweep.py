@@ -76,7 +76,10 @@ def main():
     if args.vector:
         variants = [("default", None), ("bt=128 th=16 kt=16", register_tiled(128, 16, 16))] + [
             (f"vector bt={bt} kt={kt}", [RegisterTile("A", "B", bt, 16, kt, vector=4)])
-            for bt, kt in ((128, 16), (128, 8), (128, 32), (64, 16))]
+            for bt, kt in ((128, 16), (128, 8), (128, 32), (64, 16))] + [
+            (f"vector {bt}x{bj} kt={kt}", [RegisterTile("A", "B", bt, 16, kt, vector=4,
+                                                        block_j=bj)])
+            for bt, bj, kt in ((128, 256, 16), (256, 128, 16), (128, 256, 8))]
     for label, steps in variants:
         t0 = time.perf_counter()
         opts = {"device_kind": "gpu"} if args.device == "opencl" else {}

@@ -277,6 +277,8 @@ class RegisterTile(Step):
     accumulating (block/threads)^2 outputs in registers, over ``depth``-deep
     tiles of both operands in local memory.
 
+    ``block_j`` (default: ``block``) makes the tiles rectangular.
+
     ``vector=1``: a work-item's rows (columns) are ``threads`` apart.
     ``vector=v``: they come in groups of ``v`` consecutive ones, A's tile is
     stored k-major (padded by ``v``) and both tiles are 16-byte aligned, so
@@ -290,17 +292,19 @@ class RegisterTile(Step):
     threads: int = 16
     depth: int = 16
     vector: int = 1
+    block_j: int = 0        # columns per work-group when not ``block`` (rectangular tiles)
 
     def _axis(self, x, tag):
         """Splits of loop ``x`` and the register/work-item loops they leave."""
+        block = self.block_j if (x == "j" and self.block_j) else self.block
         if self.vector == 1:
-            return ([Split(x, self.block, outer_tag=f"g.{tag}"),
+            return ([Split(x, block, outer_tag=f"g.{tag}"),
                      Split(f"{x}_inner", self.threads, outer_tag="ilp", inner_tag=f"l.{tag}")],
                     (f"{x}_inner_outer", f"{x}_inner_inner"))
-        groups = self.block // self.threads // self.vector
-        steps, inner, sweep = [Split(x, self.block, outer_tag=f"g.{tag}")], f"{x}_inner", []
+        groups = block // self.threads // self.vector
+        steps, inner, sweep = [Split(x, block, outer_tag=f"g.{tag}")], f"{x}_inner", []
         if groups > 1:
-            steps.append(Split(inner, self.block // groups, outer_tag="ilp"))
+            steps.append(Split(inner, block // groups, outer_tag="ilp"))
             sweep.append(f"{inner}_outer")
             inner = f"{inner}_inner"
         steps.append(Split(inner, self.vector, outer_tag=f"l.{tag}", inner_tag="ilp"))
@@ -326,9 +330,12 @@ class RegisterTile(Step):
     def apply(self, knl, ctx):
         _need_positive(self, ctx, block=self.block, threads=self.threads, depth=self.depth,
                        vector=self.vector)
-        if self.block % (self.threads * self.vector):
-            self.fail(ctx, f"block {self.block} is not a multiple of threads x vector "
-                           f"{self.threads} x {self.vector}")
+        if self.block_j < 0:
+            self.fail(ctx, f"block_j must be 0 (same as block) or positive, got {self.block_j}")
+        for name, blk in (("block", self.block), ("block_j", self.block_j)):
+            if blk % (self.threads * self.vector):
+                self.fail(ctx, f"{name} {blk} is not a multiple of threads x vector "
+                               f"{self.threads} x {self.vector}")
         flipped = [_reads_transposed(knl, self.a, 1), _reads_transposed(knl, self.b, 0)]
         for s in self.steps(*flipped):
             try:

@@ -121,6 +121,7 @@ STEP_CASES = [
                              Prefetch("b", ("k_inner", "j_inner"), into="local")]),
     ("matmul_t", "k*_einsum", [RegisterTile("a", "b", 32, 8, 8)]),
     ("matmul_t", "k*_einsum", [RegisterTile("a", "b", 32, 4, 8, vector=4)]),
+    ("matmul", "k*_einsum", [RegisterTile("t0", "b", 32, 4, 8, vector=4, block_j=16)]),
 ]
 CASES = {"elementwise": _elementwise, "big": _big_elementwise, "row_sum": _row_sum,
          "hermite": _hermite, "hermite16": lambda: _hermite(16),
@@ -198,6 +199,7 @@ BAD = [
     ([RegisterTile("x", "x", 64, 12)], "block 64 is not a multiple of threads x vector 12 x 1"),
     ([RegisterTile("x", "x", 64, 16, vector=8)], "not a multiple of threads x vector 16 x 8"),
     ([RegisterTile("x", "x", 64, 16, vector=0)], "vector must be a positive integer, got 0"),
+    ([RegisterTile("x", "x", 64, 16, block_j=40)], "block_j 40 is not a multiple of threads"),
     ([Prefetch("x", ("i",), order="K")], "order must be 'C' or 'F', got 'K'"),
     ([Prefetch("x", ("i",), align=12)], "align must be a power of two"),
     ([Prefetch("x", ("i",), order="F")], "needs a copy of two or more dimensions"),
