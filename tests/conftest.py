@@ -34,3 +34,16 @@ def _target_param(name):
 def target(request):
     """Every target under test that is available here."""
     return request.param
+
+
+DEVICE_TARGETS = [t for t in TEST_TARGETS if t != "numpy"]
+
+
+@pytest.fixture(params=DEVICE_TARGETS)
+def device_target(request):
+    """Every device target under test (not the NumPy reference); skipped,
+    saying why, where its device is missing."""
+    ok, reason = targets.availability(request.param)
+    if not ok:
+        pytest.skip(f"{request.param}: {reason}")
+    return request.param

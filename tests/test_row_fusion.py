@@ -7,21 +7,10 @@ import numpy as np
 import pytest
 
 import polyarray as pa
-import targets
-from conftest import TEST_TARGETS
 from helpers import assert_same
 from polyarray.schedules import GroupReduce, ScheduleError, Split, Tag
 
-DEVICE_TARGETS = [t for t in TEST_TARGETS if t != "numpy"]
 RNG = np.random.default_rng(5)
-
-
-@pytest.fixture(params=DEVICE_TARGETS)
-def device_target(request):
-    ok, reason = targets.availability(request.param)
-    if not ok:
-        pytest.skip(f"{request.param}: {reason}")
-    return request.param
 
 
 def _get(v):

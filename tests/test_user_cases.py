@@ -6,18 +6,7 @@ import pytest
 
 import polyarray as pa
 import targets
-from conftest import TEST_TARGETS
 from helpers import assert_same
-
-DEVICE_TARGETS = [t for t in TEST_TARGETS if t != "numpy"]
-
-
-@pytest.fixture(params=DEVICE_TARGETS)
-def device_target(request):
-    ok, reason = targets.availability(request.param)
-    if not ok:
-        pytest.skip(f"{request.param}: {reason}")
-    return request.param
 
 
 def to_device(target, arr):
