@@ -196,8 +196,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="smaller sizes (CI smoke run)")
     ap.add_argument("--json", default=None, help="write results here (default: none)")
     ap.add_argument("--only", default=None,
-                    help="run one group of workloads: " + "dispatch, schedules, training, peers, "
-                    "reductions, rest")
+                    help="run one group of workloads: dispatch, schedules, training, peers, "
+                         "reductions, rest")
     args = ap.parse_args(argv)
     from . import workloads
     b = Bench(args.device, args.quick)

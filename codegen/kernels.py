@@ -33,7 +33,7 @@ from .lower import KernelBuilder, ceil_div, decompose, linearize, pow2_floor
 from .plan import _materialized_deps
 from .schedule import (ElementsPerItem, GroupReduce, KernelContext, Layout, Prefetch,
                        RegisterTile, ScheduleError, Split, Tag, Tile, WorkGroup, apply_steps,
-                       build_options)
+                       build_options, read_indices)
 
 WG = 256                # default work-group size
 ELEMENTWISE_ILP = 4     # elements per work-item in large GPU elementwise kernels
@@ -252,7 +252,7 @@ class Assembler:
         kb, domain, written = self._elementwise_axes(name, group)
         i0, i1 = p.Variable("i0"), p.Variable("i1")
         swapped = sorted(b for b in kb.read_shapes
-                         if _read_indices(kb.instructions, b) == {(i1, i0)})
+                         if read_indices(kb.instructions, b) == {(i1, i0)})
         if not swapped:
             return False
         T, R = TRANSPOSE_TILE, TRANSPOSE_ROWS
@@ -581,24 +581,6 @@ def _tileable_matmul(node, cpu):
         return False
     (M, K), (_, Nn) = node.operands[0].shape, node.operands[1].shape
     return all(n % TILE == 0 and n > 0 for n in (M, K, Nn))
-
-
-def _read_indices(instructions, buf):
-    """The set of index tuples at which the instructions read ``buf``."""
-    from pymbolic.mapper import WalkMapper
-    found = set()
-
-    class Walk(WalkMapper):
-        def map_subscript(self, expr, *args):
-            if getattr(expr.aggregate, "name", None) == buf:
-                found.add(tuple(expr.index_tuple))
-            super().map_subscript(expr, *args)
-
-        def map_type_cast(self, expr, *args):
-            self.rec(expr.child, *args)
-    for insn in instructions:
-        Walk()(insn.expression)
-    return found
 
 
 def _reduction_spec(node):

@@ -148,7 +148,6 @@ def transposed_buffer(node, mat):
     return None
 
 
-
 def _row_reduction(node, shape, outputs):
     """A reduction over the last axis of an array of ``shape`` (the rows of
     an elementwise kernel), not itself a program output."""

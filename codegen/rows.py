@@ -84,7 +84,7 @@ def _result_space(knl, results):
     shared = []
     for insn in kern.instructions:
         name, = insn.assignee_var_names()
-        if name in results and _reduction_inames(insn.expression) & local:
+        if name in results and set(insn.reduction_inames()) & local:
             temps[name] = temps[name].copy(address_space=lp.AddressSpace.LOCAL)
             shared.append(insn)
     kern = kern.copy(temporary_variables=temps)
@@ -98,21 +98,9 @@ def _result_space(knl, results):
     return knl.with_kernel(kern)
 
 
-def _reduction_inames(expr):
-    from loopy.symbolic import WalkMapper        # knows loopy's TypeCast, Reduction
-    found = set()
-
-    class Walk(WalkMapper):
-        def map_reduction(self, r, *a):
-            found.update(r.inames)
-            self.rec(r.expr, *a)
-    Walk()(expr)
-    return found
-
-
 def _build(asm, reds, outs, shape):
-    """The kernel's instructions: one per reduction (into a private
-    temporary, loop ``j<k>``), then the outputs (loop ``c``)."""
+    """The kernel's instructions: one per reduction (into a temporary,
+    loop ``j<k>``), then the outputs (loop ``c``)."""
     from .kernels import _reduction_spec, reduction_expr
     rows = shape[:-1]
     kb = KernelBuilder(asm.plan, asm.buffers, ["row"])

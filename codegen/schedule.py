@@ -346,21 +346,28 @@ class RegisterTile(Step):
         return knl
 
 
+def read_indices(instructions, buf):
+    """The set of index tuples at which the instructions read ``buf``."""
+    from loopy.symbolic import WalkMapper        # knows loopy's TypeCast, Reduction
+    found = set()
+
+    class Walk(WalkMapper):
+        def map_subscript(self, expr, *args):
+            if getattr(expr.aggregate, "name", None) == buf:
+                found.add(tuple(expr.index_tuple))
+            super().map_subscript(expr, *args)
+    for insn in instructions:
+        Walk()(insn.expression)
+    return found
+
+
 def _reads_transposed(knl, name, k_axis):
     """True if the kernel reads 2-D ``name`` with the contracted loop ``k``
     elsewhere than in index ``k_axis`` (``a[k, i]`` or ``b[j, k]``: a
     transposed operand)."""
-    from loopy.symbolic import WalkMapper, get_dependencies
-    first = []
-
-    class Walk(WalkMapper):
-        def map_subscript(self, expr, *args):
-            if getattr(expr.aggregate, "name", None) == name and len(expr.index_tuple) == 2:
-                first.append("k" in get_dependencies(expr.index_tuple[1 - k_axis]))
-            super().map_subscript(expr, *args)
-    for insn in knl.default_entrypoint.instructions:
-        Walk()(insn.expression)
-    return any(first)
+    from loopy.symbolic import get_dependencies
+    return any(len(idx) == 2 and "k" in get_dependencies(idx[1 - k_axis])
+               for idx in read_indices(knl.default_entrypoint.instructions, name))
 
 
 @dataclass(frozen=True)
