@@ -367,6 +367,11 @@ def transpose(b):
     b.row(f"transpose {n}^2 f32 (default schedule)", ours, peers, nbytes=2 * xv.nbytes)
 
 
+def _gathers(b):
+    from .gathers import gathers
+    return gathers(b)
+
+
 def _training():
     from . import training
     return training
@@ -375,8 +380,8 @@ def _training():
 ALL = [fused_chain, softmax, reductions,
        lambda b: _training().gradient(b), lambda b: _training().logistic_regression(b),
        matmul, hermite, compile_and_dispatch, lambda b: _training().compile_gradient(b),
-       opencl_vs_cuda, transpose]
-QUICK = {"dispatch": [compile_and_dispatch], "schedules": [hermite, transpose, matmul],
+       opencl_vs_cuda, transpose, lambda b: _gathers(b)]
+QUICK = {"gathers": [lambda b: _gathers(b)], "dispatch": [compile_and_dispatch], "schedules": [hermite, transpose, matmul],
          "training": [lambda b: _training().gradient(b),
                       lambda b: _training().logistic_regression(b),
                       lambda b: _training().compile_gradient(b)],

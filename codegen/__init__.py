@@ -14,7 +14,6 @@ inspection), so targets can cache it on disk and launch it themselves.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -24,15 +23,17 @@ from polyarray import nodes as N
 
 log = logging.getLogger("polyarray.codegen")
 
-_C_KEYWORDS = set("""auto break case char const continue default do double else enum
-extern float for goto if inline int long register restrict return short signed sizeof
-static struct switch typedef union unsigned void volatile while bool half kernel global
-local private constant uchar ushort uint ulong size_t""".split())
-_INTERNAL = re.compile(r"^(i|j|m|t|k)(_.*)?$|^(v|val|t|out|data|insn)\d+|^pa_|^loopy|^lid$|^gid$")
+def c_name(name: str) -> str:
+    """The device-code name of the placeholder ``name``: ``p<len>_<name>``.
 
-
-def _c_name(name):
-    return f"p_{name}" if (name in _C_KEYWORDS or _INTERNAL.match(name)) else name
+    Every placeholder gets the prefix, so no user name can be a C, OpenCL or
+    CUDA keyword, macro or builtin, and none can equal a generated name
+    (kernels ``k<n>_...``, buffers ``data<n>``/``out<n>``/``t<n>``, loops,
+    temporaries: none of them starts with ``p`` and a digit).  The length
+    makes it injective even against names derived by suffixing (``x_r``,
+    ``x_fetch``): ``p1_x_r`` can be no placeholder's name, since a name
+    of length 1 is one character.  ``prog.source`` lists the mapping."""
+    return f"p{len(name)}_{name}"
 
 
 class BufferSpec(NamedTuple):
@@ -77,6 +78,7 @@ class Lowered:
     data: dict                     # buffer name -> index of the DataWrapper in order
     outputs: list                  # buffer name per output
     index_dtype: str = "int32"
+    checks: tuple = ()             # run-time checks, by slot of the error buffer
     translation_unit: object = field(default=None, repr=False)
 
 
@@ -89,11 +91,13 @@ def data_nodes(order):
     return [n for n in order if isinstance(n, N.DataWrapper)]
 
 
-def lower_program(outputs, target, cpu=False, schedules=None) -> Lowered:
+def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=None) -> Lowered:
     """Lower output nodes to kernels for a loopy ``target``; ``cpu`` picks
     reduction layouts suited to CPU devices (contiguous per work-item);
     ``schedules`` maps kernel names (or fnmatch patterns) to steps that
-    replace those kernels' default schedules."""
+    replace those kernels' default schedules; ``max_work_group`` (the
+    device's ``(work-items per group, (per axis 0, 1, 2))``) refuses larger
+    work-groups with a ScheduleError."""
     import loopy as lp
     from .cfuncs import storage_dtype
     from .kernels import Assembler
@@ -114,8 +118,8 @@ def lower_program(outputs, target, cpu=False, schedules=None) -> Lowered:
         data[f"data{k}"] = k
     for n in order:
         if isinstance(n, N.Placeholder):
-            add(n, _c_name(n.name), "input")
-            inputs[n.name] = _c_name(n.name)
+            add(n, c_name(n.name), "input")
+            inputs[n.name] = c_name(n.name)
     out_names = []
     for k, o in enumerate(outputs):
         if id(o) not in buffers:
@@ -129,7 +133,8 @@ def lower_program(outputs, target, cpu=False, schedules=None) -> Lowered:
 
     from .schedule import ScheduleError, normalize
     schedules = {pat: normalize(steps, pat) for pat, steps in (schedules or {}).items()}
-    asm = Assembler(plan, buffers, target, idx_dt, cpu=cpu, schedules=schedules)
+    asm = Assembler(plan, buffers, target, idx_dt, cpu=cpu, schedules=schedules,
+                    arrays=inputs)
     for name, (size, sdt, *_rest) in specs.items():
         asm.add_buffer(name, size, sdt)
     ngroups = sum(1 for g in plan.groups if g.size > 0)
@@ -163,7 +168,10 @@ def lower_program(outputs, target, cpu=False, schedules=None) -> Lowered:
             else asm.kernels[0].tu
         from loopy.preprocess import preprocess_program
         tu = preprocess_program(tu)
-        source = lp.generate_code_v2(tu).device_code()
+        source = _names_comment(inputs) + lp.generate_code_v2(tu).device_code()
+        if plan.checks:
+            from .checks import writable_error_buffer
+            source = writable_error_buffer(source)
         for kp in asm.kernels:
             knl = tu[kp.name]
             gsize, lsize = knl.get_grid_size_upper_bounds_as_exprs(tu.callables_table)
@@ -171,9 +179,25 @@ def lower_program(outputs, target, cpu=False, schedules=None) -> Lowered:
             kernels.append(KernelInfo(kp.name, args, tuple(int(x) for x in gsize),
                                       tuple(int(x) for x in lsize), kp.strategy, knl,
                                       kp.steps, tu.callables_table))
+    from .schedule_checks import check_work_groups
+    check_work_groups(kernels, max_work_group)      # before any device compiler runs
+    if plan.checks:
+        from .checks import ERROR_BUFFER
+        n = 2 * len(plan.checks)
+        specs[ERROR_BUFFER] = BufferSpec(n, np.dtype(np.int64), (n,), np.dtype(np.int64),
+                                         "errors")
     used = {a for k in kernels for a in k.args}     # fused row reductions need no buffer
     specs = {n: b for n, b in specs.items() if b.role != "temp" or n in used}
-    return Lowered(source, kernels, specs, inputs, data, out_names, idx_dt.name, tu)
+    return Lowered(source, kernels, specs, inputs, data, out_names, idx_dt.name,
+                   tuple(plan.checks), tu)
+
+
+def _names_comment(inputs):
+    """A comment naming each placeholder's device-code name."""
+    if not inputs:
+        return ""
+    lines = "".join(f" *   {c:<20} placeholder {n!r}\n" for n, c in sorted(inputs.items()))
+    return f"/* polyarray buffers:\n{lines} */\n"
 
 
 def program_key(outputs) -> str:

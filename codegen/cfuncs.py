@@ -64,6 +64,12 @@ def _body(op, dt, T, cuda):
         bits = _CUDA_SPECIAL_BITS[op][dt.itemsize]
         cast = "__int_as_float" if dt.itemsize == 4 else "__longlong_as_double"
         return f"return {cast}({bits});"
+    if op in _WRAPPING:
+        return _wrapping_body(op, dt, T, cuda)
+    if op in _BITWISE:
+        return f"return ({T}) (a {_BITWISE[op]} b);"
+    if op == "invert":
+        return f"return ({T}) (~a);"
     if op in _MATH:
         return f"return {M(_MATH[op])}(a);"
     if op == "arctan2":
@@ -130,6 +136,26 @@ def _body(op, dt, T, cuda):
     raise NotImplementedError(f"no C helper for {op} on {dt}")
 
 
+def _wrapping_body(op, dt, T, cuda):
+    """Integer +, -, * and negation that wrap exactly as NumPy's do.
+
+    C promotes 8- and 16-bit operands to ``int`` (so ``uchar * uchar`` is
+    never wrapped unless something converts it back, and loopy drops a cast
+    it thinks is redundant), and signed overflow is undefined behaviour that
+    compilers exploit.  So the helper computes in the unsigned type of at
+    least 32 bits, where C defines wrapping, and the conversion to the return
+    type ``T`` forms the narrow two's-complement result."""
+    W = ("unsigned long long" if cuda else "ulong") if dt.itemsize == 8 else "unsigned int"
+    if op == "negative":
+        return f"return ({T}) (({W}) 0 - ({W}) a);"
+    sym = {"add": "+", "subtract": "-", "multiply": "*"}[op]
+    return f"return ({T}) (({W}) a {sym} ({W}) b);"
+
+
+_WRAPPING = {"add", "subtract", "multiply", "negative"}
+_BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
+
+
 # special float constants, as zero-argument helpers (loopy's CUDA target
 # knows no INFINITY/NAN names)
 _SPECIAL = {"posinf": "INFINITY", "neginf": "-INFINITY", "nan": "NAN"}
@@ -141,6 +167,8 @@ _CUDA_SPECIAL_BITS = {"posinf": {4: "0x7f800000", 8: "0x7ff0000000000000LL"},
 _BOOL_RESULT = {"isnan", "isinf", "isfinite", "logical_xor"}
 HELPER_OPS = (set(_MATH) | set(_SPECIAL) | {"arctan2", "square", "absolute", "sign", "maximum", "minimum",
                             "floor_divide", "remainder", "power"} | _BOOL_RESULT)
+_TWO_ARGS = {"arctan2", "maximum", "minimum", "floor_divide", "remainder", "power",
+             "logical_xor", "add", "subtract", "multiply"} | set(_BITWISE)
 
 
 @lru_cache(maxsize=None)
@@ -149,8 +177,7 @@ def _signature(name):
     _, rest = name.split("_", 1)
     op, dtname = rest.rsplit("_", 1)
     dt = np.dtype(dtname)
-    nargs = 2 if op in ("arctan2", "maximum", "minimum", "floor_divide", "remainder",
-                        "power", "logical_xor") else (0 if op in _SPECIAL else 1)
+    nargs = 2 if op in _TWO_ARGS else (0 if op in _SPECIAL else 1)
     out = U8 if op in _BOOL_RESULT else storage_dtype(dt)
     return op, dt, nargs, out
 
@@ -192,16 +219,25 @@ def special_constant(value, dtype, functions):
     return p.Call(p.Variable(name), ())
 
 
-def _small_int(dt):
-    return dt.kind in "iub" and dt.itemsize < 4
-
-
-def wrap(expr, dtype):
-    """Cast back to ``dtype`` where C's integer promotion would widen."""
+def wraps_in_helper(dtype) -> bool:
+    """Integer types whose C arithmetic differs from NumPy's: signed ones
+    (overflow is undefined in C) and 8/16-bit unsigned ones (promoted to
+    ``int``).  Their +, -, * and negation go through ``_wrapping_body``."""
     dtype = np.dtype(dtype)
-    if dtype == BOOL or _small_int(dtype):
-        return TypeCast(storage_dtype(dtype), expr)
-    return expr
+    return dtype.kind == "i" or (dtype.kind == "u" and dtype.itemsize < 4)
+
+
+def _helper_call(op, dtype, args, functions):
+    fname = helper_name(op, dtype)
+    functions.add(fname)
+    return p.Call(p.Variable(fname), tuple(args))
+
+
+def _arith(op, node, dtype, args, functions):
+    """``node`` (plain C arithmetic) where C wraps like NumPy, else a helper."""
+    if wraps_in_helper(dtype):
+        return _helper_call(op, dtype, args, functions)
+    return node
 
 
 def as_bool(expr, dtype):
@@ -263,16 +299,17 @@ def lower_call(name, args, functions):
         return TypeCast(U8, p.Comparison(ex[0], _CMP[name], ex[1])), out
     if name == "add":
         return (as_bool(p.LogicalOr(tuple(ex)), out) if out == BOOL
-                else wrap(p.Sum(tuple(ex)), out)), out
+                else _arith("add", p.Sum(tuple(ex)), out, ex, functions)), out
     if name == "multiply":
         return (as_bool(p.LogicalAnd(tuple(ex)), out) if out == BOOL
-                else wrap(p.Product(tuple(ex)), out)), out
+                else _arith("multiply", p.Product(tuple(ex)), out, ex, functions)), out
     if name == "subtract":
-        return wrap(p.Sum((ex[0], p.Product((-1, ex[1])))), out), out
+        return _arith("subtract", p.Sum((ex[0], p.Product((-1, ex[1])))), out, ex,
+                      functions), out
     if name == "divide":
         return p.Quotient(ex[0], ex[1]), out
     if name == "negative":
-        return wrap(p.Product((-1, ex[0])), out), out
+        return _arith("negative", p.Product((-1, ex[0])), out, ex, functions), out
     if name == "positive":
         return ex[0], out
     if name == "logical_and":
@@ -281,12 +318,12 @@ def lower_call(name, args, functions):
         return TypeCast(U8, p.LogicalOr(tuple(ex))), out
     if name == "logical_not":
         return TypeCast(U8, p.Comparison(ex[0], "==", 0)), out
-    if name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
-        cls = {"bitwise_and": p.BitwiseAnd, "bitwise_or": p.BitwiseOr,
-               "bitwise_xor": p.BitwiseXor}[name]
-        return wrap(cls(tuple(ex)), out), out
+    if name in _BITWISE:
+        # a helper, never a bare operator: C's ``&``, ``^``, ``|`` bind more
+        # loosely than comparisons, and pymbolic prints them by Python's rules
+        return _helper_call(name, out, ex, functions), out
     if name == "invert":
         if out == BOOL:
             return TypeCast(U8, p.Comparison(ex[0], "==", 0)), out
-        return wrap(p.BitwiseNot(ex[0]), out), out
+        return _helper_call("invert", out, ex, functions), out
     raise Unsupported(f"{name} is not supported on device targets yet")

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
 import numpy as np
 import pymbolic.primitives as p
 
@@ -29,11 +31,12 @@ from loopy.symbolic import Reduction, ResolvedFunction, TypeCast
 
 from polyarray import nodes as N
 from .cfuncs import BOOL, U8, PaFunction, as_bool, helper_name, storage_dtype
+from .checks import ERROR_BUFFER, callable_for
 from .lower import KernelBuilder, ceil_div, decompose, linearize, pow2_floor
 from .plan import _materialized_deps
 from .schedule import (ElementsPerItem, GroupReduce, KernelContext, Layout, Prefetch,
                        RegisterTile, ScheduleError, Split, Tag, Tile, WorkGroup, apply_steps,
-                       build_options, read_indices)
+                       build_options, read_indices, rename_arrays, user_names)
 
 WG = 256                # default work-group size
 ELEMENTWISE_ILP = 4     # elements per work-item in large GPU elementwise kernels
@@ -122,7 +125,9 @@ class KernelPlan:
 class Assembler:
     """Builds all kernels of a plan; collects extra (partial) buffers."""
 
-    def __init__(self, plan, buffers, target, index_dtype, cpu=False, schedules=None):
+    def __init__(self, plan, buffers, target, index_dtype, cpu=False, schedules=None,
+                 arrays=None):
+        self.arrays = arrays or {}        # placeholder name -> device-code name
         self.cpu = cpu                    # CPU devices want contiguous work-items
         self.schedules = schedules or {}  # kernel name or pattern -> steps (user's)
         self.matched = set()
@@ -144,7 +149,8 @@ class Assembler:
         if not hits:
             return None
         self.matched.update(hits)
-        return self.schedules[name if name in hits else hits[0]]
+        return tuple(rename_arrays(s, self.arrays)
+                     for s in self.schedules[name if name in hits else hits[0]])
 
     def finish(self, name, kb, domains, written, steps, strategy="elementwise",
                shapes=None, construct=None, scheduled=None):
@@ -162,11 +168,14 @@ class Assembler:
                              shape=shapes.get(b, (max(self.buffer_specs[b][0], 1),)),
                              is_input=b not in written, is_output=b in written)
                 for b in sorted(used & set(self.buffer_specs))]
+        if ERROR_BUFFER in used:        # read as pa_err[0] by checked helpers, which write it
+            args.append(lp.GlobalArg(ERROR_BUFFER, np.int64, shape=(1,), is_input=False,
+                                     is_output=True))
         knl = lp.make_kernel(domains, kb.instructions, args + list(kb.temporaries.values()),
                              name=name, target=self.target, lang_version=(2018, 2),
                              index_dtype=self.index_dtype)
         for f in sorted(kb.functions):
-            knl = lp.register_callable(knl, f, PaFunction(f))
+            knl = lp.register_callable(knl, f, callable_for(f))
         knl = lp.set_options(knl, enforce_array_accesses_within_bounds="no_check")
         if construct is not None:
             knl = construct(knl)
@@ -175,7 +184,11 @@ class Assembler:
             build_options(user, strategy, name)         # refuses build steps here
         steps = tuple(user) if user is not None else tuple(steps)
         ctx = KernelContext(name, strategy)
-        knl = apply_steps(knl, steps, ctx)
+        users = {c: u for u, c in self.arrays.items()}
+        try:
+            knl = apply_steps(knl, steps, ctx)
+        except ScheduleError as e:          # name arrays as the user did
+            raise ScheduleError(user_names(str(e), users)) from e.__cause__
         if scheduled is not None:
             knl = scheduled(knl)
         # a work-group reduction's result is stored by every work-item (same value)
@@ -187,10 +200,11 @@ class Assembler:
             try:
                 lp.generate_code_v2(knl)
             except Exception as e:      # noqa: BLE001
-                raise ScheduleError(f"the schedule {list(steps)} of kernel {name} does not "
+                raise ScheduleError(user_names(f"the schedule {list(steps)} of kernel {name} does not "
                                     f"generate code: {type(e).__name__}: "
-                                    f"{str(e).splitlines()[0] if str(e) else ''}") from e
-        self.kernels.append(KernelPlan(name, knl, tuple(sorted(written)), strategy, steps))
+                                    f"{str(e).splitlines()[0] if str(e) else ''}", users)) from e
+        self.kernels.append(KernelPlan(name, knl, tuple(sorted(written)), strategy,
+                                       tuple(rename_arrays(s, users) for s in steps)))
 
     # -- elementwise ------------------------------------------------------
     def elementwise(self, name, group):
@@ -626,8 +640,8 @@ def _reduction_spec(node):
                 prod = TypeCast(node.dtype, prod)
             return prod, node.dtype
         op = "sum"
-    M = int(np.prod(kept_shape, dtype=np.int64))
-    R = int(np.prod(red_shape, dtype=np.int64))
+    M = math.prod(kept_shape)
+    R = math.prod(red_shape)
     return {"M": M, "R": R, "kept_shape": kept_shape, "red_shape": red_shape,
             "inner": inner, "body": body, "op": op, "node": node}
 

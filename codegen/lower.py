@@ -8,6 +8,8 @@ used several times in one kernel is computed once into a private temporary.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pymbolic.primitives as p
 from pymbolic.mapper import Mapper as ExprMapper
@@ -18,6 +20,7 @@ from loopy.kernel.instruction import make_assignment
 from polyarray import nodes as N
 from polyarray.mapper import Mapper
 from .cfuncs import BOOL, U8, lower_call, special_constant, storage_dtype
+from .checks import checked_call
 
 SPILL_DEPTH = 24       # spill deep inlined chains into temporaries
 
@@ -28,7 +31,7 @@ def decompose(flat, shape):
         return ()
     if len(shape) == 1:
         return (flat,)
-    strides = [int(np.prod(shape[k + 1:], dtype=np.int64)) for k in range(len(shape))]
+    strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
     idx = []
     for k, (n, s) in enumerate(zip(shape, strides)):
         e = flat if s == 1 else p.FloorDiv(flat, s)
@@ -288,8 +291,16 @@ class _ExprLowerer(ExprMapper):
         return self.kb.value(child, sub, self.within, self.reducing)
 
     def map_call(self, c):
+        name = c.function.name
         args = [self.rec(a) for a in c.parameters]
-        return lower_call(c.function.name, args, self.kb.functions)
+        if name == "checked_index":         # (raw index, axis size, axis)
+            (raw, dt), (n, _), (axis, _) = args
+            return checked_call("index", dt, (raw, np.int64(n)), ("index", int(axis), int(n)),
+                                self.kb.plan.checks, self.kb.functions), np.dtype(np.int64)
+        if name == "power" and args[0][1].kind == "i":
+            return checked_call("power", args[0][1], [e for e, _ in args], ("power",),
+                                self.kb.plan.checks, self.kb.functions), args[0][1]
+        return lower_call(name, args, self.kb.functions)
 
     def _index_op(self, cls, *children):
         return cls(*(self.rec(ch)[0] for ch in children))

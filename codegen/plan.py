@@ -56,6 +56,7 @@ class Plan:
     materialized: set          # id(node)
     groups: list               # [Group] in launch order
     outputs: list
+    checks: list = field(default_factory=list)   # run-time checks (codegen.checks)
 
 
 def _is_input(node):

@@ -19,6 +19,8 @@ passes over a row that stays in cache.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pymbolic.primitives as p
 from loopy.symbolic import TypeCast
@@ -47,7 +49,7 @@ def row_kernel(asm, name, group):
                   group.size)
     shape = outs.units[0].node.shape
     rows, R = shape[:-1], shape[-1]
-    M = int(np.prod(rows, dtype=np.int64))
+    M = math.prod(rows)
     try:
         kb, loops, written = _build(asm, reds, outs, shape)
     except NotFusable:

@@ -164,9 +164,9 @@ class Unroll(Step):
             return _split(self, knl, ctx, self.iname, self.factor, None, "unr")
         _need_iname(self, knl, ctx, self.iname)
         size = _extent(knl, self.iname)
-        if size is None or size > 64:
+        if size is None or size > MAX_UNROLL:
             self.fail(ctx, f"{self.iname!r} has extent {size if size else 'unknown'}; "
-                           "full unrolling needs a constant <= 64 (give a factor)")
+                           f"full unrolling needs a constant <= {MAX_UNROLL} (give a factor)")
         return _set_tag(self, knl, ctx, self.iname, "unr")
 
 
@@ -506,10 +506,15 @@ def normalize(steps, name="?"):
     if isinstance(steps, Step):
         steps = (steps,)
     try:
+        if isinstance(steps, (str, bytes, dict)):
+            raise TypeError
         steps = tuple(steps)
     except TypeError:
-        raise ScheduleError(f"schedule for kernel {name} must be a list of steps, got "
-                            f"{type(steps).__name__}") from None
+        text = repr(steps) if len(repr(steps)) <= 80 else repr(steps)[:77] + "..."
+        raise ScheduleError(f"schedule for kernel {name}: expected a step or a list of steps "
+                            f"({', '.join(sorted(STEPS))}), got {type(steps).__name__} {text}"
+                            + (" (parse_schedule reads text)" if isinstance(steps, str) else "")
+                            ) from None
     seen_other = False
     for s in steps:
         if not isinstance(s, Step):
@@ -533,6 +538,7 @@ def apply_steps(knl, steps, ctx):
         except Exception as e:      # noqa: BLE001  (loopy refused the step)
             raise ScheduleError(f"{s!r} does not apply to kernel {ctx.name}: "
                                 f"{type(e).__name__}: {str(e).splitlines()[0]}") from e
+        check_unrolling(knl, s, ctx)        # before codegen, which huge unrolls stall
     return knl
 
 
@@ -552,6 +558,9 @@ def build_options(steps, kind, ctx_name):
             layout = s.kind
         else:
             _need_positive(s, KernelContext(ctx_name, kind), n=s.n, size=s.size)
+            if s.n > MAX_UNROLL:        # its element loops are unrolled
+                s.fail(KernelContext(ctx_name, kind), f"n={s.n} unrolls each work-item's "
+                       f"loops {s.n} times; at most {MAX_UNROLL} (MAX_UNROLL)")
             ilp, wg = s.n, s.size
     if ilp is not None and layout != "flat":
         raise ScheduleError(f"ElementsPerItem needs Layout('flat') (kernel {ctx_name})")
@@ -585,7 +594,7 @@ def schedule_key(schedules) -> str | None:
         return ""
     parts = []
     for pattern in sorted(schedules):
-        steps = schedules[pattern]
+        steps = normalize(schedules[pattern], pattern)
         if any(isinstance(s, Transform) for s in steps):
             return None
         parts.append(f"{pattern}={format_schedule(steps)}")
@@ -595,3 +604,24 @@ def schedule_key(schedules) -> str | None:
 from .vectorize import Vectorize  # noqa: E402  (it builds on the helpers above)
 
 STEPS[Vectorize.__name__] = Vectorize
+
+from .schedule_checks import MAX_UNROLL, check_unrolling  # noqa: E402,F401  (uses the above)
+
+
+def rename_arrays(step, names):
+    """``step`` with the array names in ``names`` replaced: placeholder names
+    (``Prefetch("x")``) by their device-code names (``p1_x``,
+    ``codegen.c_name``) before a step applies, and back for display."""
+    import dataclasses
+    fields = {"array"} if isinstance(step, Prefetch) else \
+        {"a", "b"} if isinstance(step, RegisterTile) else set()
+    changes = {f: names[getattr(step, f)] for f in fields if getattr(step, f) in names}
+    return dataclasses.replace(step, **changes) if changes else step
+
+
+def user_names(message, users):
+    """``message`` with quoted device-code names (``'p1_x'``) replaced by the
+    placeholder names they stand for."""
+    for c, u in users.items():
+        message = message.replace(repr(c), repr(u))
+    return message

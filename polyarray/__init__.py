@@ -31,7 +31,7 @@ from .linalg import dot, matmul, vdot, inner, outer, tensordot, einsum
 from .shapes import (reshape, transpose, permute_dims, matrix_transpose,
                      broadcast_to, broadcast_arrays, expand_dims, squeeze,
                      concatenate, stack, flip, moveaxis, swapaxes, ravel)
-from .indexing import NonConcreteBooleanIndexError
+from .indexing import NonConcreteBooleanIndexError, take
 from .program import (Program, compile, set_default_target, get_default_target,
                       target)
 from .show import show, format_dag

@@ -29,6 +29,8 @@ def check_dtype(dtype, what="array") -> np.dtype:
     if dt.kind == "c":
         raise TypeError(f"{what}: complex dtype {dt} is not supported yet "
                         "(supported: bool, int8-64, uint8-64, float16/32/64)")
+    if not dt.isnative and dt.byteorder != "|":     # same values, native order
+        dt = dt.newbyteorder("=")
     if dt not in _SUPPORTED:
         raise TypeError(f"{what}: unsupported dtype {dt} "
                         "(supported: bool, int8-64, uint8-64, float16/32/64)")

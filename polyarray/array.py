@@ -95,7 +95,7 @@ class Array:
         from .program import compile as _compile
         return _compile(self, target=target)(**bindings)
 
-    def to_numpy(self, **bindings) -> np.ndarray:
+    def to_numpy(self, /, **bindings) -> np.ndarray:
         """Evaluate with the NumPy reference target."""
         return self.evaluate("numpy", **bindings)
 

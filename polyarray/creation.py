@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
+import operator
 
 import numpy as np
 import pymbolic.primitives as p
@@ -16,6 +17,7 @@ import pymbolic.primitives as p
 from . import nodes as N
 from ._dtypes import check_dtype, INDEX_DTYPE
 from ._expr import call, cast, index_var
+from ._inputs import native_array, plain_ndarray
 from .array import Array
 
 RESERVED_NAMES = frozenset({"out"})
@@ -38,6 +40,7 @@ def _normalize_shape(shape, what="shape") -> tuple:
 
 
 def _wrap_data(data: np.ndarray) -> N.DataWrapper:
+    data = native_array(data)           # the same values, native byte order
     check_dtype(data.dtype, "pa.array")
     data = np.array(data, copy=True, order="C")
     data.flags.writeable = False
@@ -52,6 +55,7 @@ def array(obj, dtype=None) -> Array:
         return obj if dtype is None else obj.astype(dtype)
     if dtype is not None:
         dtype = check_dtype(dtype, "pa.array")
+    obj = plain_ndarray(obj, "pa.array input")
     data = np.asarray(obj, dtype=dtype)
     return Array(_wrap_data(data))
 
@@ -135,31 +139,110 @@ def empty_like(a, dtype=None, shape=None) -> Array:
     return zeros_like(a, dtype, shape)
 
 
-def arange(start, stop=None, step=1, dtype=None) -> Array:
-    """``np.arange``: element i is ``start + i * step``."""
-    if stop is None:
-        start, stop = 0, start
+def _arange_dtype(start, stop, step) -> np.dtype:
+    """NumPy's default: the promotion of intp with each given bound's dtype
+    (``arange(5.0)`` is float64, ``arange(np.uint64(5))`` float64)."""
+    dtype = np.dtype(np.intp)
+    for v in (start, stop, step):
+        if v is not None:
+            dtype = np.promote_types(dtype, np.asarray(v).dtype)
+    return dtype
+
+
+def _arange_length(start, stop, step):
+    """NumPy's ``ceil((stop - start) / step)`` and ``start + step``, computed
+    on the same Python or NumPy scalar objects, with NumPy's errors (an
+    OverflowError on the way is its "Maximum allowed size exceeded")."""
+    try:
+        with np.errstate(all="ignore"):
+            diff = stop - start
+            val = diff / step
+            value = float(val)
+            if val == 0 and diff != 0:          # underflow, or a step of +-inf
+                n = 0 if math.copysign(1.0, value) < 0 else 1
+            elif math.isnan(value):
+                raise ValueError("arange: cannot compute length")
+            elif math.isinf(value) or not -2.0**63 <= math.ceil(value) <= 2.0**63:
+                raise OverflowError
+            else:
+                # NumPy compares in double, where intp's max rounds up to 2**63,
+                # and its C cast of 2**63 to intp gives intp's min: no elements
+                n = math.ceil(value)
+                n = 0 if n > N.MAX_INTP else max(0, n)
+            nxt = start + step if n > 0 else None
+    except OverflowError:
+        raise ValueError("Maximum allowed size exceeded") from None
+    return n, nxt
+
+
+def _setitem_value(v, dtype):
+    """What NumPy's arange hands its dtype's setitem: a NumPy float scalar
+    becomes an integer through Python (so -1.5 to uint8 is an OverflowError,
+    not 255)."""
+    if dtype.kind in "iub" and isinstance(v, (np.floating, np.ndarray)) \
+            and np.asarray(v).dtype.kind == "f":
+        return float(v)
+    return v
+
+
+def arange(start, stop=None, step=None, dtype=None) -> Array:
+    """``np.arange``, element for element: NumPy stores ``start`` and
+    ``start + step`` converted to ``dtype``, then fills element i >= 2 with
+    ``first + i * (second - first)`` computed in ``dtype`` (float32 for
+    float16); the lazy constant uses the same formula."""
     for v in (start, stop, step):
         if isinstance(v, Array):
             raise TypeError("arange: bounds must be scalars, not lazy arrays")
-    if step == 0:
-        raise ZeroDivisionError("arange: step must not be zero")
-    n = max(0, math.ceil((stop - start) / step))
+        if isinstance(v, (tuple, list)):
+            raise TypeError("arange: scalar arguments expected instead of a tuple.")
     if dtype is None:
-        dtype = np.arange(start, start + step, step).dtype if n else \
-            np.result_type(np.asarray(start), np.asarray(stop), np.asarray(step))
+        dtype = _arange_dtype(start, stop, step)
     dtype = check_dtype(dtype, "arange")
-    comp = np.dtype(np.float64) if dtype.kind == "f" else \
-        (np.dtype(np.int64) if dtype.kind in "biu" else dtype)
-    i = cast(comp, index_var(0))
-    expr = call("add", comp.type(start), call("multiply", i, comp.type(step)))
-    if comp != dtype:
-        expr = cast(dtype, expr)
-    return constant((n,), dtype, expr, f"arange({start}, {stop}, {step})")
+    if step is None:
+        step = 1
+    if stop is None:
+        start, stop = 0, start
+    n, nxt = _arange_length(start, stop, step)
+    label = f"arange({start}, {stop}, {step})"
+    if n == 0:
+        return constant((0,), dtype, dtype.type(0), label)
+    if dtype == np.bool_ and n > 2:
+        raise TypeError("arange() is only supported for booleans when the result has "
+                        "at most length 2.")
+    first = np.empty(2, dtype)                # NumPy's own conversions (setitem)
+    first[0] = _setitem_value(start, dtype)
+    if n > 1:
+        first[1] = _setitem_value(nxt, dtype)
+    i = index_var(0)
+    if n == 1 or dtype == np.bool_:
+        if n == 1:
+            return constant((1,), dtype, first[0], label)
+        expr = call("where", p.Comparison(i, "==", 0), first[0], first[1])
+        return constant((n,), dtype, expr, label)
+    if dtype.kind == "f":
+        comp = np.dtype(np.float32) if dtype == np.float16 else dtype
+        a, b = first.astype(comp)
+        with np.errstate(all="ignore"):
+            delta = b - a
+        expr = call("add", a, call("multiply", cast(comp, i), delta))
+        if comp != dtype:
+            expr = cast(dtype, expr)
+        # elements 0 and 1 are stored as converted, not recomputed
+        expr = call("where", p.Comparison(i, "==", 0), first[0],
+                    call("where", p.Comparison(i, "==", 1), first[1], expr))
+    else:       # integers: wraps modulo 2**bits exactly as NumPy's fill does
+        i64 = np.dtype(np.int64)
+        with np.errstate(all="ignore"):
+            delta = (first[1:] - first[:1]).astype(i64)[0]
+            a = first[:1].astype(i64)[0]
+        expr = call("add", a, call("multiply", cast(i64, i), delta))
+        if dtype != i64:
+            expr = cast(dtype, expr)
+    return constant((n,), dtype, expr, label)
 
 
 def linspace(start, stop, num=50, endpoint=True, dtype=None) -> Array:
-    num = int(num)
+    num = operator.index(num)
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
     div = (num - 1) if endpoint else num
@@ -182,7 +265,7 @@ def linspace(start, stop, num=50, endpoint=True, dtype=None) -> Array:
 def eye(N_, M=None, k=0, dtype=np.float64) -> Array:
     M = N_ if M is None else M
     dtype = check_dtype(dtype, "eye")
-    on_diag = p.Comparison(index_var(1) - index_var(0), "==", int(k))
+    on_diag = p.Comparison(index_var(1) - index_var(0), "==", operator.index(k))
     expr = call("where", on_diag, dtype.type(1), dtype.type(0))
     return constant(_normalize_shape((N_, M)), dtype, expr, f"eye(k={k})")
 

@@ -6,6 +6,8 @@ Fusion of chains into one kernel happens later, in ``codegen``.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from . import nodes as N
@@ -175,6 +177,7 @@ def clip(a, a_min=None, a_max=None) -> Array:
 def round(x, decimals=0) -> Array:      # noqa: A001
     """``np.round``: half to even; ``decimals`` scales by powers of ten."""
     x = x if isinstance(x, Array) else array(x)
+    decimals = operator.index(decimals)      # NumPy: a float is a TypeError
     if x.dtype.kind in "iu":
         if decimals < 0:
             raise NotImplementedError("round: negative decimals on integer "

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-import pymbolic.primitives as p
 
 from . import nodes as N
-from ._expr import binding_name, index_var, read
+from ._dtypes import INDEX_DTYPE
+from ._expr import binding_name, call, cast, index_var, read
 from .array import Array
 from .creation import index_constant
 
@@ -124,7 +124,10 @@ def _expand(node, key):
     return out
 
 
-def getitem(x: Array, key) -> Array:
+def getitem(x: Array, key, checked=True) -> Array:
+    """``x[key]``.  Lazy index arrays are checked when the program runs
+    (``checked``); ``take(mode="clip"|"wrap")`` passes indices already in
+    range and no check."""
     node = x.node
     items = _expand(node, key)
     has_adv = any(kind in ("array", "lazy") for kind, _, _ in items)
@@ -205,9 +208,45 @@ def getitem(x: Array, key) -> Array:
             else:
                 name = binding_name(len(bindings))
                 bindings.append((name, v))
+                # NumPy converts any integer index array to intp first (uint64
+                # wraps), so every target sees int64 and ``+ n`` cannot overflow;
+                # checked when it runs: NumPy's IndexError, never a read
+                # outside the buffer (targets/numpy_exprs, codegen/checks)
                 raw = read(name, ivars)
-                indices[d] = p.If(p.Comparison(raw, "<", 0), raw + n, raw)
+                if v.dtype != INDEX_DTYPE:
+                    raw = cast(INDEX_DTYPE, raw)
+                indices[d] = call("checked_index", raw, n, d) if checked else raw
     label = "getitem[" + _format_key(key) + "]"
     return Array(N.IndexLambda.make(tuple(out_shape), node.dtype,
                                     read(binding_name(0), indices),
                                     tuple(bindings), label))
+
+
+_TAKE_MODES = ("raise", "wrap", "clip")
+
+
+def take(a, indices, axis=None, mode="raise") -> Array:
+    """``np.take``: elements of ``a`` (flattened when ``axis`` is None) at
+    ``indices`` along ``axis``.  ``mode="raise"`` (NumPy's default) raises
+    IndexError for an index out of range, when the program runs if the
+    indices are lazy; ``"wrap"`` wraps them around and ``"clip"`` clips them
+    (negative ones to 0, as NumPy does), with no run-time check."""
+    from . import creation, elementwise
+    from ._axes import normalize_axis_index
+    if mode not in _TAKE_MODES:
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    a = a if isinstance(a, Array) else creation.asarray(a)
+    if axis is None:
+        a, axis = a.reshape(-1), 0
+    axis = normalize_axis_index(axis, a.ndim)
+    idx = indices if isinstance(indices, Array) else creation.asarray(np.asarray(indices))
+    if idx.dtype.kind not in "iu":
+        raise IndexError(_BAD_INDEX + f" (got an array of dtype {idx.dtype})")
+    n = a.shape[axis]
+    if mode != "raise":
+        if n == 0:
+            raise IndexError("cannot do a non-empty take from an empty axes.")
+        idx = idx.astype(np.int64)
+        idx = elementwise.clip(idx, 0, n - 1) if mode == "clip" else idx % n
+    key = (slice(None),) * axis + (idx,)
+    return getitem(a, key, checked=mode == "raise")

@@ -9,9 +9,9 @@ from __future__ import annotations
 import string
 
 import numpy as np
-from numpy.lib.array_utils import normalize_axis_index
 
 from . import nodes as N
+from ._axes import axis_index, axis_list, normalize_axis_index
 from ._dtypes import check_dtype
 from .array import Array
 from .creation import as_node
@@ -75,7 +75,8 @@ def _letters(n, skip=""):
 
 def tensordot(a, b, axes=2) -> Array:
     na, nb = as_node(a), as_node(b)
-    if isinstance(axes, (int, np.integer)):
+    if not isinstance(axes, (tuple, list)):
+        axes = axis_index(axes)
         if axes < 0 or axes > min(na.ndim, nb.ndim):
             raise ValueError(f"tensordot: axes={axes} is invalid for shapes "
                              f"{na.shape} and {nb.shape}")
@@ -83,8 +84,7 @@ def tensordot(a, b, axes=2) -> Array:
         ax_b = list(range(axes))
     else:
         ax_a, ax_b = axes
-        ax_a = [ax_a] if isinstance(ax_a, (int, np.integer)) else list(ax_a)
-        ax_b = [ax_b] if isinstance(ax_b, (int, np.integer)) else list(ax_b)
+        ax_a, ax_b = axis_list(ax_a), axis_list(ax_b)
         if len(ax_a) != len(ax_b):
             raise ValueError("tensordot: shape-mismatch for sum")
         ax_a = [normalize_axis_index(x, na.ndim) for x in ax_a]

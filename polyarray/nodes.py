@@ -28,6 +28,7 @@ Node types
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 import weakref
 from dataclasses import dataclass, fields
@@ -38,6 +39,25 @@ import numpy as np
 
 _INTERN = weakref.WeakValueDictionary()
 _INTERN_LOCK = threading.Lock()
+
+MAX_INTP = 2**63 - 1
+
+
+def check_shape_size(shape, dtype):
+    """Refuse shapes no array can have, with NumPy's errors: a dimension
+    beyond intp, or ``size * itemsize`` beyond intp (zero dimensions are
+    skipped, as NumPy does, so ``(0, 2**40, 2**40)`` is refused too).  All
+    arithmetic is on Python ints: nothing wraps."""
+    nbytes = np.dtype(dtype).itemsize
+    for n in shape:
+        if n > MAX_INTP:
+            raise ValueError("Maximum allowed dimension exceeded")
+        if n:
+            nbytes *= n
+    if nbytes > MAX_INTP:
+        raise ValueError("array is too big; `arr.size * arr.dtype.itemsize` is larger "
+                         f"than the maximum possible size. (shape {tuple(shape)} of "
+                         f"{np.dtype(dtype).name} would need {nbytes} bytes)")
 
 
 def _key_part(value):
@@ -73,6 +93,7 @@ class Node:
     @classmethod
     def make(cls, *args, **kwargs):
         node = cls(*args, **kwargs)
+        check_shape_size(node.shape, node.dtype)
         key = (cls.__name__,) + node._intern_key()
         with _INTERN_LOCK:
             existing = _INTERN.get(key)
@@ -112,7 +133,7 @@ class Node:
 
     @property
     def size(self):
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)          # a Python int: never wraps
 
     def __repr__(self):
         return f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype})"

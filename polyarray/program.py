@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 from . import nodes as N
+from ._inputs import binding_array, describe_dtype
 from .array import Array
 
 _CONTEXT_TARGET = contextvars.ContextVar("polyarray_target", default=None)
@@ -92,7 +93,8 @@ class Program:
                         f"{_describe(node.shape, node.dtype)}")
         self._sorted_placeholders = sorted(self.placeholders.items())
         self.options = options
-        self.user_schedule = dict(schedule or {})
+        from codegen.schedule_checks import normalize_schedule
+        self.user_schedule = normalize_schedule(schedule)   # ScheduleError if malformed
         if self.user_schedule:
             options = dict(options, schedule=self.user_schedule)
         self._exe = self._target.compile(self._outputs, **options)
@@ -118,8 +120,9 @@ class Program:
     def with_schedule(self, schedule) -> "Program":
         """A new program with ``schedule`` (kernel name or pattern -> steps)
         replacing those kernels' schedules; this one is unchanged."""
+        from codegen.schedule_checks import normalize_schedule
         merged = dict(self.user_schedule)
-        merged.update(schedule)
+        merged.update(normalize_schedule(schedule))
         return Program(self.outputs, self.target_name, schedule=merged, **self.options)
 
     def transform(self, kernel_name, fn) -> "Program":
@@ -179,6 +182,8 @@ class Program:
         prepared = {}
         for name, ph in self._sorted_placeholders:
             value = bindings[name]
+            if isinstance(value, np.ndarray):   # subclasses, byte order
+                value = binding_array(value, name, ph.dtype)
             info = info_of(value)
             if info is None:
                 raise TypeError(
@@ -193,7 +198,7 @@ class Program:
             if dtype is not ph.dtype and dtype != ph.dtype:
                 raise TypeError(f"binding for placeholder {name!r} has the wrong "
                                 f"dtype: expected {ph.dtype.name}, got "
-                                f"{np.dtype(dtype).name}")
+                                f"{describe_dtype(dtype)}")
             prepared[name] = prepare(value)
         return prepared
 
@@ -202,7 +207,7 @@ class Program:
         return before the device finishes, as in CuPy)."""
         self._exe.synchronize()
 
-    def __call__(self, **bindings):
+    def __call__(self, /, **bindings):      # positional-only: a placeholder may be 'self'
         fast = self._exe.fast_call
         if fast is not None:
             results = fast(bindings)

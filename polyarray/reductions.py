@@ -9,9 +9,9 @@ from __future__ import annotations
 import builtins
 
 import numpy as np
-from numpy.lib.array_utils import normalize_axis_tuple
 
 from . import nodes as N
+from ._axes import axis_index, normalize_axis_tuple
 from .array import Array
 from .creation import as_node
 from .elementwise import apply_ufunc, astype
@@ -78,9 +78,7 @@ def _arg(op, x, axis):
     if axis is None:
         axes = tuple(range(node.ndim))
     else:
-        if not isinstance(axis, (int, np.integer)):
-            raise TypeError(f"{op}: axis must be an int or None, got {axis!r}")
-        axes = normalize_axes(axis, node.ndim)
+        axes = normalize_axes(axis_index(axis), node.ndim)
     if node.size == 0 or builtins.any(node.shape[a] == 0 for a in axes):
         raise ValueError(f"attempt to get {op} of an empty sequence")
     shape = tuple(n for d, n in enumerate(node.shape) if d not in axes)

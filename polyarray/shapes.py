@@ -3,10 +3,12 @@ are IndexLambdas that read their input at affine indices; ``reshape`` and
 ``concatenate`` have nodes of their own (see :mod:`polyarray.nodes`)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
-from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from . import nodes as N
+from ._axes import axis_index, axis_list, normalize_axis_index, normalize_axis_tuple
 from ._expr import binding_name, index_var, read
 from .array import Array
 from .creation import as_node, _normalize_shape
@@ -28,7 +30,7 @@ def transpose(x, axes=None) -> Array:
     if axes is None:
         axes = tuple(reversed(range(node.ndim)))
     else:
-        axes = tuple(axes)
+        axes = tuple(axis_list(axes))
         if len(axes) != node.ndim:
             raise ValueError(f"transpose: axes {axes} don't match array of "
                              f"shape {node.shape}")
@@ -102,8 +104,7 @@ def broadcast_arrays(*arrays) -> list:
 
 def expand_dims(x, axis) -> Array:
     node = _arr(x)
-    if isinstance(axis, (int, np.integer)):
-        axis = (axis,)
+    axis = axis_list(axis)
     out_ndim = node.ndim + len(axis)
     axes = set(normalize_axis_tuple(axis, out_ndim))
     shape, idx, k = [], [], 0
@@ -165,13 +166,13 @@ def reshape(x, shape, order="C") -> Array:
     if any(n < -1 for n in shape):
         raise ValueError(f"reshape: negative dimensions not allowed: {tuple(shape)}")
     if -1 in shape:
-        known = int(np.prod([n for n in shape if n != -1], dtype=np.int64))
+        known = math.prod(n for n in shape if n != -1)
         if known == 0 or node.size % known:
             raise ValueError(f"cannot reshape array of size {node.size} into "
                              f"shape {tuple(shape)}")
         shape[shape.index(-1)] = node.size // known
     shape = tuple(int(n) for n in shape)
-    if int(np.prod(shape, dtype=np.int64)) != node.size:
+    if math.prod(shape) != node.size:
         raise ValueError(f"cannot reshape array of size {node.size} into shape {shape}")
     if order == "F":
         t = transpose(Array(node))
@@ -195,6 +196,7 @@ def concatenate(arrays, axis=0) -> Array:
     if axis is None:
         nodes = [reshape(Array(n), (-1,)).node for n in nodes]
         axis = 0
+    axis = axis_index(axis)
     ndim = nodes[0].ndim
     if ndim == 0:
         raise ValueError("zero-dimensional arrays cannot be concatenated")

@@ -13,6 +13,7 @@ timing anything (``origin == "cache"`` in the report).
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -38,7 +39,7 @@ def default_candidates(info, program):
     out = []
     if kind == "elementwise":
         _, node = _first_output(program, info)
-        size = int(np.prod(node.shape))
+        size = math.prod(node.shape)
         for wg in (64, 128, 256, 512):
             if wg <= max(size, 1):
                 out.append((WorkGroup(wg),))

@@ -1,9 +1,13 @@
 """Two-level compile cache: in memory, and on disk under the user cache dir.
 
 Entries are pickled with a SHA-256 checksum in front.  A truncated or
-corrupted entry is detected, logged as a warning and rebuilt; it never
+corrupted entry -- or one whose value its consumer's validator refuses (a
+checksum only proves the bytes are the ones written, not that they hold what
+the reader expects) -- is logged as a warning, deleted and rebuilt; it never
 crashes a program.  Writes are atomic (temporary file + rename), so two
-processes compiling the same program at once cannot corrupt each other.
+processes compiling the same program at once cannot corrupt each other.  A
+cache directory that cannot be created or written to is warned about once
+per process and directory; programs then compile without a disk cache.
 """
 from __future__ import annotations
 
@@ -17,7 +21,21 @@ log = logging.getLogger("polyarray.cache")
 FORMAT = b"polyarray-cache-v1\n"
 
 
-def cache_dir() -> str:
+_WARNED_DIRS = set()
+
+
+def _warn_dir_once(d, what, e):
+    """One warning per directory and process (not one per compile)."""
+    d = os.path.normpath(d)
+    if d not in _WARNED_DIRS:
+        _WARNED_DIRS.add(d)
+        log.warning("polyarray cache: %s %s (%s); compiling without a disk cache there",
+                    what, d, e)
+
+
+def cache_dir():
+    """The cache directory, created if needed; None when it cannot be (a
+    path under or at a regular file, no permission, ...)."""
     d = os.environ.get("POLYARRAY_CACHE_DIR")
     if not d:
         try:
@@ -25,7 +43,11 @@ def cache_dir() -> str:
             d = platformdirs.user_cache_dir("polyarray")
         except ImportError:
             d = os.path.join(os.path.expanduser("~"), ".cache", "polyarray")
-    os.makedirs(d, exist_ok=True)
+    try:
+        os.makedirs(d, exist_ok=True)
+    except OSError as e:
+        _warn_dir_once(d, "cannot create cache directory", e)
+        return None
     return d
 
 
@@ -41,24 +63,46 @@ _INSTANCES = []
 
 
 class DiskCache:
-    def __init__(self, kind: str):
+    """``valid(value) -> bool`` (optional) says whether a decoded value has
+    the shape its consumer needs; a refused value (or a validator that
+    raises) counts as a corrupted entry."""
+
+    def __init__(self, kind: str, valid=None):
         self.kind = kind
+        self.valid = valid if valid is not None else _DEFAULT_VALID.get(kind)
         self.memory = {}
         _INSTANCES.append(self)
         self.hits = self.misses = self.corrupt = 0
 
     def path(self, key):
-        return os.path.join(cache_dir(), f"{self.kind}-{key[:40]}.pkl")
+        """The entry's file, or None when there is no usable cache directory."""
+        d = cache_dir()
+        return None if d is None else os.path.join(d, f"{self.kind}-{key[:40]}.pkl")
+
+    def _accepts(self, value):
+        if value is None or self.valid is None:
+            return value is not None        # None: failed checksum or unpickling
+        try:
+            return bool(self.valid(value))
+        except Exception:      # noqa: BLE001  (a validator tripping = malformed)
+            return False
 
     def get(self, key):
         if key in self.memory:
             self.hits += 1
             return self.memory[key]
         path = self.path(key)
+        if path is None:
+            self.misses += 1
+            return None
         try:
             with open(path, "rb") as f:
                 blob = f.read()
         except FileNotFoundError:
+            self.misses += 1
+            return None
+        except PermissionError as e:       # the whole directory, most likely
+            _warn_dir_once(os.path.dirname(path), "cannot read from cache directory", e)
             self.misses += 1
             return None
         except OSError as e:
@@ -66,7 +110,7 @@ class DiskCache:
             self.misses += 1
             return None
         value = self._decode(blob, key)
-        if value is None:
+        if not self._accepts(value):
             self.corrupt += 1
             log.warning("polyarray cache: corrupted entry %s; rebuilding it", path)
             try:
@@ -97,13 +141,41 @@ class DiskCache:
         payload = pickle.dumps((key, value), protocol=pickle.HIGHEST_PROTOCOL)
         blob = FORMAT + hashlib.sha256(payload).hexdigest().encode() + payload
         path = self.path(key)
+        if path is None:
+            return
+        tmp = None
         try:
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
             with os.fdopen(fd, "wb") as f:
                 f.write(blob)
             os.replace(tmp, path)
         except OSError as e:
-            log.warning("polyarray cache: cannot write %s (%s)", path, e)
+            _warn_dir_once(os.path.dirname(path), "cannot write to cache directory", e)
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+
+
+def _valid_tune(entry):
+    """polyarray.tuning's entries: {"schedule": {kernel: text}, "report": {...}}."""
+    from codegen.schedule import parse_schedule
+    sched, report = entry["schedule"], entry["report"]
+    if not (isinstance(sched, dict) and isinstance(report, dict)
+            and isinstance(report.get("kernels", {}), dict)):
+        return False
+    for name, text in sched.items():
+        if not (isinstance(name, str) and isinstance(text, str)):
+            return False
+        parse_schedule(text)       # raises on text that is not a schedule
+    return all(isinstance(r, dict) and {"chosen", "default", "candidates"} <= r.keys()
+               and all(len(row) == 3 for row in r["candidates"])
+               for r in report.get("kernels", {}).values())
+
+
+# validators for consumers that construct their DiskCache without one
+_DEFAULT_VALID = {"tune": _valid_tune}
 
 
 def clear_memory_layers():

@@ -13,9 +13,9 @@ import numpy as np
 
 from .base import Target
 from .cache import DiskCache, code_version, key_digest
-from .device_common import DeviceExecutable, host_array, lower_or_load
+from .device_common import DeviceExecutable, host_array, lower_or_load, valid_lowered_entry
 
-_CACHE = DiskCache("cuda")
+_CACHE = DiskCache("cuda", valid=valid_lowered_entry)
 _STATE = {}
 
 
@@ -73,6 +73,10 @@ class CudaExecutable(DeviceExecutable):
         mod = modules.get(key)
         self.pool = _pool()
         self._fixed = {name: self._upload(arr) for name, arr in self._data_arrays.items()}
+        if self._checks:        # run-time checks' flags (codegen.checks), zeroed
+            from codegen.checks import ERROR_BUFFER
+            self._flags = np.zeros(self._n_flags, np.int64)
+            self._fixed[ERROR_BUFFER] = self._upload(self._flags)
         self._launches = []
         for k in self.lowered.kernels:
             fn = mod.get_function(k.name)
@@ -94,7 +98,8 @@ class CudaExecutable(DeviceExecutable):
         self._gpuarray = ga.GPUArray
         self._inputs = list(self.lowered.inputs.items())
         self._ready = True
-        if self.out_mode == "device" and not any(o[4] for o in self._outs):
+        if self.out_mode == "device" and not any(o[4] for o in self._outs) \
+                and not self._checks:
             self.fast_call = self._make_fast_call()
 
     def _make_fast_call(self):
@@ -200,7 +205,19 @@ class CudaExecutable(DeviceExecutable):
                 if nbytes:
                     self._drv.memcpy_dtoh(host.view(sdt) if dtype == np.bool_ else host, buf)
                 results.append(host)
+        if self._checks:            # waits for the kernels (a check must not be missed)
+            self._read_flags()
         return results
+
+    def _read_flags(self):
+        from codegen.checks import ERROR_BUFFER
+        buf, flags = self._fixed[ERROR_BUFFER], self._flags
+        self._drv.memcpy_dtoh(flags, buf)
+
+        def reset():
+            flags[:] = 0
+            self._drv.memcpy_htod(buf, flags)
+        self._raise_failed_checks(flags, reset)
 
     def device_description(self):
         drv, dev = _driver()
@@ -268,6 +285,7 @@ class CudaTarget(Target):
         skey = schedule_key(schedule)
         key = None if skey is None else key_digest(
             "cuda", program_key(outputs), lp.VERSION, code_version(), skey)
+        from codegen.schedule_checks import CUDA_MAX_WORK_GROUP
         compiled = lower_or_load(_CACHE, key, outputs, lp.CudaTarget(),   # built on 1st call
-                                 schedules=schedule)
+                                 schedules=schedule, max_work_group=CUDA_MAX_WORK_GROUP)
         return CudaExecutable(compiled, outputs, out, fast_math, schedule)

@@ -35,16 +35,49 @@ def _strip(lowered):
     return dataclasses.replace(lowered, kernels=kernels, translation_unit=None)
 
 
+def valid_lowered_entry(entry) -> bool:
+    """Whether a disk-cache value is ``{"lowered": Lowered}`` with the fields
+    the executables read, of the right kinds and consistent with each other
+    (a checksum-valid entry of another shape must be rebuilt, not crash)."""
+    from codegen import BufferSpec, KernelInfo, Lowered
+    L = entry["lowered"] if isinstance(entry, dict) else None
+    if type(L) is not Lowered or not isinstance(L.source, str):
+        return False
+    if not (isinstance(L.kernels, list) and isinstance(L.buffers, dict)
+            and isinstance(L.inputs, dict) and isinstance(L.data, dict)
+            and isinstance(L.outputs, list)):
+        return False
+    for b in L.buffers.values():
+        if not (type(b) is BufferSpec and isinstance(b.size, _INT) and b.size >= 0
+                and isinstance(b.storage, np.dtype) and isinstance(b.dtype, np.dtype)
+                and isinstance(b.shape, tuple) and b.role in _ROLES):
+            return False
+    for k in L.kernels:
+        if not (type(k) is KernelInfo and isinstance(k.name, str)
+                and all(a in L.buffers for a in k.args)
+                and all(isinstance(n, _INT) for n in (*k.gsize, *k.lsize))):
+            return False
+    return (all(b in L.buffers for b in (*L.inputs.values(), *L.data, *L.outputs))
+            and all(isinstance(i, _INT) for i in L.data.values()))
+
+
+_ROLES = ("input", "data", "temp", "output", "errors")
+_INT = (int, np.integer)
+
+
 def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False,
-                  schedules=None) -> CompiledProgram:
+                  schedules=None, max_work_group=None) -> CompiledProgram:
     """The lowered program from memory, disk or codegen.  ``build(source) ->
     handle`` compiles it now (None: the target builds on first call).  Device
     binaries are cached by pyopencl/pycuda themselves, keyed by source.
     ``key`` None (a schedule with raw loopy transforms) bypasses both caches."""
+    from polyarray.dtype_checks import check_device_dtypes
+    check_device_dtypes(outputs)            # float16: a clear error before loopy
     t0 = time.perf_counter()
     if key is None:
         from codegen import lower_program
-        lowered = lower_program(outputs, lp_target, cpu=cpu, schedules=schedules)
+        lowered = lower_program(outputs, lp_target, cpu=cpu, schedules=schedules,
+                                max_work_group=max_work_group)
         handle = build(lowered.source) if (build and lowered.kernels) else None
         return CompiledProgram(lowered, handle, "built", time.perf_counter() - t0)
     hit = _MEMORY.get(key)
@@ -56,7 +89,8 @@ def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False,
         lowered, origin = entry["lowered"], "disk"
     else:
         from codegen import lower_program
-        lowered = lower_program(outputs, lp_target, cpu=cpu, schedules=schedules)
+        lowered = lower_program(outputs, lp_target, cpu=cpu, schedules=schedules,
+                                max_work_group=max_work_group)
         origin = "built"
         cache.put(key, {"lowered": _strip(lowered)})
     handle = build(lowered.source) if (build and lowered.kernels) else None
@@ -103,6 +137,18 @@ class DeviceExecutable(Executable):
         # buffers allocated per call: (name, bytes)
         self._allocs = [(name, max(b.size, 1) * b.storage.itemsize)
                         for name, b in L.buffers.items() if b.role in ("temp", "output")]
+        # run-time checks (codegen.checks): a zeroed flag buffer kept on the device
+        self._checks = tuple(getattr(L, "checks", ()))
+        self._n_flags = 2 * len(self._checks)
+
+    def _raise_failed_checks(self, flags, reset):
+        """After a call: raise NumPy's error if a device check failed, first
+        zeroing the flags (``reset()``) so the next call starts clean."""
+        if flags.any():
+            from codegen.checks import raise_failed_check
+            failed = flags.copy()
+            reset()
+            raise_failed_check(failed, self._checks)
 
     device_desc = "?"
 

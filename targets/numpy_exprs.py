@@ -104,6 +104,8 @@ class NumpyExprEvaluator(Mapper):
             return np.asarray(args[0]).astype(np.dtype(name[5:]))
         if name == "where":
             return np.where(*args)
+        if name == "checked_index":
+            return checked_index(*args)
         return getattr(np, name)(*args)
 
     # index arithmetic (int64)
@@ -142,6 +144,21 @@ class NumpyExprEvaluator(Mapper):
 
     def map_if(self, e):
         return np.where(self.rec(e.condition), self.rec(e.then), self.rec(e.else_))
+
+
+def checked_index(raw, n, axis):
+    """A gather's index into an axis of size ``n``: negative ones count from
+    the end; any other out of range raises NumPy's IndexError, naming the
+    index as the user passed it."""
+    raw = np.asarray(raw)
+    wide = raw.astype(np.int64) if raw.dtype != np.uint64 else raw
+    bad = (wide >= n) | ((wide < -n) if raw.dtype.kind == "i" else False)
+    if np.any(bad):
+        raise IndexError(f"index {raw[bad].flat[0]} is out of bounds for axis {int(axis)} "
+                         f"with size {int(n)}")
+    if raw.dtype.kind == "u":
+        return wide.astype(np.int64)
+    return np.where(wide < 0, wide + n, wide)
 
 
 def evaluate_index_lambda(shape, dtype, expr, env) -> np.ndarray:

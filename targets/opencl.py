@@ -18,13 +18,14 @@ import numpy as np
 
 from .base import Target
 from .cache import DiskCache, code_version, key_digest
-from .device_common import CompiledProgram, DeviceExecutable, host_array, lower_or_load
+from .device_common import (CompiledProgram, DeviceExecutable, host_array, lower_or_load,
+                            valid_lowered_entry)
 
 log = logging.getLogger("polyarray.opencl")
 
 _PROBE_SRC = "__kernel void probe(__global float *a) { a[get_global_id(0)] *= 2.0f; }"
 _DEVICE = {}
-_CACHE = DiskCache("opencl")
+_CACHE = DiskCache("opencl", valid=valid_lowered_entry)
 
 
 def _describe(platform, device):
@@ -101,10 +102,17 @@ class OpenCLExecutable(DeviceExecutable):
         self.ctx, self.queue = ctx, queue
         self.pool = _pool_for(queue)
         self._cl, self._cla = cl, cla
+        # sub-buffers must start at a multiple of this (bits in OpenCL's query)
+        self._align = max(queue.device.mem_base_addr_align // 8, 1)
+        self._max_alloc = queue.device.max_mem_alloc_size
         kernels = _kernel_objects(compiled)
         # data leaves live on the device for the executable's lifetime
-        self._fixed = {name: self._upload(arr).base_data
+        self._fixed = {name: self._upload(arr, [])
                        for name, arr in self._data_arrays.items()}
+        if self._checks:
+            from codegen.checks import ERROR_BUFFER
+            self._flags = np.zeros(self._n_flags, np.int64)
+            self._fixed[ERROR_BUFFER] = self._upload(self._flags, [])
         self._inputs = list(L.inputs.items())
         self._launches = []
         for k in L.kernels:
@@ -123,8 +131,48 @@ class OpenCLExecutable(DeviceExecutable):
     def synchronize(self):
         self.queue.finish()
 
-    def _upload(self, arr):
-        return self._cla.to_device(self.queue, host_array(arr), allocator=self.pool)
+    def _upload(self, arr, owned):
+        arr = host_array(arr)
+        buf = self._alloc(max(arr.nbytes, 1), owned)
+        if arr.nbytes:
+            self._cl.enqueue_copy(self.queue, buf, arr)       # blocking, as to_device
+        return buf
+
+    def _alloc(self, nbytes, owned):
+        try:
+            buf = self.pool.allocate(nbytes)
+        except Exception as e:      # noqa: BLE001  (sorted out in _out_of_memory)
+            self._out_of_memory(e, nbytes, owned)
+        owned.append(buf)
+        return buf
+
+    def _out_of_memory(self, e, nbytes, owned):
+        """Free this call's buffers and raise a MemoryError naming the size
+        (as the CUDA target does), instead of pyopencl's INVALID_BUFFER_SIZE
+        or MEM_OBJECT_ALLOCATION_FAILURE."""
+        if not isinstance(e, MemoryError) and getattr(e, "code", None) not in _oom_codes():
+            raise e
+        for b in owned:
+            b.release()
+        owned.clear()
+        self.pool.free_held()
+        limit = (f"; this device allocates at most {self._max_alloc} bytes at once"
+                 if nbytes > self._max_alloc else "")
+        raise MemoryError(f"OpenCL out of memory: could not allocate {nbytes} bytes "
+                          f"({nbytes / 2**30:.2f} GiB) on the device{limit}") from None
+
+    def _offset_binding(self, v, owned):
+        """The buffer of a device array that starts ``v.offset`` bytes into its
+        allocation: a sub-buffer where the offset is aligned as OpenCL
+        requires, else an aligned copy (a sub-buffer there is refused)."""
+        if not v.nbytes:
+            return None         # nothing is read (as an empty array's base_data)
+        if v.offset % self._align == 0:
+            return v.base_data.get_sub_region(v.offset, v.nbytes)
+        buf = self._alloc(v.nbytes, owned)
+        self._cl.enqueue_copy(self.queue, buf, v.base_data, byte_count=v.nbytes,
+                              src_offset=v.offset)
+        return buf
 
     def _wrap(self, buf, attrs):
         """A pyopencl Array over ``buf`` from prepared attributes."""
@@ -137,18 +185,19 @@ class OpenCLExecutable(DeviceExecutable):
     def run(self, bindings):
         cl, q, cla_array = self._cl, self.queue, self._cla.Array
         bufs = dict(self._fixed) if self._fixed else {}
+        owned = []          # this call's allocations, freed on MemoryError
         for pname, bname in self._inputs:
             v = bindings[pname]
             if type(v) is cla_array or isinstance(v, cla_array):
                 if v.queue is not q and v.context != self.ctx:
                     raise TypeError(f"binding for placeholder {pname!r} lives on another "
                                     "OpenCL context than this program's device")
-                bufs[bname] = v.base_data if not v.offset else _data_of(v)
+                bufs[bname] = v.base_data if not v.offset else self._offset_binding(v, owned)
             else:
-                bufs[bname] = self._upload(v).base_data
-        alloc = self.pool.allocate
+                bufs[bname] = self._upload(v, owned)
+        alloc = self._alloc
         for name, nbytes in self._allocs:
-            bufs[name] = alloc(nbytes)
+            bufs[name] = alloc(nbytes, owned)
         enqueue = cl.enqueue_nd_range_kernel
         for knl, args, gs, ls in self._launches:
             knl.set_args(*[bufs[a] for a in args])
@@ -158,7 +207,7 @@ class OpenCLExecutable(DeviceExecutable):
         for name, shape, dtype, sdt, copy, size, attrs in self._outs:
             buf = bufs[name]
             if copy:            # an input returned as is, or an output repeated
-                new = alloc(max(size, 1))
+                new = alloc(max(size, 1), owned)
                 if size:
                     cl.enqueue_copy(q, new, buf, byte_count=size)
                 buf = new
@@ -170,9 +219,21 @@ class OpenCLExecutable(DeviceExecutable):
                     cl.enqueue_copy(q, host.view(sdt) if dtype == np.bool_ else host, buf,
                                     is_blocking=False)
                 results.append(host)
-        if not device:
+        if self._checks:            # waits for the kernels (a check must not be missed)
+            self._read_flags()
+        elif not device:
             q.finish()
         return results
+
+    def _read_flags(self):
+        from codegen.checks import ERROR_BUFFER
+        buf, flags = self._fixed[ERROR_BUFFER], self._flags
+        self._cl.enqueue_copy(self.queue, flags, buf)      # blocking: waits for the call
+        self._raise_failed_checks(flags, lambda: self._upload_into(buf, flags))
+
+    def _upload_into(self, buf, flags):
+        flags[:] = 0
+        self._cl.enqueue_copy(self.queue, buf, flags)
 
 
 def _c_strides(shape, itemsize):
@@ -210,10 +271,12 @@ def launch_sizes(gsize, lsize):
     return tuple(a * b for a, b in zip(g, loc)), loc
 
 
-def _data_of(arr):
-    if arr.offset:
-        return arr.base_data.get_sub_region(arr.offset, arr.nbytes)
-    return arr.base_data
+def _oom_codes():
+    """pyopencl error codes that mean "no memory for this buffer"."""
+    import pyopencl as cl
+    c = cl.status_code
+    return (c.MEM_OBJECT_ALLOCATION_FAILURE, c.OUT_OF_RESOURCES, c.OUT_OF_HOST_MEMORY,
+            c.INVALID_BUFFER_SIZE)
 
 
 class OpenCLTarget(Target):
@@ -287,7 +350,9 @@ class OpenCLTarget(Target):
             "opencl", program_key(outputs), desc, dev.driver_version, lp.VERSION,
             code_version(), cpu, skey)
         compiled = lower_or_load(_CACHE, key, outputs, lp.OpenCLTarget(),
-                                 lambda src: self._build(ctx, src), cpu=cpu, schedules=schedule)
+                                 lambda src: self._build(ctx, src), cpu=cpu, schedules=schedule,
+                                 max_work_group=(dev.max_work_group_size,
+                                                 tuple(dev.max_work_item_sizes)))
         exe = OpenCLExecutable(compiled, outputs, ctx, queue, out, cpu, schedule)
         exe.device_desc = f"{desc} ({'cpu' if cpu else 'gpu'} layouts)"
         return exe

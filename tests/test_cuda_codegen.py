@@ -106,9 +106,10 @@ def test_default_big_matmul_reads_local_tiles_with_16_byte_loads(form):
     a = pa.placeholder("a", (256, 2048) if "a.T" in form else (2048, 256), np.float32)
     b = pa.placeholder("b", (2048, 256) if "b.T" in form else (256, 2048), np.float32)
     low = lower_program([eval(form).node], lp.CudaTarget())
-    assert sorted(low.buffers) == ["a", "b", "out0"], low.buffers     # no transposed copies
+    # no transposed copies (placeholder names are prefixed: codegen.c_name)
+    assert sorted(low.buffers) == ["out0", "p1_a", "p1_b"], low.buffers
     # both tiles k-major (A's rows padded by 4), whichever way the operands are read
-    for tile, row in (("a_fetch", 132), ("b_fetch", 128)):
+    for tile, row in (("p1_a_fetch", 132), ("p1_b_fetch", 128)):
         reads = re.findall(rf"{tile}\[([^\]]*)\] \*|\* {tile}\[([^\]]*)\];", low.source)
         assert reads and all(f"{row} * k_inner" in "".join(r) for r in reads), (tile, reads[:4])
     info, = low.kernels
@@ -140,7 +141,7 @@ def test_vectorized_kernels_compile_with_nvcc(dtype, width):
     out = pa.sqrt(x * x + y) if np.dtype(dtype).kind == "f" else x * y - x
     low = lower_program([out.node], lp.CudaTarget(), schedules={
         "k0_elementwise": [Vectorize("i", width), WorkGroup(64, "i_outer")]})
-    assert f"{width} const *__restrict__ x" in low.source, low.source
+    assert f"{width} const *__restrict__ p1_x" in low.source, low.source
     with tempfile.TemporaryDirectory() as d:
         r = _nvcc(low.source, d, "vec")
     assert r.returncode == 0, r.stderr

@@ -343,8 +343,8 @@ def test_large_elementwise_loads_before_stores(n, dtype):
             "b": sv > 7, "c": xv + xv}
     L = lower(list(outs.values()))
     src = L.source
-    assert "x_r[4]" in src, src
-    assert src.index("x_r[3] = x[") < src.index("out0["), "a store precedes a fetch"
+    assert "p1_x_r[4]" in src, src
+    assert src.index("p1_x_r[3] = p1_x[") < src.index("out0["), "a store precedes a fetch"
     assert ("min(" in src) == (n % 1024 != 0)
     if ok:
         binds = {"x": xv, "y": yv} if n % 8 == 0 else {"x": xv}

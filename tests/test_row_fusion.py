@@ -70,7 +70,7 @@ def test_fused_into_one_kernel(device_target, fn, shape, dtype, nred):
     assert list(prog.kernels) == ["k0_rows"], prog.kernels
     assert prog.kernels["k0_rows"].kind.startswith("rows")
     # the fused reductions need no buffers: only the input and the output remain
-    assert sorted(prog._exe.lowered.buffers) == ["out0", "x"]
+    assert sorted(prog._exe.lowered.buffers) == ["out0", "p1_x"]
     assert_same(_get(prog(**inputs)), want, fn.__name__)
 
 

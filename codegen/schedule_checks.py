@@ -1,0 +1,141 @@
+"""Checks that keep every accepted schedule either right or a clear error.
+
+* ``normalize_schedule``: the user's ``schedule=`` argument -> ``{name or
+  pattern: tuple of steps}``; anything else is a ``ScheduleError`` saying
+  what is expected and what was given.
+* ``check_unrolling``: after each step, no loop is unrolled (``unr``, and
+  ``ilp``, which loopy unrolls too) more than ``MAX_UNROLL`` times, and no
+  instruction is copied more than ``MAX_UNROLLED`` times by the unrolled
+  loops around it.  Larger unrolls make loopy's code generator and the device
+  compilers (PoCL's LLVM, nvcc) run for minutes.  ``unr_hint`` (a
+  ``#pragma unroll``) leaves unrolling to the device compiler, which fully
+  unrolls a loop of constant extent when told to: PoCL took 8 s for a
+  trivial body over 1024 iterations, 34 s over 2048 and 110 s over 5000, so
+  a hint's unroll count (the loop's extent, or N of ``unr_hint.N`` when
+  smaller) is bounded by ``MAX_UNROLL_HINT``.
+* ``check_work_groups``: after code generation, each kernel's work-group
+  (the product of its ``l.*`` loop extents) fits the device's limits, so a
+  launch never fails with ``INVALID_WORK_GROUP_SIZE``.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from .schedule import ScheduleError, Step, _extent, format_schedule, normalize
+
+MAX_UNROLL = 64          # iterations of one unrolled loop
+MAX_UNROLLED = 1024      # copies of one instruction made by the unrolled loops around it
+MAX_UNROLL_HINT = 512    # iterations a #pragma unroll (unr_hint) may ask the compiler for
+CUDA_MAX_WORK_GROUP = (1024, (1024, 1024, 64))      # (per block, per axis x, y, z)
+
+
+def _short(value, limit=80):
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def normalize_schedule(schedule) -> dict:
+    """``{kernel name or fnmatch pattern: tuple of steps}`` from a user's
+    ``schedule=``: a dict whose values are a step or an iterable of steps."""
+    if schedule is None:
+        return {}
+    if not isinstance(schedule, Mapping):
+        hint = ""
+        if isinstance(schedule, Step) or (isinstance(schedule, Iterable)
+                                          and not isinstance(schedule, (str, bytes))):
+            hint = " (name the kernel: {'k0_elementwise': [...]}; prog.schedule lists the names)"
+        given = (f"the step {_short(schedule)}" if isinstance(schedule, Step) else
+                 f"{type(schedule).__name__} {_short(schedule)}")
+        raise ScheduleError(
+            "schedule must be a dict mapping kernel names or fnmatch patterns to a step or a "
+            f"list of steps, e.g. {{'k0_elementwise': [WorkGroup(128)]}}; got {given}{hint}")
+    out = {}
+    for key, steps in schedule.items():
+        if not isinstance(key, str):
+            raise ScheduleError(f"schedule keys must be kernel names or fnmatch patterns "
+                                f"(str), got {type(key).__name__} {_short(key)}")
+        out[key] = normalize(steps, key)
+    return out
+
+
+def _unrolled(kern):
+    """``{iname: its tags}`` of the loops loopy unrolls (``unr``, ``ilp``)."""
+    from loopy.kernel.data import UnrolledIlpTag, UnrollTag
+    return {name: iname.tags for name, iname in kern.inames.items()
+            if any(isinstance(t, (UnrollTag, UnrolledIlpTag)) for t in iname.tags)}
+
+
+def check_unrolling(knl, step, ctx):
+    """ScheduleError naming ``step`` when the kernel, after it, unrolls a
+    loop more than MAX_UNROLL times or an instruction more than MAX_UNROLLED
+    times."""
+    kern = knl.default_entrypoint
+    _check_hints(knl, kern, step, ctx)
+    unrolled = _unrolled(kern)
+    if not unrolled:
+        return
+    extents = {}
+    for name in sorted(unrolled):
+        n = _extent(knl, name)
+        if n is None:
+            continue            # loopy refuses non-constant unrolls itself, clearly
+        extents[name] = n
+        if n > MAX_UNROLL:
+            step.fail(ctx, f"it unrolls loop {name!r} ({_tags(unrolled[name])}) {n} times; "
+                           f"at most {MAX_UNROLL} per loop (MAX_UNROLL) -- use a smaller "
+                           "factor, or Tag(..., 'unr_hint.4') to leave unrolling to the "
+                           "device compiler")
+    for insn in kern.instructions:
+        nest = sorted(i for i in insn.within_inames | insn.reduction_inames() if i in extents)
+        total = 1
+        for i in nest:
+            total *= extents[i]
+        if total > MAX_UNROLLED:
+            step.fail(ctx, f"its unrolled loops {' x '.join(f'{i}({extents[i]})' for i in nest)}"
+                           f" copy instruction {insn.id!r} {total} times; at most "
+                           f"{MAX_UNROLLED} copies per instruction (MAX_UNROLLED) -- unroll fewer "
+                           "loops, or use Tag(..., 'unr_hint.4')")
+
+
+def _check_hints(knl, kern, step, ctx):
+    from loopy.kernel.data import UnrollHintTag
+    for name, iname in sorted(kern.inames.items()):
+        hint = next((t for t in iname.tags if isinstance(t, UnrollHintTag)), None)
+        if hint is None:
+            continue
+        n = _extent(knl, name)
+        count = hint.value if n is None else min(hint.value or n, n)
+        if count is not None and count > MAX_UNROLL_HINT:
+            step.fail(ctx, f"its {hint} on loop {name!r} asks the device compiler to unroll "
+                           f"{count} iterations; at most {MAX_UNROLL_HINT} (MAX_UNROLL_HINT) "
+                           f"-- use unr_hint.N with a small N, or split the loop first")
+
+
+def _tags(tags):
+    return ", ".join(str(t) for t in tags)
+
+
+def check_work_groups(kernels, max_work_group):
+    """ScheduleError when a kernel's work-group exceeds ``max_work_group``,
+    ``(work-items per group, (per axis 0, 1, 2))``; None checks nothing."""
+    if max_work_group is None:
+        return
+    total_max, axis_max = max_work_group
+    for k in kernels:
+        lsize = tuple(int(x) for x in k.lsize)
+        total = 1
+        for n in lsize:
+            total *= n
+        over = [a for a, n in enumerate(lsize) if a < len(axis_max) and n > axis_max[a]]
+        if total <= total_max and not over:
+            continue
+        shape = " x ".join(str(n) for n in lsize)
+        what = (f"{lsize[over[0]]} work-items on axis l.{over[0]}, more than the device's "
+                f"limit of {axis_max[over[0]]} on that axis" if over else
+                f"{total} work-items ({shape}), more than the device's limit of {total_max} "
+                "per work-group")
+        raise ScheduleError(
+            f"kernel {k.name} has work-groups of {what} (limits: {total_max} per group, "
+            f"{' x '.join(str(n) for n in axis_max)} per axis); its schedule is "
+            f"{format_schedule(k.schedule)} -- split the loops mapped to l.0-l.2 smaller "
+            "(e.g. WorkGroup(256))")

@@ -1,0 +1,277 @@
+"""Regression tests for issue 13's silently wrong results, on every target
+and, on OpenCL, both reduction layouts (CPU and GPU):
+
+* 8- and 16-bit integers wrap before any use (reductions, casts,
+  comparisons, wider arithmetic), and signed overflow wraps as in NumPy;
+* bitwise results under comparisons keep C's meaning (property test over
+  random expression trees against NumPy);
+* placeholder names cannot collide with each other, with generated names or
+  with C/OpenCL/CUDA keywords, macros and builtins;
+* lazy gathers with out-of-bounds indices and negative integer powers raise
+  NumPy's errors, and the program (and the device) works afterwards.
+"""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import polyarray as pa
+import targets
+from conftest import TEST_TARGETS
+from helpers import assert_same
+
+LAYOUTS = [pytest.param((t, kind), id=f"{t}-{kind or 'default'}")
+           for t in TEST_TARGETS
+           for kind in (("cpu", "gpu") if t == "opencl" else (None,))]
+
+
+@pytest.fixture(params=LAYOUTS)
+def layout(request):
+    name, kind = request.param
+    ok, reason = targets.availability(name)
+    if not ok:
+        pytest.skip(f"{name}: {reason}")
+    return name, kind
+
+
+def run(layout, outs, **bindings):
+    name, kind = layout
+    opts = {"device_kind": kind} if kind else {}
+    return pa.compile(outs, target=name, **opts)(**bindings)
+
+
+def check(layout, outs, **bindings):
+    got = run(layout, outs, **bindings)
+    want = pa.compile(outs, target="numpy")(**bindings)
+    for key in want:
+        assert_same(got[key], want[key], f"{key} on {layout}")
+
+
+# -- narrow integers ---------------------------------------------------------
+
+NARROW = [np.int8, np.uint8, np.int16, np.uint16]
+
+
+@pytest.mark.parametrize("dtype", NARROW, ids=lambda d: np.dtype(d).name)
+def test_narrow_integers_wrap_before_every_use(layout, dtype):
+    """Every one of these overflowed its intermediate and was wrong before:
+    C promotes to int and loopy dropped the cast back."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(1)
+    xv = rng.integers(info.min, info.max, 64, endpoint=True).astype(dtype)
+    xv[:4] = [info.max, info.max - 1, info.min, info.min + 3]
+    yv = rng.integers(info.min, info.max, 64, endpoint=True).astype(dtype)
+    x, y = pa.placeholder("x", (64,), dtype), pa.placeholder("y", (64,), dtype)
+    sq, s2 = x * x, x + y
+    outs = {"sum": sq.sum(), "sum2": s2.sum(), "max": sq.max(), "min": (x - y).min(),
+            "argmax": sq.argmax(), "argmin": s2.argmin(), "i32": sq.astype(np.int32),
+            "f64": s2.astype(np.float64), "eq": sq == sq[0], "lt": s2 < 3,
+            "wide": sq + np.int32(1), "neg": (-x).astype(np.int64), "inv": (~x).sum(),
+            "rows": (x * y).reshape(8, 8).sum(axis=1), "cols": sq.reshape(8, 8).max(axis=0),
+            "any": ((x * y) == 0).any(), "mm": (x.reshape(8, 8) @ y.reshape(8, 8))}
+    check(layout, outs, x=xv, y=yv)
+
+
+def test_issue_examples_of_narrow_wrapping(target):
+    x = pa.placeholder("x", (4,), np.uint8)
+    w = pa.placeholder("w", (4,), np.uint8)
+    y = pa.placeholder("y", (4,), np.int8)
+    z = pa.placeholder("z", (3,), np.int8)
+    outs = [(x * x).sum(), (w * w).max(), (w * w).argmax(), (y + y).sum(),
+            (z * z).astype(np.int32), (z * z) == 16]
+    got = pa.compile(outs, target=target)(x=np.array([200, 100, 17, 3], np.uint8),
+                                          w=np.array([16, 15, 1, 2], np.uint8),
+                                          y=np.array([100, 100, 50, 3], np.int8),
+                                          z=np.array([100, 20, -3], np.int8))
+    assert got[0] == 122 and got[1] == 225 and got[2] == 1 and got[3] == -6
+    assert got[4].tolist() == [16, -112, 9] and got[5].tolist() == [True, False, False]
+
+
+def test_signed_overflow_wraps_as_numpy(layout):
+    """Signed overflow is undefined in C; NumPy wraps.  ``x + 1 > x`` at the
+    maximum is False in NumPy, and a compiler may fold it to True."""
+    for dtype in (np.int32, np.int64):
+        info = np.iinfo(dtype)
+        xv = np.array([info.max, info.min, -1, 7], dtype)
+        x = pa.placeholder("x", (4,), dtype)
+        check(layout, {"gt": x + 1 > x, "mul": x * x, "neg": -x, "sub": x - 1,
+                       "floordiv": x // -1, "pow": x ** 3}, x=xv)
+
+
+# -- bitwise precedence --------------------------------------------------------
+
+def test_bitwise_results_under_comparisons(layout):
+    x, y = pa.placeholder("x", (4,), np.int32), pa.placeholder("y", (4,), np.int32)
+    outs = {"ne": (x ^ y) != 0, "nesum": ((x ^ y) != 0).sum(), "eq": (x & y) == 0,
+            "lt": (x | y) < 3, "bool": (x & y).astype(bool), "not": pa.logical_not(x & y),
+            "all": ((x & y) == 0).all(), "any": (x ^ y).astype(bool).any(),
+            "where": pa.where(x & y, x, y), "and": pa.logical_and(x & y, x | y)}
+    check(layout, outs, x=np.array([1, 2, 3, 4], np.int32), y=np.array([1, 3, 3, 0], np.int32))
+
+
+_BINARY = ["bitwise_and", "bitwise_or", "bitwise_xor", "add", "subtract", "multiply",
+           "equal", "not_equal", "less", "greater_equal", "logical_and", "logical_or",
+           "logical_xor", "maximum"]
+_UNARY = ["invert", "logical_not", "negative", "to_bool", "to_int8", "to_uint16"]
+
+
+@st.composite
+def expression_trees(draw, depth=4):
+    """A random tree of bitwise, comparison, logical and arithmetic ops, as
+    a function of two placeholders."""
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(["x", "y", "b", "3", "2"]))
+    if draw(st.booleans()):
+        return (draw(st.sampled_from(_UNARY)), draw(expression_trees(depth=depth - 1)))
+    return (draw(st.sampled_from(_BINARY)), draw(expression_trees(depth=depth - 1)),
+            draw(expression_trees(depth=depth - 1)))
+
+
+def build(tree, env, top=True):
+    if isinstance(tree, str):
+        return env[tree] if (tree in env or top) and tree in env else \
+            (env["x"] if top else int(tree))
+    op, *args = tree
+    vals = [build(a, env, top=False) for a in args]
+    if all(isinstance(v, int) for v in vals):     # keep at least one array operand
+        vals[0] = env["x"]
+    if op.startswith("to_"):
+        v = vals[0]
+        return (v.astype(np.dtype(op[3:])) if not isinstance(v, int) else v)
+    if op in ("invert", "negative") and _is_bool(vals[0]):
+        op = "logical_not"
+    if op == "negative" or op == "subtract":
+        vals = [v.astype(np.int32) if _is_bool(v) else v for v in vals]
+    mod = pa if not isinstance(env["x"], np.ndarray) else np
+    return getattr(mod, op)(*vals)
+
+
+def _is_bool(v):
+    return not isinstance(v, int) and np.dtype(v.dtype) == np.bool_
+
+
+@pytest.mark.parametrize("target_name", [t for t in TEST_TARGETS if t != "numpy"])
+@settings(max_examples=20, deadline=None)
+@given(trees=st.lists(expression_trees(), min_size=3, max_size=3))
+def test_random_bitwise_comparison_trees_match_numpy(target_name, trees):
+    ok, reason = targets.availability(target_name)
+    if not ok:
+        pytest.skip(f"{target_name}: {reason}")
+    rng = np.random.default_rng(0)
+    vals = {"x": rng.integers(-40, 40, 16).astype(np.int32),
+            "y": rng.integers(-3, 300, 16).astype(np.int16),
+            "b": rng.random(16) < 0.5}
+    env = {k: pa.placeholder(k, (16,), v.dtype) for k, v in vals.items()}
+    outs = []
+    for tree in trees:
+        out = build(tree, env)
+        outs += [out, out.sum() if out.dtype != np.bool_ else out.any()]
+    want = []
+    for tree in trees:
+        w = np.asarray(build(tree, vals))
+        want += [w, w.sum() if w.dtype != np.bool_ else w.any()]
+    used = pa.compile(outs, target="numpy").placeholders
+    got = pa.compile(outs, target=target_name)(**{k: v for k, v in vals.items() if k in used})
+    for g, w, tree in zip(got, want, [t for t in trees for _ in (0, 1)]):
+        assert_same(g, np.asarray(w), f"{tree} on {target_name}")
+
+
+# -- names ------------------------------------------------------------------
+
+HOSTILE = ("NULL INFINITY NAN M_PI __global __restrict__ get_local_id get_group_id class new "
+           "this template typename namespace operator threadIdx blockIdx int float double "
+           "kernel global local half bool restrict uchar long signed char void return if "
+           "for while sizeof lid gid i j k m t g u c uf row j0 j1 i0 i1 v1 v2 t0 out0 data0 "
+           "insn1 acc_j x_r x_fetch p_x p_i p1_x k0_elementwise pa_err pa_add_int32 "
+           "self cls lambda def").split()
+
+
+def _names_program(names, dtype=np.float32):
+    """Every kernel form over placeholders called ``names``: elementwise,
+    reductions (row, column, full), a fused row kernel, a matmul, arg-reduce
+    and a gather."""
+    ps = [pa.placeholder(n, (8, 16), dtype) for n in names]
+    total = ps[0]
+    for k, p in enumerate(ps[1:], 1):
+        total = total + p * float(k + 1)
+    idx = pa.placeholder(names[-1] + "_idx", (5,), np.int64)
+    soft = pa.exp(total - total.max(axis=1, keepdims=True))
+    return {"ew": total, "rows": total.sum(axis=1), "cols": total.max(axis=0),
+            "all": total.sum(), "soft": soft / soft.sum(axis=1, keepdims=True),
+            "mm": ps[0] @ ps[-1].T, "arg": total.argmax(axis=1), "gather": total[idx]}
+
+
+def _names_bindings(names):
+    rng = np.random.default_rng(len(names))
+    b = {n: rng.uniform(-1, 1, (8, 16)).astype(np.float32) for n in names}
+    b[names[-1] + "_idx"] = np.array([0, 7, -1, 3, -8])
+    return b
+
+
+def test_hostile_names_on_every_kernel_form(layout):
+    names = HOSTILE
+    check(layout, _names_program(names), **_names_bindings(names))
+
+
+@pytest.mark.parametrize("pair", [("i", "p_i"), ("t0", "p_t0"), ("v1", "p_v1"), ("x", "x_r"),
+                                  ("x", "p1_x"), ("x", "x_fetch")], ids=str)
+def test_colliding_name_pairs(layout, pair):
+    a, b = (pa.placeholder(n, (3,), np.float32) for n in pair)
+    got = run(layout, a - b, **{pair[0]: np.ones(3, np.float32),
+                                pair[1]: np.full(3, 5, np.float32)})
+    assert got.tolist() == [-4.0, -4.0, -4.0]
+
+
+@pytest.mark.parametrize("target_name", [t for t in TEST_TARGETS if t != "numpy"])
+@settings(max_examples=8, deadline=None)
+@given(names=st.lists(st.sampled_from(HOSTILE) | st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}",
+                                                                  fullmatch=True),
+                      min_size=2, max_size=5, unique=True))
+def test_drawn_names_match_numpy(target_name, names):
+    ok, reason = targets.availability(target_name)
+    if not ok:
+        pytest.skip(f"{target_name}: {reason}")
+    names = [n for n in names if not n.endswith("_idx")] or ["x"]
+    out = _names_program(names)
+    b = _names_bindings(names)
+    want = pa.compile(out, target="numpy")(**b)
+    got = pa.compile(out, target=target_name)(**b)
+    for k in want:
+        assert_same(got[k], want[k], f"{k} with names {names} on {target_name}")
+
+
+# -- run-time checks ------------------------------------------------------------
+
+def test_out_of_bounds_gathers_raise_and_the_program_still_works(layout):
+    x = pa.placeholder("x", (10,), np.float32)
+    idx = pa.placeholder("idx", (2,), np.int64)
+    y = pa.placeholder("y", (4, 1000), np.float32)
+    cols = pa.placeholder("cols", (3,), np.int32)
+    xv, yv = np.arange(10, dtype=np.float32), np.ones((4, 1000), np.float32)
+    name, kind = layout
+    prog = pa.compile({"g": x[idx] * 2, "s": y[:, cols].sum(axis=1)}, target=name,
+                      **({"device_kind": kind} if kind else {}))
+    good = dict(x=xv, y=yv, cols=np.array([0, -1, 999], np.int32))
+    for bad, msg in (([0, 100], "index 100 is out of bounds for axis 0 with size 10"),
+                     ([-1000, 1], "index -1000 is out of bounds for axis 0 with size 10"),
+                     ([2**40, 1], f"index {2**40} is out of bounds for axis 0 with size 10")):
+        with pytest.raises(IndexError, match=msg):
+            prog(idx=np.array(bad), **good)
+        r = prog(idx=np.array([1, -2]), **good)       # state unchanged, device healthy
+        assert r["g"].tolist() == [2.0, 16.0] and r["s"].tolist() == [3.0] * 4
+    with pytest.raises(IndexError, match="index 1000 is out of bounds for axis 1 with size 1000"):
+        prog(idx=np.array([0, 1]), x=xv, y=yv, cols=np.array([0, 1000, 1], np.int32))
+    assert prog(idx=np.array([3, 4]), **good)["g"].tolist() == [6.0, 8.0]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64],
+                         ids=lambda d: np.dtype(d).name)
+def test_negative_integer_powers_raise(layout, dtype):
+    a, b = pa.placeholder("a", (3,), dtype), pa.placeholder("b", (3,), dtype)
+    name, kind = layout
+    prog = pa.compile(a ** b, target=name, **({"device_kind": kind} if kind else {}))
+    av, bv = np.array([2, 3, -2], dtype), np.array([3, 2, 5], dtype)
+    assert_same(prog(a=av, b=bv), av ** bv)
+    with pytest.raises(ValueError, match="Integers to negative integer powers are not allowed"):
+        prog(a=av, b=np.array([-1, 2, 1], dtype))
+    assert_same(prog(a=av, b=bv), av ** bv)
+    assert_same(run(layout, (a ** b).sum(), a=av, b=bv), (av ** bv).sum())

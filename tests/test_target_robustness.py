@@ -1,0 +1,251 @@
+"""Targets either give the right answer or a clear error (issue 13): an
+unusable cache directory, malformed cache entries, buffers too big for the
+device, and device-array bindings at offsets OpenCL cannot sub-buffer."""
+import hashlib
+import logging
+import os
+import pickle
+
+import numpy as np
+import pytest
+
+import polyarray as pa
+import targets
+from targets import cache as C
+from targets.device_common import clear_memory_cache
+
+
+def _require(name):
+    ok, reason = targets.availability(name)
+    if not ok:
+        pytest.skip(f"no CUDA GPU ({reason})" if name == "cuda"
+                    else f"no usable OpenCL device ({reason})")
+
+
+@pytest.fixture
+def opencl():
+    _require("opencl")
+    return "opencl"
+
+
+def _compile_three(target, run=True):
+    """Three different programs, each compiled twice past the memory layers."""
+    x = pa.placeholder("x", (5,), np.float32)
+    xv = np.arange(5, dtype=np.float32)
+    for k in range(3):
+        for _ in range(2):
+            clear_memory_cache()
+            prog = pa.compile(x * (k + 2) - 1, target=target)
+            if run:
+                np.testing.assert_array_equal(prog(x=xv), xv * (k + 2) - 1)
+
+
+def _dir_warnings(caplog):
+    return [r for r in caplog.records
+            if r.name == "polyarray.cache" and "directory" in r.getMessage()]
+
+
+# --- an unusable cache directory: compile without a disk cache, warn once ---
+
+@pytest.mark.parametrize("where", ["under_a_file", "is_a_file"])
+@pytest.mark.parametrize("target", ["opencl", "cuda"])
+def test_uncreatable_cache_dir_compiles_without_disk_cache(target, where, tmp_path,
+                                                           monkeypatch, caplog):
+    if target == "opencl":
+        _require("opencl")            # cuda: code generation needs no GPU
+    (tmp_path / "file").write_text("not a directory")
+    bad = tmp_path / "file" / "sub" if where == "under_a_file" else tmp_path / "file"
+    monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(bad))
+    with caplog.at_level(logging.WARNING, logger="polyarray.cache"):
+        _compile_three(target, run=target == "opencl")
+    warned = _dir_warnings(caplog)
+    assert len(warned) == 1, [r.getMessage() for r in warned]
+    assert "cannot create cache directory" in warned[0].getMessage()
+    assert str(bad) in warned[0].getMessage()
+
+
+def test_unwritable_cache_dir_warns_once(opencl, tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
+
+    def refuse(*args, **kw):          # root ignores chmod: refuse writes directly
+        raise PermissionError(13, "Permission denied", str(tmp_path))
+    monkeypatch.setattr(C.tempfile, "mkstemp", refuse)
+    with caplog.at_level(logging.WARNING, logger="polyarray.cache"):
+        _compile_three(opencl)
+    warned = _dir_warnings(caplog)
+    assert len(warned) == 1 and "cannot write to cache directory" in warned[0].getMessage()
+    assert not list(tmp_path.iterdir())
+
+
+# --- checksum-valid entries holding the wrong thing are corrupt ---
+
+def _rewrite(path, value):
+    """Replace the value stored in ``path``, keeping its key and a valid checksum."""
+    blob = path.read_bytes()
+    head = len(C.FORMAT)
+    key, _ = pickle.loads(blob[head + 64:])
+    payload = pickle.dumps((key, value))
+    path.write_bytes(C.FORMAT + hashlib.sha256(payload).hexdigest().encode() + payload)
+
+
+def _malformed_values():
+    from codegen import Lowered
+    half = Lowered.__new__(Lowered)
+    half.__dict__.update(source="__kernel void f() {}")        # missing attributes
+    return {"int": 7, "tuple": ("lowered", None), "dict_of_int": {"lowered": 3},
+            "half_lowered": {"lowered": half}}
+
+
+@pytest.mark.parametrize("kind", sorted(_malformed_values()))
+def test_malformed_lowered_entry_is_rebuilt(opencl, kind, tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
+    x = pa.placeholder("x", (6,), np.float32)
+    xv = np.linspace(-1, 1, 6, dtype=np.float32)
+    out = pa.exp(x) + x.sum()
+    want = np.exp(xv) + xv.sum()
+
+    def run():
+        clear_memory_cache()
+        prog = pa.compile(out, target=opencl)
+        np.testing.assert_allclose(prog(x=xv), want, rtol=1e-6)
+        return prog._exe.compiled.origin
+
+    assert run() == "built"
+    [entry] = tmp_path.glob("opencl-*.pkl")
+    _rewrite(entry, _malformed_values()[kind])
+    with caplog.at_level(logging.WARNING, logger="polyarray.cache"):
+        assert run() == "built"                   # refused, rebuilt and stored again
+    assert any("corrupted entry" in r.getMessage() for r in caplog.records)
+    assert run() == "disk"
+
+
+def test_lowered_entry_with_dangling_buffer_name_is_rebuilt(opencl, tmp_path, monkeypatch):
+    """A well-typed Lowered whose kernels name a buffer it does not have."""
+    import dataclasses
+    monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
+    x = pa.placeholder("x", (4,), np.float32)
+    clear_memory_cache()
+    pa.compile(x + 1, target=opencl)
+    [entry] = tmp_path.glob("opencl-*.pkl")
+    head = len(C.FORMAT)
+    _, value = pickle.loads(entry.read_bytes()[head + 64:])
+    L = value["lowered"]
+    k0 = dataclasses.replace(L.kernels[0], args=L.kernels[0].args + ("nowhere",))
+    _rewrite(entry, {"lowered": dataclasses.replace(L, kernels=[k0, *L.kernels[1:]])})
+    clear_memory_cache()
+    prog = pa.compile(x + 1, target=opencl)
+    assert prog._exe.compiled.origin == "built"
+    np.testing.assert_array_equal(prog(x=np.ones(4, np.float32)), 2)
+
+
+@pytest.mark.parametrize("value", [7, {"schedule": 3, "report": {}},
+                                   {"schedule": {"k0": "not a schedule("}, "report": {}},
+                                   {"schedule": {}, "report": {"kernels": {"k0": 1}}}])
+def test_malformed_tune_entry_is_corrupt(value, tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
+    key = "t" * 64
+    C.DiskCache("tune").put(key, value)
+    path = C.DiskCache("tune").path(key)
+    with caplog.at_level(logging.WARNING, logger="polyarray.cache"):
+        assert C.DiskCache("tune").get(key) is None
+    assert "corrupted entry" in caplog.text
+    assert not os.path.exists(path)
+    good = {"schedule": {"k0": "[WorkGroup(64)]"}, "report": {"kernels": {}}}
+    C.DiskCache("tune").put(key, good)
+    assert C.DiskCache("tune").get(key) == good
+
+
+def test_validator_that_raises_means_corrupt(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
+    C.DiskCache("unit").put("v" * 64, 5)
+    picky = C.DiskCache("unit", valid=lambda v: v["needs"] > 0)
+    with caplog.at_level(logging.WARNING, logger="polyarray.cache"):
+        assert picky.get("v" * 64) is None
+    assert picky.corrupt == 1 and "corrupted" in caplog.text
+
+
+# --- buffers too big for the device: MemoryError naming the bytes ---
+
+def _huge_output(n):
+    x = pa.placeholder("x", (1,), np.float32)
+    return x, pa.zeros((n,), np.float32) + x
+
+
+@pytest.mark.parametrize("target", ["opencl", "cuda"])
+@pytest.mark.parametrize("out", ["numpy", "device"])
+def test_output_too_big_is_memory_error(target, out):
+    _require(target)
+    x, y = _huge_output(2**40)                             # 4 TiB
+    prog = pa.compile(y, target=target, out=out)
+    before = pa.memory_stats(target)["active_blocks"]
+    for _ in range(2):                                     # same error every time
+        with pytest.raises(MemoryError, match=r"could not allocate 4398046511104 bytes "
+                                              r"\(4096\.00 GiB\) on the device"):
+            prog(x=np.ones(1, np.float32))
+    assert pa.memory_stats(target)["active_blocks"] == before
+    small = pa.compile(_huge_output(1000)[1] * 2, target=target)
+    np.testing.assert_array_equal(small(x=np.full(1, 3, np.float32)), np.full(1000, 6))
+
+
+def test_temporary_too_big_frees_the_output(opencl):
+    """The output is allocated before the 8 GiB temporary fails: it is freed."""
+    x = pa.placeholder("x", (1,), np.float32)
+    y = pa.zeros((2**31,), np.float32) + x
+    prog = pa.compile(pa.dot(y, y), target=opencl)
+    assert any(b.role == "temp" and b.size == 2**31
+               for b in prog._exe.lowered.buffers.values())
+    before = pa.memory_stats(opencl)["active_blocks"]
+    with pytest.raises(MemoryError, match=f"could not allocate {2**33} bytes"):
+        prog(x=np.ones(1, np.float32))
+    stats = pa.memory_stats(opencl)
+    assert stats["active_blocks"] == before and stats["held_blocks"] == 0
+    ok = pa.compile(pa.dot(x, x), target=opencl)
+    np.testing.assert_allclose(ok(x=np.full(1, 3, np.float32)), 9)
+
+
+# --- device-array bindings at an offset ---
+
+@pytest.fixture
+def queue(opencl):
+    import pyopencl as cl
+    from targets.opencl import select_device
+    ctx = select_device()[0]
+    return cl.CommandQueue(ctx)
+
+
+@pytest.mark.parametrize("out", ["numpy", "device"])
+@pytest.mark.parametrize("start", [1, 3, 32, 33])     # 32 floats: an aligned offset
+def test_offset_device_binding_gives_numpy_result(queue, start, out):
+    import pyopencl.array as cla
+    big = np.arange(200, dtype=np.float32) * 0.5
+    dev = cla.to_device(queue, big)
+    x = pa.placeholder("x", (100,), np.float32)
+    prog = pa.compile(pa.sqrt(x) + x[::-1], target="opencl", out=out)
+    want = np.sqrt(big[start:start + 100]) + big[start:start + 100][::-1]
+    base = pa.memory_stats("opencl")["active_blocks"]
+    for _ in range(3):
+        got = prog(x=dev[start:start + 100])
+        got = got.get() if out == "device" else got
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+        del got
+    assert pa.memory_stats("opencl")["active_blocks"] == base     # copies released
+    np.testing.assert_array_equal(dev.get(), big)                # the source is untouched
+
+
+def test_offset_device_binding_fed_back(queue):
+    """A device output sliced at a misaligned offset and bound again."""
+    x = pa.placeholder("x", (10,), np.int32)
+    dev = pa.compile(x * 3, target="opencl", out="device")
+    y = dev(x=np.arange(10, dtype=np.int32))
+    prog = pa.compile(pa.placeholder("y", (7,), np.int32).sum(), target="opencl")
+    assert prog(y=y[1:8]) == np.arange(10)[1:8].sum() * 3
+
+
+def test_empty_device_binding_at_offset(queue):
+    import pyopencl.array as cla
+    dev = cla.to_device(queue, np.arange(100, dtype=np.float32))
+    e = pa.placeholder("e", (0,), np.float32)
+    prog = pa.compile(e + 1, target="opencl")
+    for start in (3, 32):
+        assert prog(e=dev[start:start]).shape == (0,)
+    assert pa.compile(e.sum(), target="opencl")(e=dev[5:5]) == 0
