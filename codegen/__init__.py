@@ -32,8 +32,12 @@ def c_name(name: str) -> str:
     temporaries: none of them starts with ``p`` and a digit).  The length
     makes it injective even against names derived by suffixing (``x_r``,
     ``x_fetch``): ``p1_x_r`` can be no placeholder's name, since a name
-    of length 1 is one character.  ``prog.source`` lists the mapping."""
-    return f"p{len(name)}_{name}"
+    of length 1 is one character.  Names outside C's alphabet (``π``) are
+    ``p<len>x_<utf-8 hex>``.  ``prog.source`` lists the mapping."""
+    if name.isascii() and name.isidentifier():
+        return f"p{len(name)}_{name}"
+    # a Python identifier outside C's alphabet (``π``): its UTF-8 bytes in hex
+    return f"p{len(name)}x_{name.encode().hex()}"
 
 
 class BufferSpec(NamedTuple):
@@ -183,7 +187,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     check_work_groups(kernels, max_work_group)      # before any device compiler runs
     if plan.checks:
         from .checks import ERROR_BUFFER
-        n = 2 * len(plan.checks)
+        n = len(plan.checks)
         specs[ERROR_BUFFER] = BufferSpec(n, np.dtype(np.int64), (n,), np.dtype(np.int64),
                                          "errors")
     used = {a for k in kernels for a in k.args}     # fused row reductions need no buffer

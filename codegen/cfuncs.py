@@ -107,8 +107,10 @@ def _body(op, dt, T, cuda):
                     f"  if (div - fl > ({T})0.5) fl += 1;\n"
                     f"  return fl;")
         if signed:
+            W = unsigned_wide(dt, cuda)
             return (f"if (b == 0) return 0;\n"
-                    f"  if (b == -1) return ({T})(0 - a);\n"
+                    f"  if (b == -1) {{ {W} r = ({W}) 0 - ({W}) a; "
+                    f"return {narrow('r', dt, T, cuda)}; }}\n"
                     f"  {T} q = a / b;\n"
                     f"  if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;\n"
                     f"  return q;")
@@ -136,6 +138,34 @@ def _body(op, dt, T, cuda):
     raise NotImplementedError(f"no C helper for {op} on {dt}")
 
 
+def unsigned_wide(dt, cuda):
+    """The unsigned C type of at least 32 bits that ``dt``'s arithmetic
+    wraps in."""
+    return ("unsigned long long" if cuda else "ulong") if dt.itemsize == 8 else "unsigned int"
+
+
+def narrow(r, dt, T, cuda):
+    """C expression converting ``r`` (of ``unsigned_wide(dt)``) to ``dt``
+    modulo 2^bits.  A value out of range of a signed type converts in an
+    implementation-defined way, and nvcc + ptxas on the H100 got int16 wrong
+    both that way (``-(-32768)`` gave 32768) and with masks and a select
+    (they became 16-bit ``neg``/``setp`` that gave 0); a sign extension by
+    32-bit shifts was right there (tests/test_no_silent_wrong.py checks
+    every narrow type on every device).  32/64-bit values take only
+    in-range conversions."""
+    if dt.kind != "i":
+        return f"({T}) ({r})"
+    bits = 8 * dt.itemsize
+    if bits < 32:       # sign-extend with 32-bit shifts (as the H100 run required)
+        return f"({T}) (((int) (({r}) << {32 - bits})) >> {32 - bits})"
+    suffix = ("LL" if cuda else "L") if bits == 64 else ""
+    low = f"{(1 << (bits - 1)) - 1}{suffix}"
+    sign = f"(({unsigned_wide(dt, cuda)}) 1 << {bits - 1})"
+    tmin = f"(-{low} - 1)"
+    return (f"(({r}) & {sign}) ? ({T}) (({T}) (({r}) & {low}) + {tmin}) "
+            f": ({T}) (({r}) & {low})")
+
+
 def _wrapping_body(op, dt, T, cuda):
     """Integer +, -, * and negation that wrap exactly as NumPy's do.
 
@@ -143,13 +173,15 @@ def _wrapping_body(op, dt, T, cuda):
     never wrapped unless something converts it back, and loopy drops a cast
     it thinks is redundant), and signed overflow is undefined behaviour that
     compilers exploit.  So the helper computes in the unsigned type of at
-    least 32 bits, where C defines wrapping, and the conversion to the return
-    type ``T`` forms the narrow two's-complement result."""
-    W = ("unsigned long long" if cuda else "ulong") if dt.itemsize == 8 else "unsigned int"
+    least 32 bits, where C defines wrapping, and ``narrow`` forms the
+    NumPy-typed two's-complement result."""
+    W = unsigned_wide(dt, cuda)
     if op == "negative":
-        return f"return ({T}) (({W}) 0 - ({W}) a);"
-    sym = {"add": "+", "subtract": "-", "multiply": "*"}[op]
-    return f"return ({T}) (({W}) a {sym} ({W}) b);"
+        expr = f"({W}) 0 - ({W}) a"
+    else:
+        sym = {"add": "+", "subtract": "-", "multiply": "*"}[op]
+        expr = f"({W}) a {sym} ({W}) b"
+    return f"{W} r = {expr};\n  return {narrow('r', dt, T, cuda)};"
 
 
 _WRAPPING = {"add", "subtract", "multiply", "negative"}
@@ -180,6 +212,24 @@ def _signature(name):
     nargs = 2 if op in _TWO_ARGS else (0 if op in _SPECIAL else 1)
     out = U8 if op in _BOOL_RESULT else storage_dtype(dt)
     return op, dt, nargs, out
+
+
+def _helpers_version():
+    """Digest of the helpers' C source generators (this module and
+    ``checks``).  Loopy caches generated code by kernel structure, which does
+    not cover preamble text; a kernel that names this digest in a preamble
+    is regenerated whenever a helper's body changes."""
+    import hashlib
+    import os
+    h = hashlib.sha256()
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in ("cfuncs.py", "checks.py"):
+        with open(os.path.join(here, name), "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:16]
+
+
+HELPERS_PREAMBLE = ("00_polyarray_helpers", f"/* polyarray helpers {_helpers_version()} */")
 
 
 def helper_name(op, dtype) -> str:

@@ -30,7 +30,7 @@ from loopy.library.reduction import MaxReductionOperation, MinReductionOperation
 from loopy.symbolic import Reduction, ResolvedFunction, TypeCast
 
 from polyarray import nodes as N
-from .cfuncs import BOOL, U8, PaFunction, as_bool, helper_name, storage_dtype
+from .cfuncs import BOOL, HELPERS_PREAMBLE, U8, PaFunction, as_bool, helper_name, storage_dtype
 from .checks import ERROR_BUFFER, callable_for
 from .lower import KernelBuilder, ceil_div, decompose, linearize, pow2_floor
 from .plan import _materialized_deps
@@ -173,7 +173,8 @@ class Assembler:
                                      is_output=True))
         knl = lp.make_kernel(domains, kb.instructions, args + list(kb.temporaries.values()),
                              name=name, target=self.target, lang_version=(2018, 2),
-                             index_dtype=self.index_dtype)
+                             index_dtype=self.index_dtype,
+                             preambles=[HELPERS_PREAMBLE])
         for f in sorted(kb.functions):
             knl = lp.register_callable(knl, f, callable_for(f))
         knl = lp.set_options(knl, enforce_array_accesses_within_bounds="no_check")

@@ -212,6 +212,9 @@ def getitem(x: Array, key, checked=True) -> Array:
                 # wraps), so every target sees int64 and ``+ n`` cannot overflow;
                 # checked when it runs: NumPy's IndexError, never a read
                 # outside the buffer (targets/numpy_exprs, codegen/checks)
+                if n == 0 and v.size:
+                    raise IndexError(f"index arrays of {v.size} elements gather from axis "
+                                     f"{d} with size 0: every index is out of bounds")
                 raw = read(name, ivars)
                 if v.dtype != INDEX_DTYPE:
                     raw = cast(INDEX_DTYPE, raw)

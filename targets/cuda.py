@@ -75,8 +75,17 @@ class CudaExecutable(DeviceExecutable):
         self._fixed = {name: self._upload(arr) for name, arr in self._data_arrays.items()}
         if self._checks:        # run-time checks' flags (codegen.checks), zeroed
             from codegen.checks import ERROR_BUFFER
-            self._flags = np.zeros(self._n_flags, np.int64)
-            self._fixed[ERROR_BUFFER] = self._upload(self._flags)
+            # mapped page-locked host memory: the kernels write it directly,
+            # so reading it costs only the wait for the call (no copy)
+            try:
+                self._flags = drv.pagelocked_zeros(self._n_flags, np.int64,
+                                                   mem_flags=drv.host_alloc_flags.DEVICEMAP)
+                self._fixed[ERROR_BUFFER] = np.intp(self._flags.base.get_device_pointer())
+                self._mapped = True
+            except drv.Error:       # no mapped memory: a device buffer, copied back
+                self._flags = np.zeros(self._n_flags, np.int64)
+                self._fixed[ERROR_BUFFER] = self._upload(self._flags)
+                self._mapped = False
         self._launches = []
         for k in self.lowered.kernels:
             fn = mod.get_function(k.name)
@@ -211,12 +220,16 @@ class CudaExecutable(DeviceExecutable):
 
     def _read_flags(self):
         from codegen.checks import ERROR_BUFFER
-        buf, flags = self._fixed[ERROR_BUFFER], self._flags
-        self._drv.memcpy_dtoh(flags, buf)
+        flags, buf = self._flags, self._fixed[ERROR_BUFFER]
+        if self._mapped:
+            self._drv.Context.synchronize()     # the call's kernels wrote the flags
+        else:
+            self._drv.memcpy_dtoh(flags, buf)
 
         def reset():
             flags[:] = 0
-            self._drv.memcpy_htod(buf, flags)
+            if not self._mapped:
+                self._drv.memcpy_htod(buf, flags)
         self._raise_failed_checks(flags, reset)
 
     def device_description(self):

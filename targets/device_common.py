@@ -139,7 +139,7 @@ class DeviceExecutable(Executable):
                         for name, b in L.buffers.items() if b.role in ("temp", "output")]
         # run-time checks (codegen.checks): a zeroed flag buffer kept on the device
         self._checks = tuple(getattr(L, "checks", ()))
-        self._n_flags = 2 * len(self._checks)
+        self._n_flags = len(self._checks)
 
     def _raise_failed_checks(self, flags, reset):
         """After a call: raise NumPy's error if a device check failed, first
