@@ -74,12 +74,16 @@ def _body(op, dt, T, cuda):
         return f"return {M(_MATH[op])}(a);"
     if op == "arctan2":
         return f"return {M('atan2')}(a, b);"
-    if op == "square":
-        return f"return ({T})(a * a);"
+    if op == "square":          # integers wrap as NumPy's (signed overflow is UB in C)
+        return _wrapping_body("multiply", dt, T, cuda).replace("b;", "a;") \
+            if dt.kind in "iu" else f"return ({T})(a * a);"
     if op == "absolute":
         if f:
             return f"return {M('fabs')}(a);"
-        return f"return a < 0 ? ({T})(-a) : a;" if signed else "return a;"
+        if signed:      # abs(MIN) wraps to MIN, as in NumPy
+            return _wrapping_body("negative", dt, T, cuda).replace(
+                "return ", "return a >= 0 ? a : ", 1)
+        return "return a;"
     if op == "sign":
         if f:
             return f"return a > 0 ? ({T})1 : (a < 0 ? ({T})-1 : a);"
@@ -270,11 +274,13 @@ def special_constant(value, dtype, functions):
 
 
 def wraps_in_helper(dtype) -> bool:
-    """Integer types whose C arithmetic differs from NumPy's: signed ones
-    (overflow is undefined in C) and 8/16-bit unsigned ones (promoted to
-    ``int``).  Their +, -, * and negation go through ``_wrapping_body``."""
+    """Integer types, whose C arithmetic differs from NumPy's: signed
+    overflow is undefined in C, 8/16-bit operands are promoted to ``int``,
+    and loopy prints ``a - b`` as ``a + -1 * b``, which C computes in a
+    wider (even floating) type for unsigned ``b``.  Their +, -, * and
+    negation go through ``_wrapping_body``, typed as NumPy's result."""
     dtype = np.dtype(dtype)
-    return dtype.kind == "i" or (dtype.kind == "u" and dtype.itemsize < 4)
+    return dtype.kind in "iu"
 
 
 def _helper_call(op, dtype, args, functions):

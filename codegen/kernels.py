@@ -26,11 +26,13 @@ import numpy as np
 import pymbolic.primitives as p
 
 import loopy as lp
-from loopy.library.reduction import MaxReductionOperation, MinReductionOperation
+from loopy.library.reduction import (MaxReductionOperation, MinReductionOperation,
+                                    ProductReductionOperation, SumReductionOperation)
 from loopy.symbolic import Reduction, ResolvedFunction, TypeCast
 
 from polyarray import nodes as N
-from .cfuncs import BOOL, HELPERS_PREAMBLE, U8, PaFunction, as_bool, helper_name, storage_dtype
+from .cfuncs import (BOOL, HELPERS_PREAMBLE, U8, PaFunction, as_bool, helper_name,
+                     lower_call, storage_dtype)
 from .checks import ERROR_BUFFER, callable_for
 from .lower import KernelBuilder, ceil_div, decompose, linearize, pow2_floor
 from .plan import _materialized_deps
@@ -88,6 +90,23 @@ class PaMin(_HelperCombine, MinReductionOperation):
     helper = "minimum"
 
 
+class _IntCombine(_HelperCombine):
+    """Integer sum/product combining through the wrapping helper
+    (``pa_add_int32``...): C's signed overflow is undefined, NumPy wraps."""
+
+    def neutral_element(self, *dtypes, callables_table, target):
+        dtype, = dtypes
+        return dtype.numpy_dtype.type(0 if self.helper == "add" else 1), callables_table
+
+
+class PaIntSum(_IntCombine, SumReductionOperation):
+    helper = "add"
+
+
+class PaIntProd(_IntCombine, ProductReductionOperation):
+    helper = "multiply"
+
+
 def _widen(expr, dt):
     """Compute small ints and bools in int32 for max/min reductions."""
     if dt == BOOL or (dt.kind in "iu" and dt.itemsize < 4):
@@ -101,6 +120,8 @@ def reduction_expr(op, inames, value):
     if op in ("sum", "prod"):
         if dt == BOOL:          # bool einsum: OR of ANDs
             return Reduction(PaMax(), inames, TypeCast(I32, as_bool(expr, dt))), I32
+        if dt.kind in "iu":
+            return Reduction(PaIntSum() if op == "sum" else PaIntProd(), inames, expr), dt
         return Reduction("sum" if op == "sum" else "product", inames, expr), dt
     if op in ("max", "min"):
         e, d = _widen(expr, dt)
@@ -407,7 +428,8 @@ class Assembler:
         out = self.buffers[id(node)]
         kb = KernelBuilder(self.plan, self.buffers, ["i", "j"])
         kb.assign(p.Subscript(p.Variable(out), (i, j)),
-                  Reduction("sum", ("k",), p.Product(tuple(reads))), ["i", "j"])
+                  reduction_expr("sum", ("k",), (_product(kb, reads, node.dtype), node.dtype))[0],
+                  ["i", "j"])
         if A == B:          # a @ a, x.T @ x: one buffer, the general reduction
             return self._reduce(name, dict(_reduction_spec(node), out=out,
                                            out_dtype=node.dtype))
@@ -584,6 +606,17 @@ def register_tiled_matmul(A, B, M, Nn):
     return (RegisterTile(A, B, 64, TILE, TILE, vector=4),)
 
 
+def _product(kb, factors, dtype):
+    """``factors[0] * factors[1] * ...``; integers through the wrapping
+    helper (``cfuncs.wraps_in_helper``: NumPy wraps, C's overflow is UB)."""
+    if np.dtype(dtype).kind not in "iu":
+        return p.Product(tuple(factors))
+    prod = factors[0]
+    for f in factors[1:]:
+        prod = lower_call("multiply", [(prod, dtype), (f, dtype)], kb.functions)[0]
+    return prod
+
+
 def _tileable_matmul(node, cpu):
     """A 2-D ``ik,kj->ij`` contraction whose sizes are multiples of TILE."""
     if cpu or not isinstance(node, N.Einsum) or node.dtype == BOOL:
@@ -636,10 +669,7 @@ def _reduction_spec(node):
                 return p.LogicalAnd(tuple(factors)), BOOL
             if len(factors) == 1:
                 return factors[0], node.dtype
-            prod = p.Product(tuple(factors))
-            if node.dtype.kind in "iu" and node.dtype.itemsize < 4:
-                prod = TypeCast(node.dtype, prod)
-            return prod, node.dtype
+            return _product(kb, factors, node.dtype), node.dtype
         op = "sum"
     M = math.prod(kept_shape)
     R = math.prod(red_shape)

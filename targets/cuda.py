@@ -107,8 +107,7 @@ class CudaExecutable(DeviceExecutable):
         self._gpuarray = ga.GPUArray
         self._inputs = list(self.lowered.inputs.items())
         self._ready = True
-        if self.out_mode == "device" and not any(o[4] for o in self._outs) \
-                and not self._checks:
+        if self.out_mode == "device" and not any(o[4] for o in self._outs):
             self.fast_call = self._make_fast_call()
 
     def _make_fast_call(self):
@@ -151,6 +150,9 @@ class CudaExecutable(DeviceExecutable):
             lines += [f"    r{k} = GA.__new__(GA)", f"    r{k}.__dict__.update(attrs{k})",
                       f"    r{k}.gpudata = {buf_of[name]}"]
             results.append(f"r{k}")
+        if self._checks:            # waits for the call, raises a failed check
+            env["read_flags"] = self._read_flags
+            lines.append("    read_flags()")
         lines.append(f"    return [{', '.join(results)}]")
         self.fast_source = "\n".join(lines)
         exec(compile(self.fast_source, "<polyarray cuda launcher>", "exec"), env)

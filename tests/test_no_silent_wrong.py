@@ -97,6 +97,25 @@ def test_signed_overflow_wraps_as_numpy(layout):
                        "floordiv": x // -1, "pow": x ** 3}, x=xv)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.uint32, np.int64,
+                                   np.uint64], ids=lambda d: np.dtype(d).name)
+def test_integer_contractions_reductions_and_unary_ops_wrap(layout, dtype):
+    """Found by the fuzzer on the H100 (seed 1071): ``square`` of int32
+    overflowed in C, and nvcc folded ``v == max(v)`` on the assumption it
+    could not.  Products, sums and matmuls of every integer width wrap."""
+    rng = np.random.default_rng(3)
+    info = np.iinfo(dtype)
+    av = rng.integers(info.min, info.max, (32, 48), endpoint=True, dtype=dtype)
+    bv = rng.integers(info.min, info.max, (48, 16), endpoint=True, dtype=dtype)
+    av[0, :3] = [info.min, info.max, info.min + 1]
+    a, b = pa.placeholder("a", (32, 48), dtype), pa.placeholder("b", (48, 16), dtype)
+    sq = pa.square(a)
+    outs = {"mm": a @ b, "ein": pa.einsum("ij,ij->i", a, a), "sum": a.sum(axis=0),
+            "prod": a.prod(axis=1), "sq": sq, "sqmax": sq == sq.max(axis=-1, keepdims=True),
+            "abs": pa.abs(a), "u": (a - b[0, 0]).astype(np.float64)}
+    check(layout, outs, a=av, b=bv)
+
+
 # -- bitwise precedence --------------------------------------------------------
 
 def test_bitwise_results_under_comparisons(layout):

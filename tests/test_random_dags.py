@@ -1,84 +1,120 @@
-"""Differential testing: random DAGs evaluated by NumPy and by each device
-target must agree.  Each DAG is built from one integer seed, which Hypothesis
-prints (``seed=...``) when a case fails; rebuild it with ``random_dag(seed)``.
+"""Differential testing: random DAGs evaluated by NumPy and by each target
+must agree (issue 13, item 7).
+
+The DAGs come from ``fuzz.make_case(seed)`` (tests/fuzz/): every integer width,
+bool, float32/64, with values that overflow 8- and 16-bit intermediates;
+bitwise operators feeding comparisons, truth tests and reductions; casts
+between every pair of dtypes; integer ``//``, ``%`` and ``**``; lazy gathers
+with every index dtype; layout ops, concatenate, matmul; 1-3 outputs sharing
+subexpressions; placeholder names from a hostile list.  The expected values
+are NumPy's own (the same Python lines run with ``xp = numpy``), compared
+exactly for integers and bools.  The opencl target runs in both kernel
+layouts (``device_kind="cpu"`` and ``"gpu"``).
+
+A failing example prints ``seed=...`` and the script that rebuilds it; rerun
+one seed with ``python tests/dag_generator.py --target opencl --seed N --show``.
+CI runs ``POLYARRAY_DAG_EXAMPLES`` (default 40) seeds per target (both layouts);
+long runs: ``python tests/dag_generator.py --target opencl --n 2000``.
 """
+import os
+import re
+
 import numpy as np
 import pytest
-from hypothesis import given, note, settings, strategies as st
+from hypothesis import Phase, given, note, settings, strategies as st
 
 import polyarray as pa
 import targets
 from conftest import TEST_TARGETS
+from fuzz import (GENERATED_NAMES, HOSTILE_NAMES, HOSTILE_PAIRS, INT_DTYPES, NARROW,
+                  layouts, make_case, random_dag)
 from helpers import assert_same
 
-DEVICE_TARGETS = [t for t in TEST_TARGETS if t != "numpy"]
-SHAPES = [(4, 5), (5,), (4, 1), (1, 5), ()]
+EXAMPLES = int(os.environ.get("POLYARRAY_DAG_EXAMPLES", "40"))
 
 
-def random_dag(seed):
-    """(outputs, bindings): elementwise ops with broadcasting, reductions,
-    matmul, slicing and shared subexpressions, all from ``seed``."""
-    rng = np.random.default_rng(seed)
-    dtype = np.float32 if rng.random() < 0.6 else np.float64
-    pool, bindings = [], {}
-    for k in range(rng.integers(1, 4)):
-        shape = SHAPES[rng.integers(len(SHAPES))]
-        name = f"x{k}"
-        pool.append(pa.placeholder(name, shape, dtype))
-        bindings[name] = rng.uniform(-1, 1, shape).astype(dtype)
-    if rng.random() < 0.3:
-        pool.append(pa.array(rng.uniform(-1, 1, (4, 5)).astype(dtype)))
-
-    def pick():
-        return pool[rng.integers(len(pool))]
-
-    for _ in range(rng.integers(3, 14)):
-        a = pick()
-        kind = rng.integers(7)
-        try:
-            if kind == 0:
-                f = [pa.tanh, pa.sin, pa.cos, pa.abs, lambda v: pa.exp(-(v * v)),
-                     lambda v: pa.sqrt(pa.abs(v) + 1.0)][rng.integers(6)]
-                new = f(a)
-            elif kind == 1:
-                b = pick()
-                op = ["add", "subtract", "multiply", "maximum", "minimum"][rng.integers(5)]
-                new = getattr(pa, op)(a, b)
-            elif kind == 2:
-                b = pick()
-                new = pa.where(a > b, a, b * 0.5)
-            elif kind == 3 and a.ndim:
-                op = ["sum", "max", "min", "mean"][rng.integers(4)]
-                axis = int(rng.integers(a.ndim)) if rng.random() < 0.7 else None
-                new = getattr(a, op)(axis=axis, keepdims=axis is not None)
-            elif kind == 4 and a.ndim == 2 and a.shape[1] == 5:
-                w = pa.placeholder(f"w{len(bindings)}", (5, 3), dtype)
-                bindings[w.node.name] = rng.uniform(-1, 1, (5, 3)).astype(dtype)
-                new = pa.tanh(a @ w)
-            elif kind == 5 and a.ndim:
-                new = a[::-1] if rng.random() < 0.5 else a[..., : max(1, a.shape[-1] - 1)]
-            else:
-                new = a * a + a          # shared use of one node
-        except ValueError:
-            continue                     # shapes did not broadcast
-        pool.append(new)
-    outs = [pool[-1]]
-    if len(pool) > 2 and rng.random() < 0.5:
-        outs.append(pool[-2])
-    return outs, bindings
-
-
-@pytest.mark.parametrize("target_name", DEVICE_TARGETS)
-@settings(max_examples=int(__import__("os").environ.get("POLYARRAY_DAG_EXAMPLES", "25")))
-@given(seed=st.integers(0, 2**32 - 1))
-def test_random_dag_matches_numpy(target_name, seed):
+@pytest.mark.parametrize("target_name", TEST_TARGETS)
+# no shrinking: a smaller seed is an unrelated DAG (dag_generator --minimize shrinks DAGs)
+@settings(max_examples=EXAMPLES, deadline=None,
+          phases=(Phase.explicit, Phase.reuse, Phase.generate))
+@given(seed=st.integers(0, 2**32 - 1), pick=st.integers(0, 1))
+def test_random_dag_matches_numpy(target_name, seed, pick):
+    """``EXAMPLES`` DAGs per target; the opencl target alternates layouts."""
     ok, reason = targets.availability(target_name)
     if not ok:
         pytest.skip(f"{target_name}: {reason}")
-    note(f"seed={seed}  (rebuild with random_dag({seed}))")
-    outs, bindings = random_dag(seed)
-    want = pa.compile(outs, target="numpy")
-    got = pa.compile(outs, target=target_name)
-    b = {k: v for k, v in bindings.items() if k in want.placeholders}
-    for g, w in zip(got(**b), want(**b)):
-        assert_same(g, w, f"random DAG seed={seed} on {target_name}")
+    names = list(layouts(target_name))
+    layout = names[pick % len(names)]
+    options = layouts(target_name)[layout]
+    note(f"seed={seed}  (rebuild: python tests/dag_generator.py --target {target_name} "
+         f"--seed {seed} --layout {layout} --show)")
+    case = make_case(seed)
+    note(case.description)
+    note(case.script(target_name, options.get("device_kind")))
+    assert not case.build_errors, f"seed={seed}: {case.build_errors[0]}"
+    got = pa.compile(case.arrays, target=target_name, **options)(**case.bindings)
+    assert len(got) == len(case.expected)
+    for k, (g, w) in enumerate(zip(got, case.expected)):
+        assert_same(g, w, f"random DAG seed={seed} on {target_name} ({layout}), "
+                          f"output {k} = {case.outputs[k].code}")
+
+
+# -- the generator itself: reproducible, and as wide as issue 13 asks -----------
+
+def test_random_dag_is_reproducible():
+    for seed in (0, 1, 12345):
+        a, b = make_case(seed), make_case(seed)
+        assert a.script() == b.script()
+        assert a.bindings.keys() == b.bindings.keys()
+        for k in a.bindings:
+            np.testing.assert_array_equal(a.bindings[k], b.bindings[k])
+        outs, bindings = random_dag(seed)
+        assert [o.node for o in outs] == [o.arr.node for o in a.outputs]
+        assert bindings.keys() == a.bindings.keys()
+
+
+def test_random_dag_covers_issue_13():
+    """Over 300 seeds the generator draws every feature the fuzzer must cover."""
+    seen = set()
+    index_dtypes, dtypes, names = set(), set(), set()
+    features = {
+        "narrow overflow into sum": r"\(\(?v\d+ [*+-] v?\d+\)\)?\.sum|square\(v\d+\)\.sum",
+        "bitwise into comparison": r"\(v\d+ [&|^] [v\d]+\d*\) (==|!=|<|<=|>|>=)",
+        "bitwise into logical": r"logical_\w+\(\(v\d+ [&|^]",
+        "bitwise into astype(bool)": r"[&|^] [v\d]+\)\.astype\(xp\.bool_\)",
+        "bitwise into where": r"xp\.where\(\(v\d+ [&|^]",
+        "sum of comparisons": r"(==|!=|<|<=|>|>=) [^)]*\)\.sum\(",
+        "any/all": r"\.(any|all)\(", "argmax": r"\.argmax\(", "argmin": r"\.argmin\(",
+        "prod": r"\.prod\(", "max": r"\.max\(", "min": r"\.min\(",
+        "floor_divide": "//", "remainder": " % ", "power": r"\*\*",
+        "gather": r"v\d+\[\(?v\d+", "concatenate": "concatenate", "matmul": "@",
+        "reshape": "reshape", "transpose": r"\.T\b|transpose|swapaxes|moveaxis",
+        "broadcast_to": "broadcast_to", "slice": r"\[::-1\]|\[1:\]",
+        "python scalar": r" [-]?\d+(\.\d+)?\)", "mixed with float": r"\* 1\.0|astype\(xp\.float",
+    }
+    multi, shared = 0, 0
+    for seed in range(300):
+        case = make_case(seed)
+        multi += len(case.outputs) > 1
+        for e in case.entries:
+            if e.name is not None:
+                dtypes.add(e.dtype)
+                names.add(e.name)
+            for key, pat in features.items():
+                if re.search(pat, e.code):
+                    seen.add(key)
+            m = re.search(r"v\d+\[(v\d+)", e.code)
+            if m:
+                index_dtypes.add(next(x.dtype for x in case.entries if x.var == m.group(1)))
+        deps = [d for e in case.entries for d in e.deps]
+        shared += len(deps) != len(set(deps))
+    assert set(features) <= seen, sorted(set(features) - seen)
+    assert set(INT_DTYPES) <= index_dtypes, sorted(map(str, set(INT_DTYPES) - index_dtypes))
+    assert set(INT_DTYPES) | set(NARROW) | {np.dtype(t) for t in (
+        np.bool_, np.float32, np.float64)} <= dtypes
+    assert multi > 60 and shared > 60
+    hostile = set(HOSTILE_NAMES) | {n for pair in HOSTILE_PAIRS for n in pair}
+    assert len(names & hostile) > 100
+    for must in ("NULL", "INFINITY", "class", "i", "j0", "row", "self", "get_local_id"):
+        assert must in HOSTILE_NAMES
+    assert "k0_elementwise" in GENERATED_NAMES and ("i", "p_i") in HOSTILE_PAIRS

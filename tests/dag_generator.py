@@ -1,0 +1,25 @@
+"""Command line of the differential fuzzer; the code is the ``tests/fuzz`` package.
+
+    python tests/dag_generator.py --target opencl --n 2000 --start 0
+    python tests/dag_generator.py --target cuda --n 2000 --minimize
+    python tests/dag_generator.py --target cuda-nvcc --n 300   # CUDA source, no GPU
+    python tests/dag_generator.py --target opencl --seed 1234 --show   # the script
+
+prints every failing seed (layout, short description, first mismatch or
+exception, and with ``--minimize`` the smallest failing sub-expression) and a
+summary line "N passed, M failed".  The package's public names are re-exported
+here: the scripts printed for large cases say ``from dag_generator import
+make_case``.
+"""
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+from fuzz import *  # noqa: E402,F401,F403
+from fuzz.runner import main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(main())

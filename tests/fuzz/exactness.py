@@ -1,0 +1,98 @@
+"""Exactness of float values: grid exponents and how each operation changes them.
+
+A float entry carries a grid exponent ``e`` (all its values are multiples of
+2**-e) or None (inexact).  Only exact values may decide something discrete
+(comparisons, casts to integers, argmax, ...), because then fused multiply-adds,
+reduction orders and math libraries cannot change the answer.  ``float_e``
+derives a result's exponent from its inputs' by the op's ``rule``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fuzz.dtypes import MANTISSA
+
+
+def grid_exp(val) -> int:
+    """Smallest e >= 0 with every finite value a multiple of 2**-e."""
+    v = np.asarray(val, dtype=np.float64).ravel()
+    v = v[np.isfinite(v) & (v != 0)]
+    if v.size == 0:
+        return 0
+    m, ex = np.frexp(np.abs(v))
+    mant = (m * 2.0**53).astype(np.int64)
+    low = mant & -mant
+    tz = np.log2(low.astype(np.float64)).astype(np.int64)
+    return int(max(0, -(ex - 53 + tz).min()))
+
+
+def finite_abs(val):
+    v = np.abs(np.asarray(val, dtype=np.float64))
+    return np.where(np.isfinite(v), v, 0.0)
+
+
+def fits(bound, e, dtype) -> bool:
+    """Values below ``bound`` on the 2**-e grid are exact in ``dtype``."""
+    p = MANTISSA[np.dtype(dtype)]
+    if not np.isfinite(bound) or bound >= float(np.finfo(dtype).max):
+        return False
+    return bound == 0 or math.log2(bound) + e < p
+
+
+def float_e(rule, ins, out):
+    """Grid exponent of a float result, or None when it may be rounded."""
+    if out.dtype.kind != "f":
+        return 0
+    kind, *args = rule
+    if kind == "inexact":
+        return None
+    es = []
+    for x in ins:
+        if x.kind == "f":
+            if x.e is None:
+                return None
+            es.append(x.e)
+        elif x.kind in "iu" and x.val.size and \
+                float(np.abs(x.val.astype(np.float64)).max()) >= 2.0**MANTISSA[out.dtype]:
+            return None              # the conversion to float rounds
+    extra = args[0] if args else []   # grid exponents of scalar operands
+    if kind == "move":               # values are copies of the inputs'
+        return max(es + list(extra) + [0])
+    if kind == "integral":           # floor, rint, x // 2**k, sign: integer values
+        return 0
+    if kind == "value":              # constants: exact as computed
+        return grid_exp(out)
+    if kind == "same":               # +, -, with result bound
+        e = max(es + list(extra) + [0])
+        bound = float(finite_abs(out).max(initial=0))
+    elif kind == "mul":
+        e = sum(es) + sum(extra)
+        bound = float(finite_abs(out).max(initial=0))
+        if len(ins) == 1 and not extra:      # v * v
+            e = 2 * es[0] if es else 0
+    elif kind == "pow":              # a polynomial of degree k in one input
+        k = args[0]
+        e = k * max(es + [0])
+        x = float(finite_abs(ins[0].val).max(initial=0))
+        bound = max(float(finite_abs(out).max(initial=0)), 2 * (x + 1.0) ** k)
+    elif kind == "sum":              # every partial sum is below sum(|x|)
+        axes = args[1]
+        e = max(es + [0])
+        bound = float(finite_abs(ins[0].val).sum(axis=axes).max(initial=0))
+    elif kind == "prod":
+        axes = args[1]
+        x = ins[0].val
+        n = max(1, int(np.prod([x.shape[a] for a in axes]))) if x.ndim else 1
+        e = (es[0] if es else 0) * n
+        logs = np.log2(np.maximum(finite_abs(x), 1.0)).sum(axis=axes)
+        with np.errstate(over="ignore"):
+            bound = float(np.exp2(np.max(logs, initial=0))) * 2
+    elif kind == "matmul":
+        e = sum(es)
+        a, b = (finite_abs(x.val) for x in ins[:2])
+        bound = float(np.max(a @ b, initial=0))
+    else:
+        raise AssertionError(kind)
+    return e if fits(bound, e, out.dtype) else None

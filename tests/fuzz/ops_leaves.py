@@ -1,0 +1,60 @@
+"""Op generators that add new leaves to the DAG: lazy constants (``arange``,
+``full``, ``eye``, ...), captured NumPy data (``pa.asarray``), and pairs of
+placeholders whose names a naive renaming maps onto each other.
+
+Each ``op_*(b)`` takes the ``_Builder`` and returns the new entry or None.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fuzz.dtypes import BOOL, DTYPES, INT_DTYPES, _tn
+from fuzz.names import HOSTILE_PAIRS
+
+
+def op_constant(b):
+    n = b.choice([b.A, b.B])
+    form = b.choice([f"xp.arange({n})", f"xp.arange({n}, dtype=xp.{_tn(b.choice(DTYPES))})",
+                     f"xp.ones(({b.A}, {b.B}), xp.{_tn(b.choice(DTYPES))})",
+                     f"xp.full(({n},), {b.scalar(b.choice(INT_DTYPES))}, "
+                     f"xp.{_tn(b.choice(INT_DTYPES))})",
+                     f"xp.zeros(({n},), xp.{_tn(b.choice(DTYPES))})",
+                     f"xp.eye({n}, dtype=xp.{_tn(b.choice(DTYPES))})",
+                     f"xp.arange(0.5, {n}.0, 0.5)", f"xp.arange({float(n)!r})"])
+    if "full" in form:
+        # NumPy 2 refuses out-of-range fills; keep the value in the dtype
+        dt = np.dtype(form.rsplit("xp.", 1)[1].rstrip(")").rstrip("_"))
+        info = np.iinfo(dt)
+        val = int(b.rng.integers(max(int(info.min), -300), min(int(info.max), 300) + 1))
+        form = f"xp.full(({n},), {val}, xp.{_tn(dt)})"
+    return b.apply(form, [], ("value",))
+
+
+def op_data(b):
+    """A captured NumPy array (``pa.asarray``), a DataWrapper leaf."""
+    dt = b.choice(DTYPES)
+    shape = b.choice([(b.B,), (b.A, b.B), (1,)]) if b.size_class == "small" else (b.B,)
+    vals = b.values(shape, dt)
+    lit = f"np.array({np.asarray(vals).tolist()!r}, np.{_tn(dt)})"
+    if np.asarray(vals).size > 64:
+        return None
+    return b.apply(f"xp.asarray({lit})", [], ("value",))
+
+
+def op_pair(b):
+    """Two placeholders whose names a naive renaming maps onto each other, used
+    together (``i - p_i``)."""
+    free = [pr for pr in HOSTILE_PAIRS if not (set(pr) & b.used_names)]
+    if not free:
+        return None
+    n1, n2 = free[int(b.rng.integers(len(free)))]
+    shape = b.choice(b.shapes())
+    dt = b.choice(DTYPES)
+    x = b.add_placeholder(shape=shape, dtype=dt, name=n1)
+    y = b.add_placeholder(shape=shape, dtype=dt, name=n2)
+    form = b.choice(["({0} - {1})", "({1} - {0})", "xp.where({0} > {1}, {0}, {1})",
+                     "({0} == {1})", "xp.concatenate([{0}[None], {1}[None]])",
+                     "({0} ^ {1})", "({0} < {1}).sum()"])
+    if dt == BOOL:
+        form = b.choice(["({0} ^ {1})", "({0} == {1})", "({0} & ~{1})"])
+    return b.apply(form.format(x.var, y.var), [x.var, y.var], ("same", []))

@@ -1,0 +1,204 @@
+"""Op generators that change shapes: reductions and arg-reductions, gathers,
+layout views (slices, flips, transposes), reshape, broadcast, concatenate,
+matmul, and row reductions read back by their rows (the fused ``rows`` kernels).
+
+Each ``op_*(b)`` takes the ``_Builder`` and returns the new entry or None.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fuzz.builder import _entry_of, _is_int
+from fuzz.dtypes import DTYPES, FLOAT_DTYPES, INT_DTYPES, _tn
+
+
+def op_reduce(b):
+    a = b.pick()
+    if a is None:
+        return None
+    op = b.choice(["sum", "sum", "prod", "max", "min", "any", "all", "mean"])
+    if op in ("any", "all") and not b.usable(a, True):
+        return None
+    if op in ("max", "min") and a.val.size == 0:
+        return None
+    ax = b.axis_arg(a)
+    kd = b.coin(0.3)
+    extra = ""
+    if op in ("sum", "prod") and b.coin(0.15):
+        dt = b.choice(INT_DTYPES + FLOAT_DTYPES) if a.kind != "f" else b.choice(FLOAT_DTYPES)
+        extra = f", dtype=xp.{_tn(dt)}"
+    axes = tuple(range(a.ndim)) if ax is None else tuple(
+        x % a.ndim for x in (ax if isinstance(ax, tuple) else (ax,)))
+    rule = {"sum": ("sum", [], axes), "prod": ("prod", [], axes),
+            "mean": ("inexact",)}.get(op, ("move",))
+    if extra and "float32" in extra and a.dtype != np.float32:
+        rule = ("inexact",)
+    return b.apply(f"{a.var}.{op}(axis={ax!r}, keepdims={kd}{extra})", [a.var], rule)
+
+
+def op_argreduce(b):
+    a = b.pick(lambda e: b.usable(e, True) and e.val.size > 0)
+    if a is None:
+        return None
+    ax = b.axis_arg(a, allow_tuple=False)
+    if ax is not None and a.shape[ax] == 0:
+        return None
+    op = b.choice(["argmax", "argmin"])
+    return b.apply(f"{a.var}.{op}(axis={ax!r})", [a.var])
+
+
+def op_gather(b):
+    a = b.pick(lambda e: e.ndim >= 1 and all(n > 0 for n in e.shape))
+    if a is None:
+        if b.coin(0.5):     # a source long enough that small index types wrap: n > 127
+            a = b.add_placeholder(shape=(b.choice([130, 200, 300]),),
+                                  dtype=b.choice(DTYPES))
+        else:
+            return None
+    axis = 0 if a.ndim == 1 or b.coin(0.6) else a.ndim - 1
+    n = a.shape[axis]
+
+    def index(n):
+        def ok(e):
+            return _is_int(e) and e.ndim <= 2 and e.val.size > 0 and \
+                int(e.val.min()) >= -n and int(e.val.max()) < n
+        e = b.pick(ok) if b.coin(0.4) else None
+        if e is not None:
+            return e.var, [e.var]
+        c = b.pick(lambda x: _is_int(x) and 0 < x.ndim <= 2 and x.val.size > 0) \
+            if b.coin(0.25) else None
+        if c is not None and n <= 127:      # a computed index: c % n is in [0, n)
+            return f"({c.var} % {n})", [c.var]
+        dt = b.choice(INT_DTYPES)
+        info = np.iinfo(dt)
+        lo = max(int(info.min), -n) if b.coin(0.7) else 0
+        hi = min(int(info.max), n - 1)
+        shape = b.choice([(int(b.rng.integers(1, 7)),), (2, 3), (1,), (3, 1),
+                          (int(b.rng.integers(1, 5)),)])
+        vals = b.rng.integers(lo, hi + 1, shape)
+        return b.add_placeholder(shape=shape, dtype=dt, values=vals).var, None
+
+    if a.ndim >= 2 and b.coin(0.25):
+        iv, deps = index(a.shape[0])
+        deps = deps or [iv]
+        jv, jdeps = index(a.shape[1])
+        jdeps = jdeps or [jv]
+        ent_i = _entry_of(b, deps[-1])
+        ent_j = _entry_of(b, jdeps[-1])
+        try:
+            np.broadcast_shapes(ent_i.shape, ent_j.shape)
+        except ValueError:
+            jv, jdeps = repr(int(b.rng.integers(-a.shape[1], a.shape[1]))), []
+        return b.apply(f"{a.var}[{iv}, {jv}]", [a.var] + deps + jdeps)
+    iv, deps = index(n)
+    deps = deps or [iv]
+    if axis == 0:
+        code = f"{a.var}[{iv}]" if b.coin(0.7) else f"{a.var}[{iv}, ...]"
+    else:
+        code = f"{a.var}[..., {iv}]" if b.coin(0.5) else \
+            f"{a.var}[{', '.join([':'] * axis)}, {iv}]"
+    return b.apply(code, [a.var] + deps)
+
+
+def op_layout(b):
+    a = b.pick(lambda e: e.ndim >= 1)
+    if a is None:
+        return None
+    nd = a.ndim
+    forms = ["{}[::-1]", "{}[1:]", "{}[::2]", "{}[-1]", "{}[None]", "xp.flip({})",
+             "xp.expand_dims({}, 0)"]
+    if nd >= 2:
+        forms += ["{}.T", "{}.T", "{}[:, ::-1]", "{}[..., 1:]", "{}[1:, :-1]",
+                  "xp.swapaxes({}, 0, -1)", "{}[:, 0]", "{}[0, ::-1]",
+                  "xp.moveaxis({}, 0, -1)", "xp.expand_dims({}, -1)"]
+    if nd == 3:
+        forms += ["xp.transpose({}, (1, 2, 0))", "xp.transpose({}, (2, 0, 1))",
+                  "{}[:, ::2, ::-1]"]
+    code = b.choice(forms).format(a.var)
+    if code.endswith("[-1]") and a.shape[0] == 0 or code.endswith("[:, 0]") and a.shape[1] == 0:
+        return None
+    if "[0, ::-1]" in code and a.shape[0] == 0:
+        return None
+    return b.apply(code, [a.var])
+
+
+def op_reshape(b):
+    a = b.pick(lambda e: e.val.size > 0)
+    if a is None:
+        return None
+    n = a.val.size
+    divs = [d for d in range(1, n + 1) if n % d == 0]
+    d1 = b.choice(divs)
+    shape = b.choice([(n,), (d1, n // d1), (n // d1, d1, 1), (1, n)])
+    if b.coin(0.3):
+        shape = tuple(-1 if k == 0 else s for k, s in enumerate(shape))
+    return b.apply(f"{a.var}.reshape({shape!r})", [a.var])
+
+
+def op_broadcast(b):
+    a = b.pick()
+    if a is None:
+        return None
+    shape = tuple(b.A if n == 1 and b.coin(0.5) else n for n in a.shape)
+    shape = (b.choice([2, 3]),) * b.coin(0.5) + shape
+    return b.apply(f"xp.broadcast_to({a.var}, {shape!r})", [a.var])
+
+
+def op_concat(b):
+    a = b.pick(lambda e: e.ndim >= 1)
+    if a is None:
+        return None
+    axis = int(b.rng.integers(a.ndim))
+    others = [e for e in b.entries if e.ndim == a.ndim and e is not a and all(
+        x == y for k, (x, y) in enumerate(zip(e.shape, a.shape)) if k != axis)]
+    parts = [a.var]
+    if others and b.coin(0.7):
+        parts.append(b.choice(others).var)
+    else:
+        parts.append(f"{a.var}[::-1]" if axis == 0 else f"({a.var} * 2)")
+    if b.coin(0.2):
+        parts.append(a.var)
+    deps = [p for p in parts if p.startswith("v") and p.isidentifier()] + [a.var]
+    return b.apply(f"xp.concatenate([{', '.join(parts)}], axis={axis})", deps)
+
+
+def op_matmul(b):
+    a = b.pick(lambda e: e.ndim in (1, 2) and e.kind != "b" or
+               (e.ndim in (1, 2) and b.coin(0.3)))
+    if a is None:
+        return None
+    k = a.shape[-1]
+    cands = [e for e in b.entries if e.ndim in (1, 2) and e.shape[0] == k]
+    if cands and b.coin(0.6):
+        w = b.choice(cands)
+    else:
+        n = b.choice([1, 3, b.B, 16]) if b.size_class != "small" or b.coin(0.5) else b.B
+        if b.size_class != "small" and a.ndim == 2 and a.shape[0] % 16 == 0 and k % 16 == 0:
+            n = b.choice([16, 32, 64])
+        same = a.dtype if b.coin(0.6) else b.choice(DTYPES)
+        w = b.add_placeholder(shape=(k, n) if b.coin(0.85) else (k,), dtype=same)
+    return b.apply(f"({a.var} @ {w.var})", [a.var, w.var], ("matmul",))
+
+
+def op_rows(b):
+    """A reduction over the last axis read back by the rows it reduces (the
+    fused ``rows`` kernels: softmax-like), on any dtype."""
+    a = b.pick(lambda e: e.ndim >= 1 and e.shape[-1] > 0 and e.kind != "b") or \
+        b.add_placeholder(shape=b.choice([(b.A, b.B), (b.B,), (2, b.A, b.B)]))
+    if a.ndim == 0 or a.shape[-1] == 0:
+        return None
+    form = b.choice([
+        "({0} - {0}.max(axis=-1, keepdims=True))", "({0} - {0}.min(axis=-1, keepdims=True))",
+        "({0} * {0}.sum(axis=-1, keepdims=True))", "({0} == {0}.max(axis=-1, keepdims=True))",
+        "(({0} - {0}.max(axis=-1, keepdims=True)) + {0}.sum(axis=-1, keepdims=True))",
+        "xp.exp({0} - {0}.max(axis=-1, keepdims=True)) / "
+        "xp.exp({0} - {0}.max(axis=-1, keepdims=True)).sum(axis=-1, keepdims=True)",
+        "({0} > {0}.mean(axis=-1, keepdims=True))"])
+    if ("==" in form or ">" in form) and not b.usable(a, True):
+        return None
+    if "exp" in form and a.kind != "f":
+        return None
+    if "mean" in form and (a.kind == "f" or a.dtype.itemsize > 4):
+        return None         # a mean of big integers rounds in an order-dependent way
+    rule = ("inexact",) if "exp" in form or ".sum(" in form and a.kind == "f" else ("same", [])
+    return b.apply(form.format(a.var), [a.var], rule)
