@@ -217,14 +217,17 @@ class CudaExecutable(DeviceExecutable):
                     self._drv.memcpy_dtoh(host.view(sdt) if dtype == np.bool_ else host, buf)
                 results.append(host)
         if self._checks:            # waits for the kernels (a check must not be missed)
-            self._read_flags()
+            self._read_flags(waited=self.out_mode != "device" and any(o[5] for o in self._outs))
         return results
 
-    def _read_flags(self):
+    def _read_flags(self, waited=False):
+        """``waited``: a blocking copy of an output already waited for the
+        kernels (the default stream), so their flag stores are visible."""
         from codegen.checks import ERROR_BUFFER
         flags, buf = self._flags, self._fixed[ERROR_BUFFER]
         if self._mapped:
-            self._drv.Context.synchronize()     # the call's kernels wrote the flags
+            if not waited:
+                self._drv.Context.synchronize()     # the call's kernels write the flags
         else:
             self._drv.memcpy_dtoh(flags, buf)
 
