@@ -294,3 +294,15 @@ def test_negative_integer_powers_raise(layout, dtype):
         prog(a=av, b=np.array([-1, 2, 1], dtype))
     assert_same(prog(a=av, b=bv), av ** bv)
     assert_same(run(layout, (a ** b).sum(), a=av, b=bv), (av ** bv).sum())
+
+
+def test_where_casts_python_scalars_as_numpy(target):
+    """NumPy's where casts a Python scalar unsafely to the result dtype."""
+    c = pa.placeholder("c", (3,), np.bool_)
+    u = pa.placeholder("u", (3,), np.uint16)
+    cv, uv = np.array([True, False, True]), np.array([1, 2, 3], np.uint16)
+    got = pa.compile([pa.where(c, -1, u), pa.where(c, u, 70000), pa.where(c, 2.5, u)],
+                     target=target)(c=cv, u=uv)
+    for g, w in zip(got, [np.where(cv, -1, uv), np.where(cv, uv, 70000),
+                          np.where(cv, 2.5, uv)]):
+        assert_same(g, w)
