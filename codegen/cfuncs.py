@@ -135,8 +135,8 @@ def _body(op, dt, T, cuda):
     if op == "power":
         if f:
             return f"return {M('pow')}(a, b);"
-        neg = "if (b < 0) return 0;\n  " if signed else ""
-        return (f"{neg}{T} r = 1;\n"
+        # signed integers go to codegen.checks (NumPy raises on b < 0)
+        return (f"{T} r = 1;\n"
                 f"  while (b > 0) {{ if (b & 1) r *= a; a *= a; b >>= 1; }}\n"
                 f"  return r;")
     raise NotImplementedError(f"no C helper for {op} on {dt}")

@@ -170,8 +170,15 @@ class Assembler:
         if not hits:
             return None
         self.matched.update(hits)
-        return tuple(rename_arrays(s, self.arrays)
+        return tuple(rename_arrays(s, self._to_device_names())
                      for s in self.schedules[name if name in hits else hits[0]])
+
+    def _to_device_names(self):
+        """Placeholder name -> device name, for the placeholders whose name
+        no generated buffer has (``data0`` means the generated buffer, and
+        the placeholder ``data0`` is ``p5_data0``): so the mapping is
+        reversible and ``prog.schedule`` replays exactly."""
+        return {u: c for u, c in self.arrays.items() if u not in self.buffer_specs}
 
     def finish(self, name, kb, domains, written, steps, strategy="elementwise",
                shapes=None, construct=None, scheduled=None):
@@ -206,7 +213,7 @@ class Assembler:
             build_options(user, strategy, name)         # refuses build steps here
         steps = tuple(user) if user is not None else tuple(steps)
         ctx = KernelContext(name, strategy)
-        users = {c: u for u, c in self.arrays.items()}
+        users = {c: u for u, c in self._to_device_names().items()}
         try:
             knl = apply_steps(knl, steps, ctx)
         except ScheduleError as e:          # name arrays as the user did

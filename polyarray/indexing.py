@@ -242,7 +242,11 @@ def take(a, indices, axis=None, mode="raise") -> Array:
     if axis is None:
         a, axis = a.reshape(-1), 0
     axis = normalize_axis_index(axis, a.ndim)
-    idx = indices if isinstance(indices, Array) else creation.asarray(np.asarray(indices))
+    if not isinstance(indices, Array):
+        indices = np.asarray(indices)
+        if indices.size == 0 and indices.dtype.kind == "f":     # NumPy: take(x, [])
+            indices = indices.astype(np.intp)
+    idx = indices if isinstance(indices, Array) else creation.asarray(indices)
     if idx.dtype.kind not in "iu":
         raise IndexError(_BAD_INDEX + f" (got an array of dtype {idx.dtype})")
     n = a.shape[axis]

@@ -75,7 +75,7 @@ def _letters(n, skip=""):
 
 def tensordot(a, b, axes=2) -> Array:
     na, nb = as_node(a), as_node(b)
-    if not isinstance(axes, (tuple, list)):
+    if np.ndim(axes) == 0:          # an int (or 0-d array): the last/first ``axes`` axes
         axes = axis_index(axes)
         if axes < 0 or axes > min(na.ndim, nb.ndim):
             raise ValueError(f"tensordot: axes={axes} is invalid for shapes "

@@ -163,15 +163,17 @@ def _valid_tune(entry):
     from codegen.schedule import parse_schedule
     sched, report = entry["schedule"], entry["report"]
     if not (isinstance(sched, dict) and isinstance(report, dict)
-            and isinstance(report.get("kernels", {}), dict)):
+            and isinstance(report.get("kernels"), dict)):
         return False
     for name, text in sched.items():
         if not (isinstance(name, str) and isinstance(text, str)):
             return False
         parse_schedule(text)       # raises on text that is not a schedule
     return all(isinstance(r, dict) and {"chosen", "default", "candidates"} <= r.keys()
-               and all(len(row) == 3 for row in r["candidates"])
-               for r in report.get("kernels", {}).values())
+               and all(isinstance(row, (list, tuple)) and len(row) == 3
+                       and isinstance(row[2], str) and (row[1] is None or isinstance(row[1], float))
+                       for row in r["candidates"])
+               for r in report["kernels"].values())
 
 
 # validators for consumers that construct their DiskCache without one

@@ -401,3 +401,11 @@ def test_float16_refused_by_device_compile(name, device_target):
         pa.compile(build(*_f16_inputs()), target=device_target)
     assert e.match(who)
 
+
+
+@pytest.mark.parametrize("axes", [np.array([[1], [0]]), np.array([1, 0]), np.int64(1), 1,
+                                  ([1], [0])], ids=repr)
+def test_tensordot_axes_as_numpy_accepts(target, axes):
+    a, b = np.arange(6.).reshape(2, 3), np.arange(12.).reshape(3, 4)
+    got = pa.compile(pa.tensordot(pa.array(a), pa.array(b), axes=axes), target=target)()
+    assert_same(got, np.tensordot(a, b, axes=axes))

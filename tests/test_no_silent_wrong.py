@@ -306,3 +306,30 @@ def test_where_casts_python_scalars_as_numpy(target):
     for g, w in zip(got, [np.where(cv, -1, uv), np.where(cv, uv, 70000),
                           np.where(cv, 2.5, uv)]):
         assert_same(g, w)
+
+
+def test_schedule_of_a_placeholder_named_like_a_buffer_replays():
+    """A placeholder ``data0`` beside the generated buffer ``data0``: the
+    schedule names each unambiguously and replays to the same source."""
+    a = pa.array(np.arange(48 * 48, dtype=np.float32).reshape(48, 48))
+    d = pa.placeholder("data0", (48, 48), np.float32)
+    prog = pa.compile(a @ d, target="cuda")          # source only: no GPU needed
+    arrays = {s.array for steps in prog.schedule.values() for s in steps
+              if hasattr(s, "array")}
+    assert arrays == {"data0", "p5_data0"}, prog.schedule
+    assert prog.with_schedule(prog.schedule).source == prog.source
+
+
+def test_take_modes_and_empty_indices(target):
+    x = pa.placeholder("x", (4, 10), np.float32)
+    i = pa.placeholder("i", (3,), np.int32)
+    xv, iv = np.arange(40, dtype=np.float32).reshape(4, 10), np.array([0, 12, -13], np.int32)
+    for mode in ("wrap", "clip"):
+        for axis in (None, 0, 1):
+            got = pa.compile(pa.take(x, i, axis=axis, mode=mode), target=target)(x=xv, i=iv)
+            assert_same(got, np.take(xv, iv, axis=axis, mode=mode))
+    with pytest.raises(IndexError, match="out of bounds for axis 1 with size 10"):
+        pa.compile(pa.take(x, i, axis=1), target=target)(x=xv, i=iv)
+    assert_same(pa.compile(pa.take(x, [], axis=0), target=target)(x=xv), np.take(xv, [], axis=0))
+    with pytest.raises(ValueError, match="clipmode"):
+        pa.take(x, i, mode="bogus")

@@ -140,7 +140,11 @@ def test_lowered_entry_with_dangling_buffer_name_is_rebuilt(opencl, tmp_path, mo
 
 @pytest.mark.parametrize("value", [7, {"schedule": 3, "report": {}},
                                    {"schedule": {"k0": "not a schedule("}, "report": {}},
-                                   {"schedule": {}, "report": {"kernels": {"k0": 1}}}])
+                                   {"schedule": {}, "report": {"kernels": {"k0": 1}}},
+                                   {"schedule": {}, "report": {}},       # no "kernels"
+                                   {"schedule": {}, "report": {"kernels": {"k0": {
+                                       "chosen": "", "default": "",
+                                       "candidates": [("s", "fast", 3)]}}}}])
 def test_malformed_tune_entry_is_corrupt(value, tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
     key = "t" * 64
