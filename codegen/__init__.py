@@ -105,9 +105,11 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     import loopy as lp
     from .cfuncs import storage_dtype
     from .kernels import Assembler
+    from polyarray.dtype_checks import check_device_dtypes
     from .plan import make_plan
 
-    plan = make_plan(outputs)
+    check_device_dtypes(outputs)        # float16: a clear error before loopy (cache hits
+    plan = make_plan(outputs)           # never get here: they were checked when lowered)
     order = plan.order
     idx_dt = index_dtype_for(order)
     buffers, specs, inputs, data = {}, {}, {}, {}

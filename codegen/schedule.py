@@ -501,6 +501,12 @@ def _reduction_inames(knl):
     return found
 
 
+def short_repr(value, limit=80):
+    """``repr(value)``, cut to ``limit`` characters for error messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def normalize(steps, name="?"):
     """A tuple of steps; build steps first; ScheduleError otherwise."""
     if isinstance(steps, Step):
@@ -510,9 +516,9 @@ def normalize(steps, name="?"):
             raise TypeError
         steps = tuple(steps)
     except TypeError:
-        text = repr(steps) if len(repr(steps)) <= 80 else repr(steps)[:77] + "..."
         raise ScheduleError(f"schedule for kernel {name}: expected a step or a list of steps "
-                            f"({', '.join(sorted(STEPS))}), got {type(steps).__name__} {text}"
+                            f"({', '.join(sorted(STEPS))}), got {type(steps).__name__} "
+                            f"{short_repr(steps)}"
                             + (" (parse_schedule reads text)" if isinstance(steps, str) else "")
                             ) from None
     seen_other = False

@@ -21,17 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from .schedule import ScheduleError, Step, _extent, format_schedule, normalize
+from .schedule import ScheduleError, Step, _extent, format_schedule, normalize, short_repr
 
 MAX_UNROLL = 64          # iterations of one unrolled loop
 MAX_UNROLLED = 1024      # copies of one instruction made by the unrolled loops around it
 MAX_UNROLL_HINT = 512    # iterations a #pragma unroll (unr_hint) may ask the compiler for
 CUDA_MAX_WORK_GROUP = (1024, (1024, 1024, 64))      # (per block, per axis x, y, z)
-
-
-def _short(value, limit=80):
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def normalize_schedule(schedule) -> dict:
@@ -44,8 +39,8 @@ def normalize_schedule(schedule) -> dict:
         if isinstance(schedule, Step) or (isinstance(schedule, Iterable)
                                           and not isinstance(schedule, (str, bytes))):
             hint = " (name the kernel: {'k0_elementwise': [...]}; prog.schedule lists the names)"
-        given = (f"the step {_short(schedule)}" if isinstance(schedule, Step) else
-                 f"{type(schedule).__name__} {_short(schedule)}")
+        given = (f"the step {short_repr(schedule)}" if isinstance(schedule, Step) else
+                 f"{type(schedule).__name__} {short_repr(schedule)}")
         raise ScheduleError(
             "schedule must be a dict mapping kernel names or fnmatch patterns to a step or a "
             f"list of steps, e.g. {{'k0_elementwise': [WorkGroup(128)]}}; got {given}{hint}")
@@ -53,7 +48,7 @@ def normalize_schedule(schedule) -> dict:
     for key, steps in schedule.items():
         if not isinstance(key, str):
             raise ScheduleError(f"schedule keys must be kernel names or fnmatch patterns "
-                                f"(str), got {type(key).__name__} {_short(key)}")
+                                f"(str), got {type(key).__name__} {short_repr(key)}")
         out[key] = normalize(steps, key)
     return out
 

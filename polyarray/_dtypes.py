@@ -11,6 +11,8 @@ import numbers
 
 import numpy as np
 
+from ._inputs import native_dtype
+
 SUPPORTED_DTYPES = tuple(np.dtype(t) for t in (
     np.bool_, np.int8, np.int16, np.int32, np.int64,
     np.uint8, np.uint16, np.uint32, np.uint64,
@@ -29,8 +31,7 @@ def check_dtype(dtype, what="array") -> np.dtype:
     if dt.kind == "c":
         raise TypeError(f"{what}: complex dtype {dt} is not supported yet "
                         "(supported: bool, int8-64, uint8-64, float16/32/64)")
-    if not dt.isnative and dt.byteorder != "|":     # same values, native order
-        dt = dt.newbyteorder("=")
+    dt = native_dtype(dt)               # same values, native order
     if dt not in _SUPPORTED:
         raise TypeError(f"{what}: unsupported dtype {dt} "
                         "(supported: bool, int8-64, uint8-64, float16/32/64)")

@@ -80,11 +80,12 @@ class CudaExecutable(DeviceExecutable):
             try:
                 self._flags = drv.pagelocked_zeros(self._n_flags, np.int64,
                                                    mem_flags=drv.host_alloc_flags.DEVICEMAP)
-                self._fixed[ERROR_BUFFER] = np.intp(self._flags.base.get_device_pointer())
+                self._fixed[ERROR_BUFFER] = self._flags_buf = \
+                    np.intp(self._flags.base.get_device_pointer())
                 self._mapped = True
             except drv.Error:       # no mapped memory: a device buffer, copied back
                 self._flags = np.zeros(self._n_flags, np.int64)
-                self._fixed[ERROR_BUFFER] = self._upload(self._flags)
+                self._fixed[ERROR_BUFFER] = self._flags_buf = self._upload(self._flags)
                 self._mapped = False
         self._launches = []
         for k in self.lowered.kernels:
@@ -223,8 +224,7 @@ class CudaExecutable(DeviceExecutable):
     def _read_flags(self, waited=False):
         """``waited``: a blocking copy of an output already waited for the
         kernels (the default stream), so their flag stores are visible."""
-        from codegen.checks import ERROR_BUFFER
-        flags, buf = self._flags, self._fixed[ERROR_BUFFER]
+        flags, buf = self._flags, self._flags_buf
         if self._mapped:
             if not waited:
                 self._drv.Context.synchronize()     # the call's kernels write the flags

@@ -71,8 +71,6 @@ def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False,
     handle`` compiles it now (None: the target builds on first call).  Device
     binaries are cached by pyopencl/pycuda themselves, keyed by source.
     ``key`` None (a schedule with raw loopy transforms) bypasses both caches."""
-    from polyarray.dtype_checks import check_device_dtypes
-    check_device_dtypes(outputs)            # float16: a clear error before loopy
     t0 = time.perf_counter()
     if key is None:
         from codegen import lower_program

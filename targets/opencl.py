@@ -112,7 +112,7 @@ class OpenCLExecutable(DeviceExecutable):
         if self._checks:
             from codegen.checks import ERROR_BUFFER
             self._flags = np.zeros(self._n_flags, np.int64)
-            self._fixed[ERROR_BUFFER] = self._upload(self._flags, [])
+            self._fixed[ERROR_BUFFER] = self._flags_buf = self._upload(self._flags, [])
         self._inputs = list(L.inputs.items())
         self._launches = []
         for k in L.kernels:
@@ -226,8 +226,7 @@ class OpenCLExecutable(DeviceExecutable):
         return results
 
     def _read_flags(self):
-        from codegen.checks import ERROR_BUFFER
-        buf, flags = self._fixed[ERROR_BUFFER], self._flags
+        buf, flags = self._flags_buf, self._flags
         self._cl.enqueue_copy(self.queue, flags, buf)      # blocking: waits for the call
         self._raise_failed_checks(flags, lambda: self._upload_into(buf, flags))
 
