@@ -161,9 +161,11 @@ def where(condition, x, y) -> Array:
         a = array(a).node
     out = np.result_type(*(o.dtype if isinstance(o, N.Node) else o for o in (a, b)))
     out = check_dtype(out, "where")
-    # NumPy's where casts a Python scalar to the result unsafely:
-    # where(c, -1, uint16_array) holds 65535
-    a, b = (o if isinstance(o, N.Node) else np.asarray(o).astype(out)[()] for o in (a, b))
+    # a Python scalar becomes the result dtype as this NumPy's own where makes
+    # it: NumPy 2.4 casts unsafely (where(c, -1, uint16_array) holds 65535),
+    # older NumPy 2 raises OverflowError
+    a, b = (o if isinstance(o, N.Node) else
+            np.asarray(np.where(True, o, np.zeros((), out)), out)[()] for o in (a, b))
     return build("where", "where", [c, a, b], [np.dtype(bool), out, out], out)
 
 

@@ -9,10 +9,13 @@ CuPy, PyTorch and JAX share the primary context.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .base import Target
 from .cache import DiskCache, code_version, key_digest
+from .deferred_checks import DeferredChecks, checked_array_type
 from .device_common import DeviceExecutable, host_array, lower_or_load, valid_lowered_entry
 
 _CACHE = DiskCache("cuda", valid=valid_lowered_entry)
@@ -106,6 +109,8 @@ class CudaExecutable(DeviceExecutable):
             self._outs.append((name, tuple(b.shape), np.dtype(b.dtype), b.storage, copy,
                                nbytes, attrs))
         self._gpuarray = ga.GPUArray
+        # device results: GPUArrays whose get() and export read deferred checks
+        self._result_type = _result_type()
         self._inputs = list(self.lowered.inputs.items())
         self._ready = True
         if self.out_mode == "device" and not any(o[4] for o in self._outs):
@@ -118,7 +123,8 @@ class CudaExecutable(DeviceExecutable):
         straight-line code, half the host time of the general path.  It
         returns None when any binding differs, and the caller then takes the
         general path, which gives the usual errors."""
-        env = {"GA": self._gpuarray, "pack": self._pack_args, "fixed": self._fixed,
+        env = {"GA": self._gpuarray, "RT": self._result_type, "pack": self._pack_args,
+               "fixed": self._fixed,
                "pool": self.pool, "oom": self._out_of_memory}
         lines = ["def fast_call(bindings):",
                  f"    if len(bindings) != {len(self.placeholders)}:",
@@ -129,7 +135,8 @@ class CudaExecutable(DeviceExecutable):
             strides = tuple(int(st) for st in np.empty(ph.shape, ph.dtype, order="C").strides) \
                 if all(ph.shape) else None
             lines += [f"    v{k} = bindings.get({name!r})",
-                      f"    if type(v{k}) is not GA or v{k}.shape != {ph.shape!r} or "
+                      f"    if (type(v{k}) is not RT and type(v{k}) is not GA) or "
+                      f"v{k}.shape != {ph.shape!r} or "
                       f"(v{k}.dtype is not DT{k} and v{k}.dtype != DT{k})"
                       + (f" or v{k}.strides != {strides!r}:" if strides else ":"),
                       "        return None"]
@@ -148,12 +155,12 @@ class CudaExecutable(DeviceExecutable):
         results = []
         for k, (name, shape, dtype, sdt, copy, nbytes, attrs) in enumerate(self._outs):
             env[f"attrs{k}"] = attrs
-            lines += [f"    r{k} = GA.__new__(GA)", f"    r{k}.__dict__.update(attrs{k})",
+            lines += [f"    r{k} = RT.__new__(RT)", f"    r{k}.__dict__.update(attrs{k})",
                       f"    r{k}.gpudata = {buf_of[name]}"]
             results.append(f"r{k}")
-        if self._checks:            # waits for the call, raises a failed check
-            env["read_flags"] = self._read_flags
-            lines.append("    read_flags()")
+        if self._checks:            # read when a result is read (deferred_checks)
+            env["defer"], env["me"] = _DEFERRED.defer, self
+            lines.append("    defer(me)")
         lines.append(f"    return [{', '.join(results)}]")
         self.fast_source = "\n".join(lines)
         exec(compile(self.fast_source, "<polyarray cuda launcher>", "exec"), env)
@@ -189,7 +196,7 @@ class CudaExecutable(DeviceExecutable):
             self._prepare()
         live = []
         bufs = self._fixed.copy()
-        gpuarray = self._gpuarray
+        gpuarray, result_type = self._gpuarray, self._result_type
         for pname, bname in self._inputs:
             v = bindings[pname]
             bufs[bname] = v.gpudata if type(v) is gpuarray or isinstance(v, gpuarray) \
@@ -208,7 +215,7 @@ class CudaExecutable(DeviceExecutable):
                     self._drv.memcpy_dtod_async(new, buf, nbytes)
                 buf = new
             if self.out_mode == "device":
-                arr = gpuarray.__new__(gpuarray)
+                arr = result_type.__new__(result_type)
                 arr.__dict__.update(attrs)
                 arr.gpudata = buf
                 results.append(arr)
@@ -217,13 +224,24 @@ class CudaExecutable(DeviceExecutable):
                 if nbytes:
                     self._drv.memcpy_dtoh(host.view(sdt) if dtype == np.bool_ else host, buf)
                 results.append(host)
-        if self._checks:            # waits for the kernels (a check must not be missed)
-            self._read_flags(waited=self.out_mode != "device" and any(o[5] for o in self._outs))
+        if self.out_mode == "device":
+            if self._checks:        # read when a result is read (deferred_checks)
+                _DEFERRED.defer(self)
+        else:
+            waited = any(o[5] for o in self._outs)
+            if self._checks:
+                self.read_flags(waited=waited)
+            if _DEFERRED:           # earlier device-result calls: their flags now
+                if not waited:
+                    self._drv.Context.synchronize()
+                _DEFERRED.resolve()
         return results
 
-    def _read_flags(self, waited=False):
-        """``waited``: a blocking copy of an output already waited for the
-        kernels (the default stream), so their flag stores are visible."""
+    def read_flags(self, waited=False):
+        """Raise a failed check of this program's calls so far.  ``waited``:
+        a blocking copy of an output already waited for the kernels (the
+        default stream), so their flag stores are visible."""
+        _DEFERRED.discard(self)
         flags, buf = self._flags, self._flags_buf
         if self._mapped:
             if not waited:
@@ -244,6 +262,18 @@ class CudaExecutable(DeviceExecutable):
     def synchronize(self):
         import pycuda.driver as drv
         drv.Context.synchronize()
+        _DEFERRED.resolve()
+
+
+_DEFERRED = DeferredChecks()
+
+
+def _result_type():
+    """The GPUArray subclass of device results (``deferred_checks``)."""
+    if "result_type" not in _STATE:
+        import pycuda.gpuarray as ga
+        _STATE["result_type"] = checked_array_type(ga.GPUArray, _DEFERRED)
+    return _STATE["result_type"]
 
 
 class CudaTarget(Target):
@@ -272,12 +302,12 @@ class CudaTarget(Target):
         return pool_stats(_pool())
 
     def binding_info(self, value):
-        if type(value) is _STATE.get("GPUArray"):      # the per-call fast path
+        if type(value) is _STATE.get("result_type"):      # the per-call fast path
             return value.shape, value.dtype
         if isinstance(value, (np.ndarray, np.generic)):
             return value.shape, value.dtype
-        if type(value).__name__ == "GPUArray" and "pycuda" in type(value).__module__:
-            _STATE["GPUArray"] = type(value)
+        ga = sys.modules.get("pycuda.gpuarray")
+        if ga is not None and isinstance(value, ga.GPUArray):
             return value.shape, value.dtype
         return None
 

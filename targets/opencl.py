@@ -18,6 +18,7 @@ import numpy as np
 
 from .base import Target
 from .cache import DiskCache, code_version, key_digest
+from .deferred_checks import DeferredChecks, checked_array_type
 from .device_common import (CompiledProgram, DeviceExecutable, host_array, lower_or_load,
                             valid_lowered_entry)
 
@@ -118,6 +119,7 @@ class OpenCLExecutable(DeviceExecutable):
         for k in L.kernels:
             gs, ls = launch_sizes(k.gsize, k.lsize)
             self._launches.append((kernels[k.name], k.args, gs, ls))
+        self._result_type = checked_array_type(cla.Array, _DEFERRED)
         self._outs = []
         template = cla.empty(queue, (1,), np.float32)
         for name, b, copy, nbytes in self.output_plan():
@@ -130,6 +132,7 @@ class OpenCLExecutable(DeviceExecutable):
 
     def synchronize(self):
         self.queue.finish()
+        _DEFERRED.resolve()
 
     def _upload(self, arr, owned):
         arr = host_array(arr)
@@ -175,8 +178,9 @@ class OpenCLExecutable(DeviceExecutable):
         return buf
 
     def _wrap(self, buf, attrs):
-        """A pyopencl Array over ``buf`` from prepared attributes."""
-        a = self._cla.Array.__new__(self._cla.Array)
+        """A device result over ``buf`` from prepared attributes: a pyopencl
+        Array whose ``get()`` reads deferred checks (``deferred_checks``)."""
+        a = self._result_type.__new__(self._result_type)
         a.__dict__.update(attrs)
         a.base_data = buf
         a.events = []
@@ -219,13 +223,21 @@ class OpenCLExecutable(DeviceExecutable):
                     cl.enqueue_copy(q, host.view(sdt) if dtype == np.bool_ else host, buf,
                                     is_blocking=False)
                 results.append(host)
-        if self._checks:            # waits for the kernels (a check must not be missed)
-            self._read_flags()
-        elif not device:
-            q.finish()
+        if device:
+            if self._checks:        # read when a result is read (deferred_checks)
+                _DEFERRED.defer(self)
+        else:
+            if self._checks:
+                self.read_flags()   # blocking: waits for the call
+            else:
+                q.finish()
+            if _DEFERRED:           # earlier device-result calls: their flags now
+                _DEFERRED.resolve()
         return results
 
-    def _read_flags(self):
+    def read_flags(self):
+        """Raise a failed check of this program's calls so far (waits for them)."""
+        _DEFERRED.discard(self)
         buf, flags = self._flags_buf, self._flags
         self._cl.enqueue_copy(self.queue, flags, buf)      # blocking: waits for the call
         self._raise_failed_checks(flags, lambda: self._upload_into(buf, flags))
@@ -244,6 +256,7 @@ def _c_strides(shape, itemsize):
 
 
 _POOLS = {}
+_DEFERRED = DeferredChecks()
 
 
 def _pool_for(queue):

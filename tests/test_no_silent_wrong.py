@@ -282,6 +282,51 @@ def test_out_of_bounds_gathers_raise_and_the_program_still_works(layout):
     assert prog(idx=np.array([3, 4]), **good)["g"].tolist() == [6.0, 8.0]
 
 
+DEVICE_TARGETS = [t for t in TEST_TARGETS if t != "numpy"]
+
+
+@pytest.mark.parametrize("name", DEVICE_TARGETS)
+def test_device_results_raise_failed_checks_when_read(name):
+    """With out="device" a call returns while its kernels run; a failed check
+    is raised where a result reaches the host or another program's host
+    output (targets/deferred_checks.py), never silently."""
+    ok, reason = targets.availability(name)
+    if not ok:
+        pytest.skip(f"{name}: {reason}")
+    x = pa.placeholder("x", (10,), np.float32)
+    idx = pa.placeholder("idx", (2,), np.int64)
+    y = pa.placeholder("y", (2,), np.float32)
+    xv = np.arange(10, dtype=np.float32)
+    prog = pa.compile(x[idx] * 2, target=name, out="device")
+    after = pa.compile(y + 1, target=name, out="device")     # no checks of its own
+    host = pa.compile(y + 1, target=name)
+    msg = "index 100 is out of bounds for axis 0 with size 10.*out='device'"
+
+    with pytest.raises(IndexError, match=msg):      # the result's own get()
+        prog(x=xv, idx=np.array([1, 100])).get()
+    assert prog(x=xv, idx=np.array([1, 2])).get().tolist() == [2.0, 4.0]
+
+    chained = after(y=prog(x=xv, idx=np.array([100, 2])))
+    with pytest.raises(IndexError, match=msg):      # a result computed from it
+        chained.get()
+    assert after(y=prog(x=xv, idx=np.array([3, 2]))).get().tolist() == [7.0, 5.0]
+
+    r = prog(x=xv, idx=np.array([100, 0]))
+    with pytest.raises(IndexError, match=msg):      # another program's host output
+        host(y=r)
+    assert host(y=prog(x=xv, idx=np.array([0, 1]))).tolist() == [1.0, 3.0]
+
+    prog(x=xv, idx=np.array([0, 100]))
+    with pytest.raises(IndexError, match=msg):
+        prog.synchronize()
+    prog.synchronize()                              # the flags were cleared
+    if name == "cuda":                              # export to another library
+        r = prog(x=xv, idx=np.array([100, 0]))
+        with pytest.raises(IndexError, match=msg):
+            r.__cuda_array_interface__
+        assert prog(x=xv, idx=np.array([5, 0])).__cuda_array_interface__["shape"] == (2,)
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64],
                          ids=lambda d: np.dtype(d).name)
 def test_negative_integer_powers_raise(layout, dtype):
@@ -297,15 +342,22 @@ def test_negative_integer_powers_raise(layout, dtype):
 
 
 def test_where_casts_python_scalars_as_numpy(target):
-    """NumPy's where casts a Python scalar unsafely to the result dtype."""
+    """A Python scalar out of the result dtype's range: NumPy 2.4's where
+    casts it unsafely (where(c, -1, uint16) holds 65535), NumPy 2.5's raises
+    OverflowError; polyarray does what the installed NumPy does."""
     c = pa.placeholder("c", (3,), np.bool_)
     u = pa.placeholder("u", (3,), np.uint16)
     cv, uv = np.array([True, False, True]), np.array([1, 2, 3], np.uint16)
-    got = pa.compile([pa.where(c, -1, u), pa.where(c, u, 70000), pa.where(c, 2.5, u)],
-                     target=target)(c=cv, u=uv)
-    for g, w in zip(got, [np.where(cv, -1, uv), np.where(cv, uv, 70000),
-                          np.where(cv, 2.5, uv)]):
-        assert_same(g, w)
+    for x, y in ((-1, u), (u, 70000), (2.5, u), (7, u)):
+        def arg(v):
+            return uv if v is u else v
+        try:
+            want = np.where(cv, arg(x), arg(y))
+        except OverflowError as e:
+            with pytest.raises(OverflowError, match=str(e)):
+                pa.where(c, x, y)
+            continue
+        assert_same(pa.compile(pa.where(c, x, y), target=target)(c=cv, u=uv), want)
 
 
 def test_schedule_of_a_placeholder_named_like_a_buffer_replays():

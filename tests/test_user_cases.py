@@ -1,6 +1,8 @@
 """User-style programs on every device target: the autoencoder gradient,
 logistic regression with the weights kept on the device between steps,
 logsumexp, the Hermite recurrence, and device out-of-memory behaviour."""
+import gc
+
 import numpy as np
 import pytest
 
@@ -47,7 +49,9 @@ def test_logistic_regression_weights_stay_on_device(device_target):
         pn = 1 / (1 + np.exp(-(X @ wn) - bn))
         gn = pn - y
         wn, bn = wn - np.float32(0.01) * (X.T @ gn) / N, bn - np.float32(0.01) * gn.mean()
-    assert type(wd).__module__.split(".")[0] in ("pyopencl", "pycuda")
+    # a driver array (a subclass that reads deferred checks: deferred_checks.py)
+    assert any(c.__module__ in ("pyopencl.array", "pycuda.gpuarray")
+               for c in type(wd).__mro__), type(wd).__mro__
     np.testing.assert_allclose(wd.get(), wn, rtol=1e-3, atol=1e-5)
     np.testing.assert_allclose(bd.get(), bn, rtol=1e-3, atol=1e-6)
 
@@ -114,6 +118,7 @@ def test_out_of_memory_is_a_clear_error_and_leaks_nothing():
     x = pa.placeholder("x", (1024,), np.float32)
     small = pa.compile(x * 2.0, target="cuda")
     small(x=np.ones(1024, np.float32))
+    gc.collect()        # arrays of earlier tests in reference cycles (tracebacks)
     before = pa.memory_stats("cuda")["active_blocks"]
     assert "held_blocks" in pa.memory_stats("cuda")
     huge = pa.compile(pa.broadcast_to(x[:1], (300 * 2**30 // 4,)) + 1.0, target="cuda")
