@@ -7,7 +7,10 @@ setup(
     version="0.1.0",
     description="NumPy-style lazy arrays lowered to fused Loopy kernels for "
                 "OpenCL (PyOpenCL) and CUDA (PyCUDA), with NumPy as the reference",
-    packages=["polyarray", "codegen", "targets"],
+    # one top-level package: codegen/ and targets/ install as its subpackages
+    packages=["polyarray", "polyarray.codegen", "polyarray.codegen.ir", "polyarray.targets"],
+    package_dir={"polyarray.codegen": "codegen", "polyarray.codegen.ir": "codegen/ir",
+                 "polyarray.targets": "targets"},
     python_requires=">=3.10",
     install_requires=["numpy>=2.0", "pymbolic>=2025.1", "platformdirs"],
     extras_require={

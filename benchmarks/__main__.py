@@ -61,7 +61,7 @@ class Bench:
         self.rows = []
         self.rng = np.random.default_rng(0)
         if device == "opencl":
-            from targets.opencl import select_device
+            from polyarray.targets.opencl import select_device
             import pyopencl as cl
             ctx, dev, desc = select_device()
             self.desc = desc

@@ -13,9 +13,9 @@ import tempfile
 
 import numpy as np
 
-import codegen.kernels as K
+import polyarray.codegen.kernels as K
 import polyarray as pa
-import targets.device_common as dc
+import polyarray.targets.device_common as dc
 from polyarray.schedules import Vectorize, WorkGroup
 from .__main__ import Bench, check, median_time
 from .workloads import _to_device, chain10_np, chain10_pa

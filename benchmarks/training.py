@@ -104,7 +104,7 @@ _COMPILE_GRADIENT = textwrap.dedent("""
     import json, time, numpy as np, polyarray as pa
     from benchmarks.training import gradient_ns
     from benchmarks.peers import Ns
-    import targets
+    from polyarray import targets
     targets.get_target("{target}").warm_up()     # device/driver start-up
     n, nv, nh = {sizes}
     ph = [pa.placeholder(k, s, np.float32)

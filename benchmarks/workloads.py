@@ -102,7 +102,7 @@ def _dispatch_peers(n):
 
 def opencl_vs_cuda(b):
     """The same program through both targets, when both are available."""
-    import targets
+    from polyarray import targets
     if b.device != "cuda" or not targets.availability("opencl")[0]:
         return
     n = 1 << 26
@@ -217,7 +217,7 @@ def reductions(b):
 _COMPILE_SCRIPT = textwrap.dedent("""
     import json, time, numpy as np, polyarray as pa
     from benchmarks.workloads import chain10_pa
-    import targets
+    from polyarray import targets
     targets.get_target("{target}").warm_up()     # device/driver start-up
     x = pa.placeholder("x", (1000, 3), np.float32)
     t0 = time.perf_counter()

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from polyarray import nodes as N
+from polyarray.codegen.ir import nodes as N
 
 log = logging.getLogger("polyarray.codegen")
 
@@ -105,7 +105,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     import loopy as lp
     from .cfuncs import storage_dtype
     from .kernels import Assembler
-    from polyarray.dtype_checks import check_device_dtypes
+    from polyarray.codegen.dtype_checks import check_device_dtypes
     from .plan import make_plan
 
     check_device_dtypes(outputs)        # float16: a clear error before loopy (cache hits

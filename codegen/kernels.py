@@ -30,7 +30,7 @@ from loopy.library.reduction import (MaxReductionOperation, MinReductionOperatio
                                     ProductReductionOperation, SumReductionOperation)
 from loopy.symbolic import Reduction, ResolvedFunction, TypeCast
 
-from polyarray import nodes as N
+from polyarray.codegen.ir import nodes as N
 from .cfuncs import (BOOL, HELPERS_PREAMBLE, U8, PaFunction, as_bool, helper_name,
                      lower_call, storage_dtype)
 from .checks import ERROR_BUFFER, callable_for

@@ -17,8 +17,8 @@ from pymbolic.mapper import Mapper as ExprMapper
 import loopy as lp
 from loopy.kernel.instruction import make_assignment
 
-from polyarray import nodes as N
-from polyarray.mapper import Mapper
+from polyarray.codegen.ir import nodes as N
+from polyarray.codegen.ir.mapper import Mapper
 from .cfuncs import BOOL, U8, lower_call, special_constant, storage_dtype
 from .checks import checked_call
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from polyarray import nodes as N
+from polyarray.codegen.ir import nodes as N
 
 MAX_INLINE = 400
 MAX_INLINE_DEPTH = 40
@@ -222,7 +222,7 @@ def _materialized_deps(node, mat):
 def _reads_identity(node, dep, mat):
     """True if every path from ``node`` to ``dep`` is an identity-indexed
     elementwise read (so ``dep``'s value at the same index can be reused)."""
-    from polyarray._expr import index_vars, read
+    from polyarray.codegen.ir.expr import index_vars, read
     stack = [node]
     seen = set()
     while stack:

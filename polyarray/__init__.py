@@ -7,6 +7,16 @@
 >>> y.shape, y.dtype
 ((3,), dtype('float32'))
 """
+import os as _os
+
+# Installed, codegen/ and targets/ are the subpackages polyarray.codegen and
+# polyarray.targets (setup.py's package_dir).  In a source tree that is not
+# installed (PYTHONPATH=repo), they sit beside this folder: look there too.
+_beside = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+if (not _os.path.isdir(_os.path.join(__path__[0], "codegen"))
+        and _os.path.isfile(_os.path.join(_beside, "codegen", "ir", "nodes.py"))):
+    __path__.append(_beside)
+
 from numpy import (bool_, int8, int16, int32, int64, uint8, uint16, uint32,   # noqa: F401
                    uint64, float16, float32, float64, pi, e, inf, nan)
 
@@ -36,7 +46,7 @@ from .program import (Program, compile, set_default_target, get_default_target,
                       target)
 from .show import show, format_dag
 
-from codegen.schedule import ScheduleError   # noqa: E402
+from polyarray.codegen.schedule import ScheduleError   # noqa: E402
 from . import schedules                         # noqa: E402,F401
 
 newaxis = None
@@ -46,11 +56,11 @@ __version__ = "0.1.0"
 def memory_stats(target=None) -> dict:
     """Device memory pool counters of ``target`` (default: the default target):
     active/held blocks and, where the pool reports them, bytes."""
-    import targets
+    from polyarray import targets
     return targets.get_target(target or get_default_target()).memory_stats()
 
 
 def available_targets():
     """Targets that can run on this machine, best first."""
-    import targets
+    from polyarray import targets
     return targets.available_targets()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import nodes as N
+from .codegen.ir import nodes as N
 
 
 class Array:
@@ -86,7 +86,7 @@ class Array:
                         "new array instead, e.g. pa.where(mask, value, x)")
 
     def __repr__(self):
-        from .show import describe
+        from .codegen.ir.printing import describe
         return describe(self._node)
 
     # -- evaluation ------------------------------------------------------

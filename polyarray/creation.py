@@ -14,9 +14,9 @@ import operator
 import numpy as np
 import pymbolic.primitives as p
 
-from . import nodes as N
+from .codegen.ir import nodes as N
 from ._dtypes import check_dtype, INDEX_DTYPE
-from ._expr import call, cast, index_var
+from .codegen.ir.expr import call, cast, index_var
 from ._inputs import native_array, plain_ndarray
 from .array import Array
 

@@ -10,9 +10,9 @@ import operator
 
 import numpy as np
 
-from . import nodes as N
+from .codegen.ir import nodes as N
 from ._dtypes import check_dtype, resolve_ufunc, scalar_to_dtype, is_python_scalar
-from ._expr import binding_name, broadcast_indices, call, cast, read
+from .codegen.ir.expr import binding_name, broadcast_indices, call, cast, read
 from .array import Array
 from .creation import as_node, array
 

@@ -6,9 +6,9 @@ import numbers
 
 import numpy as np
 
-from . import nodes as N
+from .codegen.ir import nodes as N
 from ._dtypes import INDEX_DTYPE
-from ._expr import binding_name, call, cast, index_var, read
+from .codegen.ir.expr import binding_name, call, cast, index_var, read
 from .array import Array
 from .creation import index_constant
 

@@ -10,7 +10,7 @@ import string
 
 import numpy as np
 
-from . import nodes as N
+from .codegen.ir import nodes as N
 from ._axes import axis_index, axis_list, normalize_axis_index
 from ._dtypes import check_dtype
 from .array import Array

@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from . import nodes as N
+from .codegen.ir import nodes as N
 from ._inputs import binding_array, describe_dtype
 from .array import Array
 
@@ -24,7 +24,7 @@ def set_default_target(name) -> None:
     """Set the target used when none is named (``None`` restores auto)."""
     global _DEFAULT_TARGET
     if name is not None:
-        import targets
+        from polyarray import targets
         targets.target_class(name)          # rejects unknown names now
     _DEFAULT_TARGET = name
 
@@ -32,7 +32,7 @@ def set_default_target(name) -> None:
 @contextlib.contextmanager
 def target(name):
     """``with pa.target("opencl"): ...`` sets the default target in a block."""
-    import targets
+    from polyarray import targets
     targets.target_class(name)
     token = _CONTEXT_TARGET.set(name)
     try:
@@ -43,7 +43,7 @@ def target(name):
 
 def get_default_target() -> str:
     """Block setting > set_default_target > $POLYARRAY_TARGET > best available."""
-    import targets
+    from polyarray import targets
     for name in (_CONTEXT_TARGET.get(), _DEFAULT_TARGET,
                  os.environ.get("POLYARRAY_TARGET") or None):
         if name is not None:
@@ -78,7 +78,7 @@ class Program:
     """A compiled set of outputs on one target.  Call it with bindings."""
 
     def __init__(self, outputs, target=None, schedule=None, tune=False, **options):
-        import targets as _targets
+        from polyarray import targets as _targets
         self._kind, self._keys, self._outputs = _flatten(outputs)
         self.target_name = target or get_default_target()
         self._target = _targets.get_target(self.target_name)
@@ -93,7 +93,7 @@ class Program:
                         f"{_describe(node.shape, node.dtype)}")
         self._sorted_placeholders = sorted(self.placeholders.items())
         self.options = options
-        from codegen.schedule_checks import normalize_schedule
+        from polyarray.codegen.schedule_checks import normalize_schedule
         self.user_schedule = normalize_schedule(schedule)   # ScheduleError if malformed
         if self.user_schedule:
             options = dict(options, schedule=self.user_schedule)
@@ -120,7 +120,7 @@ class Program:
     def with_schedule(self, schedule) -> "Program":
         """A new program with ``schedule`` (kernel name or pattern -> steps)
         replacing those kernels' schedules; this one is unchanged."""
-        from codegen.schedule_checks import normalize_schedule
+        from polyarray.codegen.schedule_checks import normalize_schedule
         merged = dict(self.user_schedule)
         merged.update(normalize_schedule(schedule))
         return Program(self.outputs, self.target_name, schedule=merged, **self.options)
@@ -128,7 +128,7 @@ class Program:
     def transform(self, kernel_name, fn) -> "Program":
         """A new program whose kernel ``kernel_name`` is also passed through
         ``fn`` (any loopy kernel -> kernel function) after its schedule."""
-        from codegen.schedule import ScheduleError, Transform
+        from polyarray.codegen.schedule import ScheduleError, Transform
         if kernel_name not in self.kernels:
             raise ScheduleError(f"no kernel named {kernel_name!r}; this program's kernels "
                                 f"are: {', '.join(self.kernels)}")

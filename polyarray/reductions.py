@@ -10,7 +10,7 @@ import builtins
 
 import numpy as np
 
-from . import nodes as N
+from .codegen.ir import nodes as N
 from ._axes import axis_index, normalize_axis_tuple
 from .array import Array
 from .creation import as_node

@@ -8,7 +8,7 @@ See ``codegen/schedule.py`` for each step and ``docs/DESIGN.md`` for the model.
 """
 import numpy as np
 
-from codegen.schedule import (STEPS, ElementsPerItem, GroupReduce, Layout,  # noqa: F401
+from polyarray.codegen.schedule import (STEPS, ElementsPerItem, GroupReduce, Layout,  # noqa: F401
                               Prefetch, RegisterTile, ScheduleError, Split, Step, StoreThroughLocal,
                               Tag, Tile,
                               Transform,

@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 
-from . import nodes as N
+from .codegen.ir import nodes as N
 from ._axes import axis_index, axis_list, normalize_axis_index, normalize_axis_tuple
-from ._expr import binding_name, index_var, read
+from .codegen.ir.expr import binding_name, index_var, read
 from .array import Array
 from .creation import as_node, _normalize_shape
 
@@ -90,7 +90,7 @@ def broadcast_to(x, shape) -> Array:
                          f"{node.shape} to shape {shape}")
     if shape == node.shape:
         return Array(node)
-    from ._expr import broadcast_indices
+    from .codegen.ir.expr import broadcast_indices
     return remap(node, shape, broadcast_indices(node.shape, shape),
                  f"broadcast_to[{shape}]")
 

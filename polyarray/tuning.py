@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from codegen.schedule import (Coalesce, ElementsPerItem, GroupReduce, Layout, Prefetch,
+from polyarray.codegen.schedule import (Coalesce, ElementsPerItem, GroupReduce, Layout, Prefetch,
                               ScheduleError, Split, StoreThroughLocal, Tile, Unroll,
                               WorkGroup, format_schedule, parse_schedule)
 
@@ -28,7 +28,7 @@ _CACHE = None
 def _cache():
     global _CACHE
     if _CACHE is None:
-        from targets.cache import DiskCache
+        from polyarray.targets.cache import DiskCache
         _CACHE = DiskCache("tune")
     return _CACHE
 
@@ -56,7 +56,7 @@ def default_candidates(info, program):
     elif kind == "thread":
         out = [(WorkGroup(s),) for s in (32, 64, 128, 256, 512)]
     elif kind == "tiled matmul":
-        from codegen.schedule import RegisterTile
+        from polyarray.codegen.schedule import RegisterTile
         out_name, out = _first_output(program, info)
         A, B = _matmul_operands(info, out_name)
         M, Nn = out.shape
@@ -79,7 +79,7 @@ def default_candidates(info, program):
 def _matmul_operands(info, out_name):
     """``(A, B)`` of a tiled matmul kernel, in product order: from the
     schedule in force when it names them (its arguments are sorted by name)."""
-    from codegen.schedule import RegisterTile
+    from polyarray.codegen.schedule import RegisterTile
     steps = tuple(info.schedule)
     if steps and isinstance(steps[0], RegisterTile):
         return steps[0].a, steps[0].b
@@ -155,8 +155,8 @@ def seconds_per_call(prog, bindings, repeat=10, batch=10):
 def tune_program(program, candidates=None, budget_s=None, repeat=10, log=print):
     """The tuned program (see the module docstring).  ``candidates``: kernel
     name -> list of schedules, overriding ``default_candidates``."""
-    from codegen import program_key
-    from targets.cache import code_version, key_digest
+    from polyarray.codegen import program_key
+    from polyarray.targets.cache import code_version, key_digest
     from .program import Program
     if program.target_name == "numpy":
         raise ScheduleError("the numpy target runs no kernels: nothing to tune")

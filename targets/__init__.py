@@ -6,9 +6,9 @@ import importlib
 
 # name -> "module:Class"; the order is the preference for the default target
 REGISTRY = {
-    "cuda": "targets.cuda:CudaTarget",
-    "opencl": "targets.opencl:OpenCLTarget",
-    "numpy": "targets.numpy:NumpyTarget",
+    "cuda": "polyarray.targets.cuda:CudaTarget",
+    "opencl": "polyarray.targets.opencl:OpenCLTarget",
+    "numpy": "polyarray.targets.numpy:NumpyTarget",
 }
 _INSTANCES = {}
 

@@ -160,7 +160,7 @@ class DiskCache:
 
 def _valid_tune(entry):
     """polyarray.tuning's entries: {"schedule": {kernel: text}, "report": {...}}."""
-    from codegen.schedule import parse_schedule
+    from polyarray.codegen.schedule import parse_schedule
     sched, report = entry["schedule"], entry["report"]
     if not (isinstance(sched, dict) and isinstance(report, dict)
             and isinstance(report.get("kernels"), dict)):
@@ -194,7 +194,7 @@ def code_version() -> str:
     codegen invalidates cached programs."""
     global _CODE_VERSION
     if _CODE_VERSION is None:
-        import codegen
+        from polyarray import codegen
         h = hashlib.sha256()
         folder = os.path.dirname(codegen.__file__)
         for name in sorted(os.listdir(folder)):

@@ -77,7 +77,7 @@ class CudaExecutable(DeviceExecutable):
         self.pool = _pool()
         self._fixed = {name: self._upload(arr) for name, arr in self._data_arrays.items()}
         if self._checks:        # run-time checks' flags (codegen.checks), zeroed
-            from codegen.checks import ERROR_BUFFER
+            from polyarray.codegen.checks import ERROR_BUFFER
             # mapped page-locked host memory: the kernels write it directly,
             # so reading it costs only the wait for the call (no copy)
             try:
@@ -328,12 +328,12 @@ class CudaTarget(Target):
         if options:
             raise TypeError(f"cuda target: unknown options {sorted(options)}")
         import loopy as lp
-        from codegen import program_key
-        from codegen.schedule import schedule_key
+        from polyarray.codegen import program_key
+        from polyarray.codegen.schedule import schedule_key
         skey = schedule_key(schedule)
         key = None if skey is None else key_digest(
             "cuda", program_key(outputs), lp.VERSION, code_version(), skey)
-        from codegen.schedule_checks import CUDA_MAX_WORK_GROUP
+        from polyarray.codegen.schedule_checks import CUDA_MAX_WORK_GROUP
         compiled = lower_or_load(_CACHE, key, outputs, lp.CudaTarget(),   # built on 1st call
                                  schedules=schedule, max_work_group=CUDA_MAX_WORK_GROUP)
         return CudaExecutable(compiled, outputs, out, fast_math, schedule)

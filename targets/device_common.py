@@ -39,7 +39,7 @@ def valid_lowered_entry(entry) -> bool:
     """Whether a disk-cache value is ``{"lowered": Lowered}`` with the fields
     the executables read, of the right kinds and consistent with each other
     (a checksum-valid entry of another shape must be rebuilt, not crash)."""
-    from codegen import BufferSpec, KernelInfo, Lowered
+    from polyarray.codegen import BufferSpec, KernelInfo, Lowered
     L = entry["lowered"] if isinstance(entry, dict) else None
     if type(L) is not Lowered or not isinstance(L.source, str):
         return False
@@ -73,7 +73,7 @@ def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False,
     ``key`` None (a schedule with raw loopy transforms) bypasses both caches."""
     t0 = time.perf_counter()
     if key is None:
-        from codegen import lower_program
+        from polyarray.codegen import lower_program
         lowered = lower_program(outputs, lp_target, cpu=cpu, schedules=schedules,
                                 max_work_group=max_work_group)
         handle = build(lowered.source) if (build and lowered.kernels) else None
@@ -86,7 +86,7 @@ def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False,
     if entry is not None:
         lowered, origin = entry["lowered"], "disk"
     else:
-        from codegen import lower_program
+        from polyarray.codegen import lower_program
         lowered = lower_program(outputs, lp_target, cpu=cpu, schedules=schedules,
                                 max_work_group=max_work_group)
         origin = "built"
@@ -119,8 +119,8 @@ class DeviceExecutable(Executable):
     for inspection."""
 
     def __init__(self, compiled, outputs, lp_target, cpu=False, schedules=None):
-        from codegen import data_nodes
-        from polyarray import nodes as N
+        from polyarray.codegen import data_nodes
+        from polyarray.codegen.ir import nodes as N
         self.compiled = compiled
         self.lowered = L = compiled.lowered
         self.source = L.source
@@ -143,7 +143,7 @@ class DeviceExecutable(Executable):
         """After a call: raise NumPy's error if a device check failed, first
         zeroing the flags (``reset()``) so the next call starts clean."""
         if flags.any():
-            from codegen.checks import raise_failed_check
+            from polyarray.codegen.checks import raise_failed_check
             failed = flags.copy()
             reset()
             raise_failed_check(failed, self._checks)
@@ -172,7 +172,7 @@ class DeviceExecutable(Executable):
         if self._kernel_info is None:
             infos = list(self.lowered.kernels)
             if any(k.loopy_kernel is None for k in infos):
-                from codegen import lower_program
+                from polyarray.codegen import lower_program
                 fresh = {k.name: k for k in lower_program(
                     self._outputs_nodes, self._lp_target, cpu=self._cpu,
                     schedules=self._schedules).kernels}

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from polyarray import nodes as N
-from polyarray.mapper import Mapper
+from polyarray.codegen.ir import nodes as N
+from polyarray.codegen.ir.mapper import Mapper
 from polyarray.show import format_dag
 
 from .base import Executable, Target
@@ -118,7 +118,7 @@ class NumpyTarget(Target):
 
     def compile(self, outputs, schedule=None, **options):
         if schedule:
-            from codegen.schedule import ScheduleError
+            from polyarray.codegen.schedule import ScheduleError
             raise ScheduleError("the numpy target runs no kernels: schedules apply to the "
                                 "opencl and cuda targets")
         if options:

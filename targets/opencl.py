@@ -111,7 +111,7 @@ class OpenCLExecutable(DeviceExecutable):
         self._fixed = {name: self._upload(arr, [])
                        for name, arr in self._data_arrays.items()}
         if self._checks:
-            from codegen.checks import ERROR_BUFFER
+            from polyarray.codegen.checks import ERROR_BUFFER
             self._flags = np.zeros(self._n_flags, np.int64)
             self._fixed[ERROR_BUFFER] = self._flags_buf = self._upload(self._flags, [])
         self._inputs = list(L.inputs.items())
@@ -352,11 +352,11 @@ class OpenCLTarget(Target):
         if options:
             raise TypeError(f"opencl target: unknown options {sorted(options)}")
         import loopy as lp
-        from codegen import program_key
+        from polyarray.codegen import program_key
         import pyopencl as cl
         ctx, dev, desc, queue = self._device(device)
         cpu = (device_kind == "cpu") if device_kind else not (dev.type & cl.device_type.GPU)
-        from codegen.schedule import schedule_key
+        from polyarray.codegen.schedule import schedule_key
         skey = schedule_key(schedule)
         key = None if skey is None else key_digest(
             "opencl", program_key(outputs), desc, dev.driver_version, lp.VERSION,

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-import targets  # noqa: E402
+from polyarray import targets  # noqa: E402
 
 settings.register_profile("ci", max_examples=40, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-import targets
+from polyarray import targets
 from helpers import subprocess_env
 
 ok, reason = targets.availability("opencl")

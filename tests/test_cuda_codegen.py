@@ -42,7 +42,7 @@ def case_program(c):
 
 def cuda_source(c):
     import loopy as lp
-    from codegen import lower_program
+    from polyarray.codegen import lower_program
     nodes = case_program(c)
     return lower_program(nodes, lp.CudaTarget()).source if nodes else ""
 
@@ -82,7 +82,7 @@ def test_cuda_codegen_needs_no_gpu():
     x = pa.placeholder("x", (100,), np.float32)
     prog = pa.compile(pa.exp(x) * 2.0 + x.sum(), target="cuda")
     assert "__global__" in prog.source and 'extern "C"' in prog.source
-    import targets
+    from polyarray import targets
     ok, reason = targets.availability("cuda")
     if ok:
         np.testing.assert_allclose(prog(x=np.ones(100, np.float32)),
@@ -102,7 +102,7 @@ def test_default_big_matmul_reads_local_tiles_with_16_byte_loads(form):
     difference between 0.66 and 0.87 of cuBLAS on the H100.  Transposed
     operands are read in place, copied into the same tile layout."""
     import loopy as lp
-    from codegen import lower_program
+    from polyarray.codegen import lower_program
     a = pa.placeholder("a", (256, 2048) if "a.T" in form else (2048, 256), np.float32)
     b = pa.placeholder("b", (2048, 256) if "b.T" in form else (256, 2048), np.float32)
     low = lower_program([eval(form).node], lp.CudaTarget())
@@ -135,7 +135,7 @@ def test_vectorized_kernels_compile_with_nvcc(dtype, width):
     """Vectorize emits vector loads/stores and scalar lane arithmetic, which
     CUDA C accepts (loopy's own vec arithmetic on float4 it would not)."""
     import loopy as lp
-    from codegen import lower_program
+    from polyarray.codegen import lower_program
     from polyarray.schedules import Vectorize, WorkGroup
     x, y = (pa.placeholder(n, (64, 16), dtype) for n in "xy")
     out = pa.sqrt(x * x + y) if np.dtype(dtype).kind == "f" else x * y - x
@@ -152,7 +152,7 @@ def test_fused_row_kernels_compile_with_nvcc():
     """Every fused row case as CUDA: long rows get a work-group each, whose
     reduction results are shared through local memory behind a barrier."""
     import loopy as lp
-    from codegen import lower_program
+    from polyarray.codegen import lower_program
     from test_row_fusion import FUSED, _case
     sources = []
     for fn, shape, dtype, nred in FUSED:

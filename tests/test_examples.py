@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-import targets
+from polyarray import targets
 from helpers import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

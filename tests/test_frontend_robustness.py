@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import polyarray as pa
-from polyarray.dtype_checks import check_device_dtypes
+from polyarray.codegen.dtype_checks import check_device_dtypes
 
 from helpers import assert_same, evaluate
 

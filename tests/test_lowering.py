@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import polyarray as pa
-import targets
+from polyarray import targets
 from conftest import TEST_TARGETS
 from helpers import assert_same, subprocess_env
 
@@ -20,7 +20,7 @@ needs_opencl = pytest.mark.skipif(not ok, reason=f"opencl: {reason}")
 
 def lower(outputs):
     import loopy as lp
-    from codegen import lower_program
+    from polyarray.codegen import lower_program
     outs = outputs if isinstance(outputs, list) else [outputs]
     return lower_program([o.node for o in outs], lp.OpenCLTarget())
 
@@ -127,7 +127,7 @@ def test_wrong_context_device_array_rejected():
 
 @needs_opencl
 def test_device_choice_by_substring(monkeypatch):
-    from targets.opencl import select_device
+    from polyarray.targets.opencl import select_device
     ctx, dev, desc = select_device()
     word = dev.name.split()[0]
     assert select_device(word)[2] == desc
@@ -140,7 +140,7 @@ def test_device_choice_by_substring(monkeypatch):
 
 _CACHE_SCRIPT = textwrap.dedent("""
     import json, sys, time, numpy as np, polyarray as pa
-    import codegen
+    from polyarray import codegen
     calls = []
     real = codegen.lower_program
     codegen.lower_program = lambda *a, **k: (calls.append(1), real(*a, **k))[1]
@@ -191,7 +191,7 @@ def test_corrupted_cache_entry_is_rebuilt(tmp_path):
 
 
 def test_cache_module_detects_corruption(tmp_path, monkeypatch, caplog):
-    from targets.cache import DiskCache
+    from polyarray.targets.cache import DiskCache
     monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
     c = DiskCache("unit")
     c.put("k" * 64, {"v": 1})
@@ -208,7 +208,7 @@ def test_cache_module_detects_corruption(tmp_path, monkeypatch, caplog):
 
 _DET_SCRIPT = textwrap.dedent("""
     import numpy as np, loopy as lp, polyarray as pa
-    from codegen import lower_program, program_key
+    from polyarray.codegen import lower_program, program_key
     x = pa.placeholder("x", (40, 30), np.float32)
     w = pa.array(np.arange(30 * 5, dtype=np.float32).reshape(30, 5))
     e = pa.exp(x - x.max(axis=1, keepdims=True))
@@ -293,7 +293,7 @@ def test_transposes_go_through_a_local_tile_on_gpus(shape, dtype):
     refs = {"t": xv.T, "s": np.logical_xor(xv.T, yv) if dtype == np.bool_ else xv.T * 3 + yv,
             "plain": yv + yv}
     import loopy as lp
-    from codegen import lower_program
+    from polyarray.codegen import lower_program
     L = lower_program([o.node for o in outs.values()], lp.CudaTarget())
     assert "__shared__" in L.source and "x_fetch[32 * 33]" in L.source, L.source
     assert "y_fetch" not in L.source
@@ -377,13 +377,13 @@ def test_matmul_default_tiling(shapes, tiled):
 
 @needs_opencl
 def test_kernels_inspectable_after_disk_cache_hit(tmp_path, monkeypatch):
-    import targets.device_common as dc
+    import polyarray.targets.device_common as dc
     monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
     x = pa.placeholder("x", (33, 7), np.float32)
     expr = pa.exp(x).sum(axis=1)
     first = pa.compile(expr, target="opencl")
     dc.clear_memory_cache()
-    from targets.opencl import _CACHE
+    from polyarray.targets.opencl import _CACHE
     _CACHE.memory.clear()
     second = pa.compile(expr, target="opencl")
     assert second._exe.compiled.origin == "disk"
@@ -450,7 +450,7 @@ def test_two_stage_reductions_in_gpu_layout(shape, axis, op):
     """GPU two-stage reductions: each work-group reduces a contiguous chunk
     (a ragged last one included), a second kernel the partials."""
     import loopy as lp
-    from codegen import lower_program
+    from polyarray.codegen import lower_program
     rng = np.random.default_rng(3)
     xv = rng.standard_normal(shape).astype(np.float32)
     x = pa.placeholder("x", shape, np.float32)

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import polyarray as pa
-import targets
+from polyarray import targets
 from conftest import TEST_TARGETS
 from helpers import assert_same
 

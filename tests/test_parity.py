@@ -5,7 +5,7 @@ dtypes the lowering issue names (float32, float64, int32, int64, bool).
 """
 import pytest
 
-import targets
+from polyarray import targets
 from conftest import TEST_TARGETS
 from helpers import CORE_DTYPES
 from parity_cases import CASES, run_case

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import Phase, given, note, settings, strategies as st
 
 import polyarray as pa
-import targets
+from polyarray import targets
 from conftest import TEST_TARGETS
 from fuzz import (GENERATED_NAMES, HOSTILE_NAMES, HOSTILE_PAIRS, INT_DTYPES, NARROW,
                   layouts, make_case, random_dag)

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import polyarray as pa
-import targets
-from codegen.schedule_checks import (CUDA_MAX_WORK_GROUP, MAX_UNROLL, MAX_UNROLL_HINT,
+from polyarray import targets
+from polyarray.codegen.schedule_checks import (CUDA_MAX_WORK_GROUP, MAX_UNROLL, MAX_UNROLL_HINT,
                                      MAX_UNROLLED)
 from polyarray.schedules import (ElementsPerItem, Layout, Prefetch, ScheduleError, Split, Tag,
                                  Tile, Unroll, WorkGroup)
@@ -38,7 +38,7 @@ def _refused(schedule, match, target="opencl", n=5000):
 
 
 def _device_limits():
-    from targets.opencl import select_device
+    from polyarray.targets.opencl import select_device
     _, dev, _ = select_device()
     return dev.max_work_group_size, tuple(dev.max_work_item_sizes)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import polyarray as pa
-import targets
+from polyarray import targets
 from helpers import assert_same
 from polyarray.schedules import (Coalesce, ElementsPerItem, GroupReduce, Layout, Prefetch,
                                  RegisterTile, Split, StoreThroughLocal, Tag, Tile, Unroll,
@@ -218,7 +218,7 @@ def test_invalid_steps_raise_schedule_error(steps, match):
     x = pa.placeholder("x", (1000,), np.float32)
     out = pa.exp(x) + 1.0
     import loopy as lp
-    from codegen import lower_program
+    from polyarray.codegen import lower_program
     if match is None:
         lower_program([out.node], lp.OpenCLTarget(), schedules={"k0_elementwise": steps})
         return
@@ -236,7 +236,7 @@ def test_invalid_steps_raise_schedule_error(steps, match):
 ], ids=["broadcast", "int8", "float64x4", "ragged"])
 def test_vectorize_refuses_what_it_cannot_vectorize(make, match):
     import loopy as lp
-    from codegen import lower_program
+    from polyarray.codegen import lower_program
     with pytest.raises(pa.ScheduleError, match=match):
         lower_program([make().node], lp.OpenCLTarget(),
                       schedules={"k0_elementwise": [Vectorize("i", 4)]})
@@ -245,7 +245,7 @@ def test_vectorize_refuses_what_it_cannot_vectorize(make, match):
 def test_schedule_errors_name_kernel_and_target():
     x = pa.placeholder("x", (100, 8), np.float32)
     import loopy as lp
-    from codegen import lower_program
+    from polyarray.codegen import lower_program
     with pytest.raises(pa.ScheduleError, match="'k9' matches no kernel; this program's "
                                                "kernels are: k0_elementwise"):
         lower_program([(x * 2).node], lp.OpenCLTarget(), schedules={"k9": [WorkGroup(8)]})
@@ -277,7 +277,7 @@ def test_transform_takes_any_loopy_function():
 
 @needs_opencl
 def test_scheduled_programs_have_their_own_cache_entries(tmp_path, monkeypatch):
-    import targets.device_common as dc
+    import polyarray.targets.device_common as dc
     monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
     dc.clear_memory_cache()
     out, binds, want = _elementwise()
@@ -295,7 +295,7 @@ def test_scheduled_programs_have_their_own_cache_entries(tmp_path, monkeypatch):
 
 @needs_opencl
 def test_tuning_picks_a_correct_candidate_and_caches_it(tmp_path, monkeypatch, caplog):
-    import targets.device_common as dc
+    import polyarray.targets.device_common as dc
     monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
     dc.clear_memory_cache()
     out, binds, want = _elementwise()

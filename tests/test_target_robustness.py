@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import polyarray as pa
-import targets
-from targets import cache as C
-from targets.device_common import clear_memory_cache
+from polyarray import targets
+from polyarray.targets import cache as C
+from polyarray.targets.device_common import clear_memory_cache
 
 
 def _require(name):
@@ -89,7 +89,7 @@ def _rewrite(path, value):
 
 
 def _malformed_values():
-    from codegen import Lowered
+    from polyarray.codegen import Lowered
     half = Lowered.__new__(Lowered)
     half.__dict__.update(source="__kernel void f() {}")        # missing attributes
     return {"int": 7, "tuple": ("lowered", None), "dict_of_int": {"lowered": 3},
@@ -194,7 +194,7 @@ def test_output_too_big_is_memory_error(target, out):
 def test_temporary_too_big_frees_the_output(opencl):
     """The output is allocated before a temporary larger than the device can
     allocate at once fails: it is freed."""
-    from targets.opencl import select_device
+    from polyarray.targets.opencl import select_device
     n = max(2**31, select_device()[1].global_mem_size // 4 + 1024)     # more than it has
     x = pa.placeholder("x", (1,), np.float32)
     y = pa.zeros((n,), np.float32) + x
@@ -215,7 +215,7 @@ def test_temporary_too_big_frees_the_output(opencl):
 @pytest.fixture
 def queue(opencl):
     import pyopencl as cl
-    from targets.opencl import select_device
+    from polyarray.targets.opencl import select_device
     ctx = select_device()[0]
     return cl.CommandQueue(ctx)
 

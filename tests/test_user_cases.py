@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import polyarray as pa
-import targets
+from polyarray import targets
 from helpers import assert_same
 
 

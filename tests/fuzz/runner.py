@@ -195,7 +195,7 @@ def main(argv=None):
     if args.worker:
         return _worker(args)
 
-    import targets
+    from polyarray import targets
     ok, why = (True, "") if args.target == "cuda-nvcc" else targets.availability(args.target)
     if not ok:
         print(f"{args.target}: {why}")

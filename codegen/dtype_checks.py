@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from pymbolic.mapper import WalkMapper
 
-from . import nodes as N
+from .ir import nodes as N
 
 F16 = np.dtype(np.float16)
 ADVICE = "float16 is not supported on device targets yet; use astype(np.float32)"
