@@ -17,177 +17,23 @@ import platform
 import sys
 import time
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from . import training, workloads as w         # noqa: E402  (after the path is set)
+from .bench import Bench                        # noqa: E402
+from .gathers import gathers                    # noqa: E402
+from .goals import judge, print_goals           # noqa: E402
 
-def median_time(fn, sync=lambda: None, repeat=10, warmup=2, min_time=0.2):
-    """Seconds per call in steady state: calls are queued back to back in
-    batches of about 5 ms, with a synchronize before each clock read, and
-    the median over batches is returned.  The device then overlaps one
-    call's host work with the previous call's kernels, as in a real loop;
-    timing single calls would add the launch latency (10-15 us) to every
-    kernel time."""
-    for _ in range(warmup):
-        fn()
-    sync()
-    t0 = time.perf_counter()
-    fn()
-    sync()
-    batch = max(1, min(200, int(0.005 / max(time.perf_counter() - t0, 1e-7))))
-    times = []
-    t_end = time.perf_counter() + min_time
-    while len(times) < repeat or (time.perf_counter() < t_end and len(times) < 200):
-        t0 = time.perf_counter()
-        for _ in range(batch):
-            fn()
-        sync()
-        times.append((time.perf_counter() - t0) / batch)
-    return float(np.median(times))
-
-
-def check(name, got, want, rtol=1e-4):
-    got, want = np.asarray(got), np.asarray(want)
-    scale = max(1.0, float(np.max(np.abs(want))))
-    if got.shape != want.shape or not np.allclose(got, want, rtol=rtol, atol=rtol * scale):
-        raise AssertionError(f"{name}: result differs from NumPy; not timing it")
-
-
-class Bench:
-    def __init__(self, device, quick):
-        self.device = device
-        self.quick = quick
-        self.rows = []
-        self.rng = np.random.default_rng(0)
-        if device == "opencl":
-            from polyarray.targets.opencl import select_device
-            import pyopencl as cl
-            ctx, dev, desc = select_device()
-            self.desc = desc
-            self.gpu = bool(dev.type & cl.device_type.GPU)
-            self.queue = cl.CommandQueue(ctx)
-            self.sync = self.queue.finish
-        elif device == "cuda":
-            import pycuda.autoprimaryctx  # noqa: F401
-            import pycuda.driver as drv
-            dev = drv.Context.get_device()
-            self.desc = f"CUDA / {dev.name()}"
-            self.gpu = True
-            self.sync = drv.Context.synchronize
-        else:
-            raise SystemExit(f"unsupported --device {device!r} (opencl, cuda)")
-        self.copy_bw = self.measure_copy()
-        self.peak_flops = self.measure_peak_flops()
-        self._peers = None
-
-    def _load_peers(self):
-        """The peers' frameworks, imported on first use (the experiment
-        scripts that build a Bench never import torch or JAX)."""
-        if self._peers is None:
-            from .peers import frameworks
-            self._peers = frameworks(self.gpu)
-        return self._peers
-
-    @property
-    def frameworks(self):
-        return self._load_peers()[0]
-
-    @property
-    def missing(self):
-        """{framework: why it is not timed}."""
-        return self._load_peers()[1]
-
-    def measure_copy(self):
-        """Device-to-device copy bandwidth (bytes read + written per second)."""
-        if self.device == "cuda":
-            import pycuda.driver as drv
-            n = 1 << 26
-            a, b = drv.mem_alloc(4 * n), drv.mem_alloc(4 * n)
-            drv.memset_d32(a, 0x3F800000, n)
-            t = median_time(lambda: drv.memcpy_dtod(b, a, 4 * n), self.sync, repeat=10)
-            return 2 * 4 * n / t
-        import pyopencl as cl
-        n = (1 << 24) if self.quick else (1 << 26)
-        a = cl.Buffer(self.queue.context, cl.mem_flags.READ_WRITE, 4 * n)
-        b = cl.Buffer(self.queue.context, cl.mem_flags.READ_WRITE, 4 * n)
-        cl.enqueue_fill_buffer(self.queue, a, np.float32(1), 0, 4 * n)
-        t = median_time(lambda: cl.enqueue_copy(self.queue, b, a), self.sync, repeat=5)
-        return 2 * 4 * n / t
-
-    def measure_peak_flops(self):
-        """float32 FMA throughput of the CUDA device: 16 independent FMA
-        chains per thread on every SM (None elsewhere)."""
-        if self.device != "cuda":
-            return None
-        import pycuda.driver as drv
-        from pycuda.compiler import SourceModule
-        fn = SourceModule(_FMA_PEAK, no_extern_c=True).get_function("fma_peak")
-        out = drv.mem_alloc(4 * 1024 * 1024)
-        blocks = drv.Context.get_device().get_attribute(
-            drv.device_attribute.MULTIPROCESSOR_COUNT) * 8
-        iters = 4096
-
-        def run():
-            fn(out, np.float32(1.0001), np.int32(iters), block=(256, 1, 1), grid=(blocks, 1))
-        t = median_time(run, self.sync, repeat=10)
-        return 2 * 16 * iters * 256 * blocks / t
-
-    def row(self, name, ours, peers, nbytes=None, flops=None, note="", failed=None):
-        best = min(peers.values()) if peers else None
-        r = {"workload": name, "polyarray_s": ours, "peers_s": peers,
-             "best_peer": min(peers, key=peers.get) if peers else None,
-             "ratio_to_best_peer": (best / ours) if best else None,
-             "fraction_of_copy_bw": (nbytes / ours / self.copy_bw) if nbytes else None,
-             "fraction_of_peak_flops": (flops / ours / self.peak_flops)
-             if flops and self.peak_flops else None,
-             "peers_not_timed": failed or {}, "note": note}
-        self.rows.append(r)
-        return r
-
-    def print_table(self):
-        peak = f"{self.peak_flops / 1e12:.1f} TFLOP/s" if self.peak_flops else "n/a"
-        print(f"\ndevice: {self.desc}; measured copy bandwidth "
-              f"{self.copy_bw / 1e9:.1f} GB/s (read+write); measured f32 FMA peak {peak}")
-        print(f"{'workload':40s} {'polyarray':>10s} {'vs best':>8s} {'of hw':>10s}  peers")
-        for r in self.rows:
-            peers = ", ".join(f"{k} {_fmt(v)}" for k, v in r["peers_s"].items())
-            ratio = f"{r['ratio_to_best_peer']:.2f}x" if r["ratio_to_best_peer"] else "-"
-            frac = (f"{r['fraction_of_copy_bw']:.2f} bw" if r["fraction_of_copy_bw"] else
-                    f"{r['fraction_of_peak_flops']:.2f} flop" if r["fraction_of_peak_flops"]
-                    else "-")
-            print(f"{r['workload']:40s} {_fmt(r['polyarray_s']):>10s} {ratio:>8s} {frac:>10s}"
-                  f"  {peers}")
-            if r["note"]:
-                print(f"{'':42s}{r['note']}")
-            for k, why in r["peers_not_timed"].items():
-                print(f"{'':42s}not timed: {k}: {why}")
-
-
-_FMA_PEAK = r"""
-extern "C" __global__ void fma_peak(float *out, float a, int iters)
-{
-    float v[16];
-    for (int k = 0; k < 16; ++k) v[k] = threadIdx.x + k;
-    for (int it = 0; it < iters; ++it) {
-        #pragma unroll
-        for (int k = 0; k < 16; ++k) v[k] = fmaf(v[k], a, 0.5f);
-    }
-    float s = 0.0f;
-    for (int k = 0; k < 16; ++k) s += v[k];
-    out[(blockIdx.x * blockDim.x + threadIdx.x) % (1024 * 1024)] = s;
-}
-"""
-
-
-def _fmt(seconds):
-    if seconds is None:
-        return "-"
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.1f} us"
-    if seconds < 1:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds:.2f} s"
+TRAINING = [training.gradient, training.logistic_regression, training.compile_gradient]
+ALL = [w.fused_chain, w.softmax, w.reductions, *TRAINING[:2], w.matmul, w.hermite,
+       w.compile_and_dispatch, TRAINING[2], w.opencl_vs_cuda, w.transpose, gathers]
+QUICK = {"gathers": [gathers], "dispatch": [w.compile_and_dispatch],
+         "schedules": [w.hermite, w.transpose, w.matmul],
+         "training": TRAINING,
+         "peers": [w.fused_chain, w.softmax, w.reductions, w.matmul],
+         "reductions": [w.softmax, w.reductions],
+         "rest": [*TRAINING[:2], w.hermite, w.compile_and_dispatch, TRAINING[2],
+                  w.opencl_vs_cuda, w.transpose]}
 
 
 def main(argv=None):
@@ -199,15 +45,13 @@ def main(argv=None):
                     help="run one group of workloads: dispatch, schedules, training, peers, "
                          "reductions, rest")
     args = ap.parse_args(argv)
-    from . import workloads
     b = Bench(args.device, args.quick)
-    for w in (workloads.QUICK[args.only] if args.only else workloads.ALL):
+    for workload in (QUICK[args.only] if args.only else ALL):
         try:
-            w(b)
+            workload(b)
         except Exception as e:      # noqa: BLE001  (report and keep going)
-            print(f"FAILED {w.__name__}: {type(e).__name__}: {str(e)[:300]}")
+            print(f"FAILED {workload.__name__}: {type(e).__name__}: {str(e)[:300]}")
     b.print_table()
-    from .goals import judge, print_goals
     if b.gpu:
         print_goals(b.rows)             # the goals are GPU goals
     if args.json:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 import polyarray as pa
-from .workloads import _device_prog, compare, input_sets, time_ours
+from .common import device_prog, input_sets, time_ours
+from .peers import compare
 
 
 def _gather_ns(ns, v, i):
@@ -47,7 +48,7 @@ def gathers(b):
 
 def _check_cost(b, row, unchecked_expr, names, sets):
     """Time the same work without run-time checks; record the checks' cost."""
-    prog = _device_prog(b, unchecked_expr)
+    prog = device_prog(b, unchecked_expr)
     t = time_ours(b, prog, names, sets)
     row["unchecked_s"] = t
     row["check_cost"] = row["polyarray_s"] / t - 1.0

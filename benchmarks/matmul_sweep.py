@@ -13,8 +13,8 @@ import numpy as np
 
 import polyarray as pa
 from polyarray.schedules import Prefetch, RegisterTile, Split, Transform
-from .__main__ import Bench, check, median_time
-from .workloads import _to_device
+from .bench import Bench
+from .common import check, median_time, to_device
 
 
 def _torch_sgemm(n):
@@ -63,7 +63,7 @@ def main():
     bv = b.rng.standard_normal((n, n)).astype(np.float32)
     want = av @ bv
     A, B = pa.placeholder("A", (n, n), np.float32), pa.placeholder("B", (n, n), np.float32)
-    ad, bd = _to_device(b, av), _to_device(b, bv)
+    ad, bd = to_device(b, av), to_device(b, bv)
     cublas = _torch_sgemm(n)
     rows = []
     variants = [("default", None)] + [

@@ -9,12 +9,11 @@ no implementation reads warm cache lines call after call.
 """
 from __future__ import annotations
 
-import itertools
 import time
 
 import numpy as np
 
-from .__main__ import check, median_time
+from .common import check, device_prog, median_time, rotation, time_ours, to_device
 
 
 class Ns:
@@ -143,12 +142,6 @@ def numba_chain(b, sets, want):
     return median_time(lambda: chain(nxt(), out=out), cuda.synchronize)
 
 
-def rotation(sets):
-    """A callable returning the next input set each call (L2 rotation)."""
-    cyc = itertools.cycle(sets)
-    return lambda: next(cyc)
-
-
 def run_peers(b, fn, sets, want, rtol=1e-4, only=None, skip=()):
     """Seconds per call of ``fn(ns, *inputs)`` for every framework, over
     the rotating host input ``sets``; first-call seconds go in ``first``."""
@@ -171,3 +164,18 @@ def run_peers(b, fn, sets, want, rtol=1e-4, only=None, skip=()):
         except Exception as e:      # noqa: BLE001  (report the peer, keep going)
             notes[fw.name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:120]
     return times, notes, first
+
+
+def compare(b, name, expr, names, fn, sets, want, nbytes=None, flops=None, rtol=1e-4,
+            note="", **peer_kw):
+    """Compile ``expr``, check it and every peer against ``want`` (NumPy on
+    ``sets[0]``), time all of them on the same rotating inputs, add a row."""
+    prog = device_prog(b, expr)
+    got = prog(**{n: to_device(b, a) for n, a in zip(names, sets[0])})
+    check(name, got.get(), want, rtol=rtol)
+    ours = time_ours(b, prog, names, sets)
+    peers, failed, _ = run_peers(b, fn, sets, want, rtol=rtol, **peer_kw)
+    kinds = f"{len(prog.kernels)} kernel(s)"
+    rot = f", {len(sets)} rotating input sets" if len(sets) > 1 else ""
+    return b.row(name, ours, peers, nbytes=nbytes, flops=flops, failed=failed,
+                 note=f"{kinds}{rot}{'; ' + note if note else ''}")

@@ -13,8 +13,8 @@ import time
 import numpy as np
 
 import polyarray as pa
-from .__main__ import Bench
-from .workloads import _to_device
+from .bench import Bench
+from .common import to_device
 
 
 def per_call(fn, n=20000):
@@ -33,7 +33,7 @@ def main():
     args = ap.parse_args()
     b = Bench(args.device, quick=True)
     xv = np.arange(16, dtype=np.float32)
-    xd = _to_device(b, xv)
+    xd = to_device(b, xv)
     x = pa.placeholder("x", (16,), np.float32)
     prog = pa.compile(x * 2.0 + 1.0, target=args.device, out="device")
     prog(x=xd)

@@ -2,7 +2,7 @@
 
 ``python -m benchmarks.sweep --device cuda [--schedules]`` times the 10-op chain on 2^26
 float32 and the full / axis-0 / axis-1 sums of 8192^2 float32 under several
-settings of ``codegen.kernels`` constants (elements per work-item, work-items
+settings of the ``codegen.policy`` constants (elements per work-item, work-items
 needed to fill the device, two-stage width), each freshly lowered, checked
 against NumPy, then timed.  Its table justifies the defaults.  ``--schedules`` instead times the chain
 under explicit schedules, ``Vectorize`` among them.
@@ -13,12 +13,13 @@ import tempfile
 
 import numpy as np
 
-import polyarray.codegen.kernels as K
+import polyarray.codegen.policy as K
 import polyarray as pa
 import polyarray.targets.device_common as dc
 from polyarray.schedules import Vectorize, WorkGroup
-from .__main__ import Bench, check, median_time
-from .workloads import _to_device, chain10_np, chain10_pa
+from .bench import Bench
+from .common import check, median_time, to_device
+from .workloads import chain10_np, chain10_pa
 
 CONFIGS = [
     {"ELEMENTWISE_ILP": 1},
@@ -63,12 +64,12 @@ def main():
     b = Bench(args.device, quick=False)
     n = 1 << 26
     xv = b.rng.uniform(-1, 1, n).astype(np.float32)
-    xd = _to_device(b, xv)
+    xd = to_device(b, xv)
     x = pa.placeholder("x", (n,), np.float32)
     if args.schedules:
         return schedules(b, x, xv, xd, n)
     m = pa.placeholder("m", (8192, 8192), np.float32)
-    md = _to_device(b, xv.reshape(8192, 8192))
+    md = to_device(b, xv.reshape(8192, 8192))
     cases = [("chain", chain10_pa(x), {"x": xd}, chain10_np(xv), 8 * n, "ELEMENTWISE_ILP"),
              ("sum all", m.sum(), {"m": md}, xv.sum(dtype=np.float64), 4 * n, "FILL"),
              ("sum axis 0", m.sum(axis=0), {"m": md}, xv.reshape(8192, 8192).sum(0), 4 * n,
@@ -88,7 +89,7 @@ def main():
             prog = pa.compile(expr, target=args.device, out="device")
             check(name, prog(**binds).get(), want, rtol=1e-3)
             t = median_time(lambda: prog(**binds), prog.synchronize)
-            kinds = "+".join(k.kind for k in prog.kernels.values())
+            kinds = "+".join(k.form for k in prog.kernels.values())
             rows.append((name, cfg, kinds, t, nbytes / t / b.copy_bw))
     for k, v in defaults.items():
         setattr(K, k, v)

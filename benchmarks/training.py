@@ -8,9 +8,8 @@ import time
 import numpy as np
 
 import polyarray as pa
-from .__main__ import check
-from .peers import Ns
-from .workloads import _to_device, compare, compile_in_new_processes
+from .common import check, compile_in_new_processes, to_device
+from .peers import Ns, compare
 
 
 def gradient_ns(ns, x, z, W, h):
@@ -63,8 +62,8 @@ def logistic_regression(b):
         ref_w, ref_c = logreg_step(Ns("numpy", np), X, Y, ref_w, ref_c)
 
     def ours(k):
-        Xd, Yd = _to_device(b, X), _to_device(b, Y)
-        w, c = _to_device(b, w0), _to_device(b, np.asarray(c0))
+        Xd, Yd = to_device(b, X), to_device(b, Y)
+        w, c = to_device(b, w0), to_device(b, np.asarray(c0))
         for _ in range(k):
             w, c = prog(X=Xd, Y=Yd, w=w, c=c)
         prog.synchronize()

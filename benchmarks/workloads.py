@@ -2,21 +2,16 @@
 inputs, checks every result against NumPy, then times it."""
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-import tempfile
 import textwrap
 import time
 
 import numpy as np
 
 import polyarray as pa
-from .__main__ import check, median_time
-from .peers import Ns, numba_chain, rotation, run_peers
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from .common import (ROOT, check, compile_in_new_processes, device_prog, input_sets,
+                     median_time, to_device)
+from .peers import Ns, compare, numba_chain
 
 
 def chain10_pa(x):
@@ -55,20 +50,6 @@ def host_overhead(call, sync, n=3000):
         times.append((time.perf_counter() - t0) / n)
         sync()
     return float(np.median(times))
-
-
-def _device_prog(b, expr, schedule=None, **kw):
-    if schedule:
-        kw["schedule"] = schedule
-    return pa.compile(expr, target=b.device, out="device", **kw)
-
-
-def _to_device(b, arr):
-    if b.device == "cuda":
-        import pycuda.gpuarray as ga
-        return ga.to_gpu(arr)
-    import pyopencl.array as cla
-    return cla.to_device(b.queue, arr)
 
 
 def _dispatch_peers(n):
@@ -114,7 +95,7 @@ def opencl_vs_cuda(b):
         for t in ("cuda", "opencl"):
             prog = pa.compile(expr, target=t, out="device")
             if t == "cuda":
-                xd = _to_device(b, xv)
+                xd = to_device(b, xv)
             else:
                 import pyopencl.array as cla
                 xd = cla.to_device(targets.get_target("opencl")._device(None)[3], xv)
@@ -125,38 +106,6 @@ def opencl_vs_cuda(b):
         b.row(f"9. CUDA vs OpenCL, {label} 2^26", times["cuda"],
               {"opencl (same kernels)": times["opencl"]}, nbytes=None,
               note=f"ratio {times['opencl'] / times['cuda']:.3f}")
-
-
-ROTATE_BYTES = 256 << 20      # input sets rotate until they span this (H100 L2: 50 MB)
-
-
-def input_sets(b, make, nbytes):
-    """Fresh random input sets, as many as it takes to span ROTATE_BYTES on
-    a GPU (one on a CPU), so no call reads the previous call's cache lines."""
-    k = 1 if not b.gpu else max(1, -(-ROTATE_BYTES // max(nbytes, 1)))
-    return [make() for _ in range(min(k, 32))]
-
-
-def time_ours(b, prog, names, sets):
-    """Seconds per call of ``prog`` over the rotating input sets."""
-    dev = [{n: _to_device(b, a) for n, a in zip(names, s)} for s in sets]
-    nxt = rotation(dev)
-    return median_time(lambda: prog(**nxt()), prog.synchronize)
-
-
-def compare(b, name, expr, names, fn, sets, want, nbytes=None, flops=None, rtol=1e-4,
-            note="", **peer_kw):
-    """Compile ``expr``, check it and every peer against ``want`` (NumPy on
-    ``sets[0]``), time all of them on the same rotating inputs, add a row."""
-    prog = _device_prog(b, expr)
-    got = prog(**{n: _to_device(b, a) for n, a in zip(names, sets[0])})
-    check(name, got.get(), want, rtol=rtol)
-    ours = time_ours(b, prog, names, sets)
-    peers, failed, _ = run_peers(b, fn, sets, want, rtol=rtol, **peer_kw)
-    kinds = f"{len(prog.kernels)} kernel(s)"
-    rot = f", {len(sets)} rotating input sets" if len(sets) > 1 else ""
-    return b.row(name, ours, peers, nbytes=nbytes, flops=flops, failed=failed,
-                 note=f"{kinds}{rot}{'; ' + note if note else ''}")
 
 
 def chain10(ns, x):
@@ -227,20 +176,6 @@ _COMPILE_SCRIPT = textwrap.dedent("""
 """)
 
 
-def compile_in_new_processes(script):
-    """Run ``script`` (which prints compile seconds and origin as JSON) in two
-    new processes sharing an empty cache dir: ``(cold, disk hit)``."""
-    with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, POLYARRAY_CACHE_DIR=d,
-                   PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
-        runs = [json.loads(subprocess.run([sys.executable, "-c", script], env=env,
-                                          capture_output=True, text=True, check=True)
-                           .stdout.strip().splitlines()[-1]) for _ in range(2)]
-    cold, warm = runs
-    assert cold["origin"] == "built" and warm["origin"] == "disk", runs
-    return cold, warm
-
-
 def compile_and_dispatch(b):
     cold, warm = compile_in_new_processes(_COMPILE_SCRIPT.format(target=b.device))
     b.row("8. compile chain+sum (8-op): cold", cold["seconds"], {},
@@ -249,8 +184,8 @@ def compile_and_dispatch(b):
           note="loopy skipped; device build from the driver's cache")
     x = pa.placeholder("x", (16,), np.float32)
     xv = np.arange(16, dtype=np.float32)
-    prog = _device_prog(b, x * 2.0 + 1.0)
-    xd = _to_device(b, xv)
+    prog = device_prog(b, x * 2.0 + 1.0)
+    xd = to_device(b, xv)
     check("dispatch", prog(x=xd).get(), xv * 2 + 1)
     ours = host_overhead(lambda: prog(x=xd), prog.synchronize)
     roundtrip = median_time(lambda: prog(x=xd), prog.synchronize, repeat=500)
@@ -301,13 +236,13 @@ def hermite(b):
     rows = 20000 if b.quick else 1_280_000
     xv = b.rng.uniform(-1, 1, (rows, 1)).astype(np.float32)
     x = pa.placeholder("x", (rows, 1), np.float32)
-    xd = _to_device(b, xv)
+    xd = to_device(b, xv)
     for N in ((4, 16) if not b.quick else (8,)):
         want = hermite_np(xv, N)
         nbytes = xv.nbytes + want.nbytes
         times = {}
         for label, steps in SCHEDULES.items():
-            prog = _device_prog(b, hermite_pa(x, N),
+            prog = device_prog(b, hermite_pa(x, N),
                                 schedule={"k0_elementwise": steps} if steps else None)
             check(f"hermite {label}", prog(x=xd).get(), want, rtol=2e-4)
             times[label] = median_time(lambda: prog(x=xd), prog.synchronize)
@@ -351,8 +286,8 @@ def transpose(b):
     n = 1024 if (b.quick or not b.gpu) else 8192
     xv = b.rng.standard_normal((n, n)).astype(np.float32)
     x = pa.placeholder("x", (n, n), np.float32)
-    prog = _device_prog(b, x.T + 0.0)
-    xd = _to_device(b, xv)
+    prog = device_prog(b, x.T + 0.0)
+    xd = to_device(b, xv)
     check("transpose", prog(x=xd).get(), xv.T)
     ours = median_time(lambda: prog(x=xd), prog.synchronize)
     peers = {"numpy (copy)": median_time(lambda: np.ascontiguousarray(xv.T))}
@@ -365,28 +300,3 @@ def transpose(b):
         except ImportError:
             pass
     b.row(f"transpose {n}^2 f32 (default schedule)", ours, peers, nbytes=2 * xv.nbytes)
-
-
-def _gathers(b):
-    from .gathers import gathers
-    return gathers(b)
-
-
-def _training():
-    from . import training
-    return training
-
-
-ALL = [fused_chain, softmax, reductions,
-       lambda b: _training().gradient(b), lambda b: _training().logistic_regression(b),
-       matmul, hermite, compile_and_dispatch, lambda b: _training().compile_gradient(b),
-       opencl_vs_cuda, transpose, lambda b: _gathers(b)]
-QUICK = {"gathers": [lambda b: _gathers(b)], "dispatch": [compile_and_dispatch], "schedules": [hermite, transpose, matmul],
-         "training": [lambda b: _training().gradient(b),
-                      lambda b: _training().logistic_regression(b),
-                      lambda b: _training().compile_gradient(b)],
-         "peers": [fused_chain, softmax, reductions, matmul],
-         "reductions": [softmax, reductions],
-         "rest": [lambda b: _training().gradient(b), lambda b: _training().logistic_regression(b),
-                  hermite, compile_and_dispatch, lambda b: _training().compile_gradient(b),
-                  opencl_vs_cuda, transpose]}

@@ -2,9 +2,11 @@
 
 ``lower_program(outputs, target)`` runs the passes in order:
 
-1. ``plan.make_plan``: which nodes are materialized, grouped into kernels;
+1. ``passes.make_plan``: which nodes are materialized, grouped into kernels
+   (``passes/``: materialize, group, fuse_rows);
 2. buffer naming (deterministic, in topological order);
-3. ``kernels.Assembler``: one loopy kernel per group, default schedule;
+3. ``assemble.Assembler``: per group, the policy's kernel form
+   (``policy.py``, one table) built by ``forms/``, with its default schedule;
 4. ``lp.merge`` + ``generate_code_v2``: one device source for the program,
    with each kernel's launch sizes.
 
@@ -54,10 +56,11 @@ class KernelInfo:
     args: tuple            # buffer names, in the kernel's argument order
     gsize: tuple
     lsize: tuple
-    kind: str                      # elementwise, thread, group, two-stage 1, ...
+    form: str                      # a policy.Form: elementwise, thread, group, ...
     loopy_kernel: object = None
     schedule: tuple = ()           # the schedule steps in force
     callables: object = field(default=None, repr=False)
+    rule: str = ""                 # the policy rule that chose the form
 
     def loop_nest(self) -> str:
         """The loop nest with extents and hardware mapping, as text."""
@@ -69,8 +72,9 @@ class KernelInfo:
 
     def __repr__(self):
         from .schedule import format_schedule
-        return (f"<kernel {self.name} ({self.kind}) grid {self.gsize} x block {self.lsize} "
-                f"schedule {format_schedule(self.schedule)}>")
+        rule = f" [{self.rule}]" if self.rule else ""
+        return (f"<kernel {self.name} ({self.form}{rule}) grid {self.gsize} x block "
+                f"{self.lsize} schedule {format_schedule(self.schedule)}>")
 
 
 @dataclass
@@ -104,9 +108,10 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     work-groups with a ScheduleError."""
     import loopy as lp
     from .cfuncs import storage_dtype
-    from .kernels import Assembler
+    from .assemble import Assembler
+    from .device import Device
     from polyarray.codegen.dtype_checks import check_device_dtypes
-    from .plan import make_plan
+    from .passes import make_plan
 
     check_device_dtypes(outputs)        # float16: a clear error before loopy (cache hits
     plan = make_plan(outputs)           # never get here: they were checked when lowered)
@@ -139,8 +144,8 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
 
     from .schedule import ScheduleError, normalize
     schedules = {pat: normalize(steps, pat) for pat, steps in (schedules or {}).items()}
-    asm = Assembler(plan, buffers, target, idx_dt, cpu=cpu, schedules=schedules,
-                    arrays=inputs)
+    asm = Assembler(plan, buffers, target, idx_dt, Device(cpu, max_work_group),
+                    schedules=schedules, arrays=inputs)
     for name, (size, sdt, *_rest) in specs.items():
         asm.add_buffer(name, size, sdt)
     ngroups = sum(1 for g in plan.groups if g.size > 0)
@@ -183,9 +188,9 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
             gsize, lsize = knl.get_grid_size_upper_bounds_as_exprs(tu.callables_table)
             args = tuple(a.name for a in knl.args)
             kernels.append(KernelInfo(kp.name, args, tuple(int(x) for x in gsize),
-                                      tuple(int(x) for x in lsize), kp.strategy, knl,
-                                      kp.steps, tu.callables_table))
-    from .schedule_checks import check_work_groups
+                                      tuple(int(x) for x in lsize), kp.form, knl,
+                                      kp.steps, tu.callables_table, kp.rule))
+    from .schedule import check_work_groups
     check_work_groups(kernels, max_work_group)      # before any device compiler runs
     if plan.checks:
         from .checks import ERROR_BUFFER

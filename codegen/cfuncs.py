@@ -29,10 +29,6 @@ def storage_dtype(dtype) -> np.dtype:
     return U8 if dtype == BOOL else dtype
 
 
-_SHORT = {"b": "bool", "i1": "int8", "i2": "int16", "i4": "int32", "i8": "int64",
-          "u1": "uint8", "u2": "uint16", "u4": "uint32", "u8": "uint64",
-          "f2": "float16", "f4": "float32", "f8": "float64"}
-
 _MATH = {"exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p", "log2": "log2",
          "log10": "log10", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan",
          "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh",

@@ -302,9 +302,6 @@ class _ExprLowerer(ExprMapper):
                                 self.kb.plan.checks, self.kb.functions), args[0][1]
         return lower_call(name, args, self.kb.functions)
 
-    def _index_op(self, cls, *children):
-        return cls(*(self.rec(ch)[0] for ch in children))
-
     def map_sum(self, e):
         return p.Sum(tuple(self.rec(ch)[0] for ch in e.children)), np.dtype(np.int64)
 

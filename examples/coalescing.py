@@ -26,12 +26,12 @@ import argparse
 import numpy as np
 
 import polyarray as pa
-from polyarray.schedules import Coalesce, Layout, StoreThroughLocal, Unroll
-from polyarray.tuning import seconds_per_call
+from polyarray.schedules import Layout, StoreThroughLocal, Unroll, WorkGroup
+from polyarray.testing import seconds_per_call
 
 SCHEDULES = {
-    "row": [Layout("axes"), Coalesce("i0", 256), Unroll("i1")],
-    "row+tile": [Layout("axes"), Coalesce("i0", 256), Unroll("i1"), StoreThroughLocal()],
+    "row": [Layout("axes"), WorkGroup(256, "i0"), Unroll("i1")],
+    "row+tile": [Layout("axes"), WorkGroup(256, "i0"), Unroll("i1"), StoreThroughLocal()],
     "flat": None,                   # the default schedule
 }
 

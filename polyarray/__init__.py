@@ -21,33 +21,33 @@ from numpy import (bool_, int8, int16, int32, int64, uint8, uint16, uint32,   # 
                    uint64, float16, float32, float64, pi, e, inf, nan)
 
 from .array import Array
-from .creation import (array, asarray, placeholder, zeros, ones, full, empty,
-                       arange, linspace, eye, zeros_like, ones_like, full_like,
-                       empty_like)
-from .elementwise import (exp, expm1, log, log1p, log2, log10, sqrt, square,
-                          sin, cos, tan, arcsin, arccos, arctan, arctan2, sinh,
-                          cosh, tanh, arcsinh, arccosh, arctanh, absolute, abs,
-                          sign, floor, ceil, trunc, rint, round, around,
-                          maximum, minimum, where, clip, power, isnan, isinf,
-                          isfinite, logical_and, logical_or, logical_xor,
-                          logical_not, astype, add, subtract, multiply, divide,
-                          true_divide, floor_divide, remainder, negative,
-                          positive, equal, not_equal, less, less_equal, greater,
-                          greater_equal, bitwise_and, bitwise_or, bitwise_xor,
-                          invert, broadcast_shapes)
-from .reductions import (sum, prod, mean, max, min, amax, amin, any, all, var,
-                         std, argmax, argmin)
-from .linalg import dot, matmul, vdot, inner, outer, tensordot, einsum
-from .shapes import (reshape, transpose, permute_dims, matrix_transpose,
-                     broadcast_to, broadcast_arrays, expand_dims, squeeze,
-                     concatenate, stack, flip, moveaxis, swapaxes, ravel)
-from .indexing import NonConcreteBooleanIndexError, take
+from .api import (array, asarray, placeholder, zeros, ones, full, empty,
+                  arange, linspace, eye, zeros_like, ones_like, full_like,
+                  empty_like)
+from .api import (exp, expm1, log, log1p, log2, log10, sqrt, square,
+                  sin, cos, tan, arcsin, arccos, arctan, arctan2, sinh,
+                  cosh, tanh, arcsinh, arccosh, arctanh, absolute, abs,
+                  sign, floor, ceil, trunc, rint, round, around,
+                  maximum, minimum, where, clip, power, isnan, isinf,
+                  isfinite, logical_and, logical_or, logical_xor,
+                  logical_not, astype, add, subtract, multiply, divide,
+                  true_divide, floor_divide, remainder, negative,
+                  positive, equal, not_equal, less, less_equal, greater,
+                  greater_equal, bitwise_and, bitwise_or, bitwise_xor,
+                  invert, broadcast_shapes)
+from .api import (sum, prod, mean, max, min, amax, amin, any, all, var,
+                  std, argmax, argmin)
+from .api import dot, matmul, vdot, inner, outer, tensordot, einsum
+from .api import (reshape, transpose, permute_dims, matrix_transpose,
+                  broadcast_to, broadcast_arrays, expand_dims, squeeze,
+                  concatenate, stack, flip, moveaxis, swapaxes, ravel)
+from .api import NonConcreteBooleanIndexError, take
 from .program import (Program, compile, set_default_target, get_default_target,
                       target)
 from .show import show, format_dag
 
 from polyarray.codegen.schedule import ScheduleError   # noqa: E402
-from . import schedules                         # noqa: E402,F401
+from . import schedules, testing                # noqa: E402,F401
 
 newaxis = None
 __version__ = "0.1.0"

@@ -3,13 +3,29 @@
 An Array wraps one DAG node.  Its shape and dtype are known at once; every
 operator builds a new node.  ``==`` and friends are elementwise, as in NumPy;
 structural identity of two expressions is ``a.node is b.node`` (nodes are
-interned, see :mod:`polyarray.nodes`).
+interned, see :mod:`polyarray.codegen.ir.nodes`).
+
+The methods unwrap their operands, call the node builders of
+:mod:`polyarray.ops` and wrap the result.  ``evaluate`` and ``to_numpy``
+compile, which :mod:`polyarray.program` (above this module) defines.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .codegen.ir import nodes as N
+from .ops import elementwise, indexing, linalg, reductions, shapes
+
+
+def node_of(x):
+    """The node of a ``pa.Array``; anything else unchanged."""
+    return x._node if isinstance(x, Array) else x
+
+
+def _same_or_new(x, node):
+    """``x`` itself where an operation left its node unchanged (``clip``
+    with no bounds, ``round`` of integers), as NumPy-style code expects."""
+    return x if isinstance(x, Array) and x._node is node else Array(node)
 
 
 class Array:
@@ -89,23 +105,14 @@ class Array:
         from .codegen.ir.printing import describe
         return describe(self._node)
 
-    # -- evaluation ------------------------------------------------------
-    def evaluate(self, target=None, /, **bindings):
-        """Evaluate on ``target`` (default: the current default target)."""
-        from .program import compile as _compile
-        return _compile(self, target=target)(**bindings)
-
-    def to_numpy(self, /, **bindings) -> np.ndarray:
-        """Evaluate with the NumPy reference target."""
-        return self.evaluate("numpy", **bindings)
+    # -- evaluation: ``evaluate`` and ``to_numpy`` (see the module docstring)
 
     # -- arithmetic ------------------------------------------------------
     def _bin(name, reflected=False):
         def method(self, other):
-            from .elementwise import apply_ufunc
             if reflected:
-                return apply_ufunc(name, other, self)
-            return apply_ufunc(name, self, other)
+                return Array(elementwise.apply_ufunc(name, node_of(other), self._node))
+            return Array(elementwise.apply_ufunc(name, self._node, node_of(other)))
         method.__name__ = name
         return method
 
@@ -126,88 +133,72 @@ class Array:
     __hash__ = None          # elementwise __eq__: use ``.node`` as a dict key
 
     def __pow__(self, other):
-        from .elementwise import apply_ufunc
         # ndarray.__pow__ turns ``** 2`` into np.square (bool ** 2 -> int8)
         if type(other) is int and other == 2:
-            return apply_ufunc("square", self)
-        return apply_ufunc("power", self, other)          # elementwise __eq__: use .node as a dict key
+            return Array(elementwise.apply_ufunc("square", self._node))
+        return Array(elementwise.apply_ufunc("power", self._node, node_of(other)))
 
     def __neg__(self):
-        from .elementwise import apply_ufunc
-        return apply_ufunc("negative", self)
+        return Array(elementwise.apply_ufunc("negative", self._node))
 
     def __pos__(self):
-        from .elementwise import apply_ufunc
-        return apply_ufunc("positive", self)
+        return Array(elementwise.apply_ufunc("positive", self._node))
 
     def __abs__(self):
-        from .elementwise import apply_ufunc
-        return apply_ufunc("absolute", self)
+        return Array(elementwise.apply_ufunc("absolute", self._node))
 
     def __invert__(self):
-        from .elementwise import apply_ufunc
-        return apply_ufunc("invert", self)
+        return Array(elementwise.apply_ufunc("invert", self._node))
 
     def __matmul__(self, other):
-        from .linalg import matmul
-        return matmul(self, other)
+        return Array(linalg.matmul(self._node, node_of(other)))
 
     def __rmatmul__(self, other):
-        from .linalg import matmul
-        return matmul(other, self)
+        return Array(linalg.matmul(node_of(other), self._node))
 
     # -- methods mirroring ndarray ---------------------------------------
     def astype(self, dtype):
-        from .elementwise import astype
-        return astype(self, dtype)
+        return Array(elementwise.astype(self._node, dtype))
 
     def __getitem__(self, key):
-        from .indexing import getitem
-        return getitem(self, key)
+        key = tuple(map(node_of, key)) if isinstance(key, tuple) else node_of(key)
+        return Array(indexing.getitem(self._node, key))
 
     @property
     def T(self):
-        from .shapes import transpose
-        return transpose(self)
+        return Array(shapes.transpose(self._node))
 
     def transpose(self, *axes):
-        from .shapes import transpose
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
             axes = axes[0]
-        return transpose(self, axes or None)
+        return Array(shapes.transpose(self._node, axes or None))
 
     def reshape(self, *shape, order="C"):
-        from .shapes import reshape
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
-        return reshape(self, tuple(shape), order=order)
+        return Array(shapes.reshape(self._node, tuple(shape), order=order))
 
     def ravel(self):
-        from .shapes import ravel
-        return ravel(self)
+        return Array(shapes.ravel(self._node))
 
     flatten = ravel
 
     def squeeze(self, axis=None):
-        from .shapes import squeeze
-        return squeeze(self, axis)
+        return Array(shapes.squeeze(self._node, axis))
 
     def swapaxes(self, axis1, axis2):
-        from .shapes import swapaxes
-        return swapaxes(self, axis1, axis2)
+        return Array(shapes.swapaxes(self._node, axis1, axis2))
 
     def clip(self, min=None, max=None):
-        from .elementwise import clip
-        return clip(self, min, max)
+        return _same_or_new(self, elementwise.clip(self._node, node_of(min), node_of(max)))
 
     def round(self, decimals=0):
-        from .elementwise import round as _round
-        return _round(self, decimals)
+        return _same_or_new(self, elementwise.round(self._node, decimals))
 
     def _red(name):
         def method(self, axis=None, keepdims=False, **kw):
-            from . import reductions
-            return getattr(reductions, name)(self, axis=axis, keepdims=keepdims, **kw)
+            return Array(getattr(reductions, name)(self._node, axis=axis, keepdims=keepdims,
+                                                   **kw))
         method.__name__ = name
         return method
 
@@ -217,13 +208,10 @@ class Array:
     del _red
 
     def argmax(self, axis=None):
-        from .reductions import argmax
-        return argmax(self, axis)
+        return Array(reductions.argmax(self._node, axis))
 
     def argmin(self, axis=None):
-        from .reductions import argmin
-        return argmin(self, axis)
+        return Array(reductions.argmin(self._node, axis))
 
     def dot(self, other):
-        from .linalg import dot
-        return dot(self, other)
+        return Array(linalg.dot(self._node, node_of(other)))

@@ -13,8 +13,8 @@ import os
 import numpy as np
 
 from .codegen.ir import nodes as N
-from ._inputs import binding_array, describe_dtype
 from .array import Array
+from .ops.inputs import binding_array, describe_dtype
 
 _CONTEXT_TARGET = contextvars.ContextVar("polyarray_target", default=None)
 _DEFAULT_TARGET = None
@@ -93,7 +93,7 @@ class Program:
                         f"{_describe(node.shape, node.dtype)}")
         self._sorted_placeholders = sorted(self.placeholders.items())
         self.options = options
-        from polyarray.codegen.schedule_checks import normalize_schedule
+        from polyarray.codegen.schedule import normalize_schedule
         self.user_schedule = normalize_schedule(schedule)   # ScheduleError if malformed
         if self.user_schedule:
             options = dict(options, schedule=self.user_schedule)
@@ -120,7 +120,7 @@ class Program:
     def with_schedule(self, schedule) -> "Program":
         """A new program with ``schedule`` (kernel name or pattern -> steps)
         replacing those kernels' schedules; this one is unchanged."""
-        from polyarray.codegen.schedule_checks import normalize_schedule
+        from polyarray.codegen.schedule import normalize_schedule
         merged = dict(self.user_schedule)
         merged.update(normalize_schedule(schedule))
         return Program(self.outputs, self.target_name, schedule=merged, **self.options)
@@ -227,3 +227,22 @@ class Program:
 def compile(outputs, target=None, **options) -> Program:   # noqa: A001
     """Compile an array, a list/tuple or a dict of arrays for ``target``."""
     return Program(outputs, target=target, **options)
+
+
+# ``x.evaluate()`` and ``x.to_numpy()`` compile, so they are defined here:
+# polyarray.array, below this module, builds expressions and never compiles.
+def _evaluate(self, target=None, /, **bindings):
+    """Evaluate on ``target`` (default: the current default target)."""
+    return compile(self, target=target)(**bindings)
+
+
+def _to_numpy(self, /, **bindings) -> np.ndarray:
+    """Evaluate with the NumPy reference target."""
+    return self.evaluate("numpy", **bindings)
+
+
+for _method in (_evaluate, _to_numpy):
+    _method.__name__ = _method.__name__[1:]
+    _method.__qualname__ = f"Array.{_method.__name__}"
+    setattr(Array, _method.__name__, _method)
+del _method

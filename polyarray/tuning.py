@@ -18,9 +18,10 @@ import time
 
 import numpy as np
 
-from polyarray.codegen.schedule import (Coalesce, ElementsPerItem, GroupReduce, Layout, Prefetch,
-                              ScheduleError, Split, StoreThroughLocal, Tile, Unroll,
-                              WorkGroup, format_schedule, parse_schedule)
+from polyarray.codegen.schedule import Prefetch, ScheduleError, format_schedule, parse_schedule
+
+from .testing import (SCHEDULE_TOLERANCES, allclose, flat_outputs, random_bindings,
+                      seconds_per_call)
 
 _CACHE = None
 
@@ -34,42 +35,21 @@ def _cache():
 
 
 def default_candidates(info, program):
-    """Candidate schedules for one kernel, from its kind and sizes."""
-    kind = info.kind
-    out = []
-    if kind == "elementwise":
+    """Candidate schedules for one kernel: the policy's (``policy.tuning_candidates``)
+    for its form and sizes, the default first."""
+    from polyarray.codegen.policy import Form, tuning_candidates
+    form = info.form
+    facts = {}
+    if form == Form.ELEMENTWISE:
         _, node = _first_output(program, info)
-        size = math.prod(node.shape)
-        for wg in (64, 128, 256, 512):
-            if wg <= max(size, 1):
-                out.append((WorkGroup(wg),))
-        for n in (2, 4, 8):
-            if size >= 256 * n * 4:
-                out.append((ElementsPerItem(n, 256),))
-        if len(node.shape) == 2 and node.shape[-1] <= 64:
-            # a work-item per row (a loop over the row), storing directly or
-            # through a local-memory tile (coalesced)
-            row = (Layout("axes"), Coalesce("i0", 256), Unroll("i1"))
-            out += [row, row + (StoreThroughLocal(),)]
-    elif kind == "group":
-        out = [(GroupReduce("j", s),) for s in (32, 64, 128, 256, 512)]
-    elif kind == "thread":
-        out = [(WorkGroup(s),) for s in (32, 64, 128, 256, 512)]
-    elif kind == "tiled matmul":
-        from polyarray.codegen.schedule import RegisterTile
+        facts = dict(size=math.prod(node.shape), shape=tuple(node.shape))
+    elif form == Form.TILED_MATMUL:
         out_name, out = _first_output(program, info)
         A, B = _matmul_operands(info, out_name)
         M, Nn = out.shape
         K = program._exe.lowered.buffers[A].size // M      # A may be read transposed
-        for t in (8, 16, 32):
-            if M % t == 0 and Nn % t == 0:
-                out.append((Tile("i", "j", t, t), Split("k", t),
-                            Prefetch(A, ("i_inner", "k_inner")),
-                            Prefetch(B, ("k_inner", "j_inner"))))
-        for bt, kt, v in ((64, 16, 1), (128, 16, 1), (64, 16, 4), (128, 8, 4), (128, 16, 4),
-                          (128, 32, 4)):
-            if M % bt == 0 and Nn % bt == 0 and K % kt == 0:
-                out.append((RegisterTile(A, B, bt, 16, kt, vector=v),))
+        facts = dict(M=M, N=Nn, K=K, A=A, B=B)
+    out = tuning_candidates(form, **facts)
     default = tuple(info.schedule)
     if default not in out:
         out.insert(0, default)
@@ -95,69 +75,12 @@ def _first_output(program, info):
     return name, program._exe.lowered.buffers[name]
 
 
-def _random_bindings(program, seed=0):
-    rng = np.random.default_rng(seed)
-    out = {}
-    for name, ph in program.placeholders.items():
-        dt = ph.dtype
-        if dt.kind == "f":
-            v = rng.standard_normal(ph.shape).astype(dt)
-        elif dt.kind == "b":
-            v = rng.random(ph.shape) > 0.5
-        else:
-            v = rng.integers(1, 8, ph.shape).astype(dt)
-        out[name] = v
-    return out
-
-
-def _host(v):
-    """A NumPy copy of a host or device array (device arrays have ``get``)."""
-    return v.get() if hasattr(v, "get") else np.asarray(v)
-
-
-def _agree(got, want):
-    got, want = _host(got), _host(want)
-    if got.shape != want.shape:
-        return False
-    if want.dtype.kind == "f":
-        tol = 1e-5 if want.dtype == np.float64 else 2e-3
-        finite = want[np.isfinite(want)]
-        scale = max(1.0, float(np.abs(finite).max())) if finite.size else 1.0
-        return bool(np.allclose(got, want, rtol=tol, atol=tol * scale, equal_nan=True))
-    return bool(np.array_equal(got, want))
-
-
-def _flat(results):
-    if isinstance(results, dict):
-        return [results[k] for k in sorted(results)]
-    if isinstance(results, (list, tuple)):
-        return list(results)
-    return [results]
-
-
-def seconds_per_call(prog, bindings, repeat=10, batch=10):
-    """Seconds per call of a device program: ``repeat`` batches of ``batch``
-    back-to-back calls, a synchronize after each batch, the median (launch
-    latency overlaps the previous call's work, as in a real loop)."""
-    for _ in range(2):
-        prog(**bindings)
-    prog.synchronize()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(batch):
-            prog(**bindings)
-        prog.synchronize()
-        times.append((time.perf_counter() - t0) / batch)
-    return float(np.median(times))
-
-
 def tune_program(program, candidates=None, budget_s=None, repeat=10, log=print):
     """The tuned program (see the module docstring).  ``candidates``: kernel
     name -> list of schedules, overriding ``default_candidates``."""
     from polyarray.codegen import program_key
     from polyarray.targets.cache import code_version, key_digest
-    from .program import Program
+    Program = type(program)         # polyarray.program imports this module
     if program.target_name == "numpy":
         raise ScheduleError("the numpy target runs no kernels: nothing to tune")
     exe = program._exe
@@ -173,16 +96,16 @@ def tune_program(program, candidates=None, budget_s=None, repeat=10, log=print):
         log(f"polyarray tune: schedules from the tuning cache ({len(schedule)} kernels)")
         return tuned
 
-    bindings = _random_bindings(program)
+    bindings = random_bindings(program)
     device_opts = dict(program.options, out="device")
     dev_bindings = {}
     for name, value in bindings.items():      # upload once: time kernels, not copies
-        from .creation import placeholder
+        from .api import placeholder
         ident = Program(placeholder(name, value.shape, value.dtype), program.target_name,
                         **device_opts)
         dev_bindings[name] = ident(**{name: value})
     host_opts = dict(program.options, out="numpy")
-    want = _flat(Program(program.outputs, program.target_name,
+    want = flat_outputs(Program(program.outputs, program.target_name,
                          schedule=program.user_schedule or None, **host_opts)(**bindings))
     t_start = time.perf_counter()
     best = dict(program.user_schedule)
@@ -200,8 +123,8 @@ def tune_program(program, candidates=None, budget_s=None, repeat=10, log=print):
             try:
                 prog = Program(program.outputs, program.target_name, schedule=trial,
                                **device_opts)
-                got = _flat(prog(**dev_bindings))
-                ok = all(_agree(g, w) for g, w in zip(got, want))
+                got = flat_outputs(prog(**dev_bindings))
+                ok = all(allclose(g, w, tolerances=SCHEDULE_TOLERANCES) for g, w in zip(got, want))
             except ScheduleError as e:
                 rows.append((format_schedule(steps), None, f"invalid: {e}"))
                 continue

@@ -197,9 +197,12 @@ def code_version() -> str:
         from polyarray import codegen
         h = hashlib.sha256()
         folder = os.path.dirname(codegen.__file__)
-        for name in sorted(os.listdir(folder)):
-            if name.endswith(".py"):
-                with open(os.path.join(folder, name), "rb") as f:
-                    h.update(name.encode() + b"\0" + f.read())
+        for root, dirs, files in os.walk(folder):      # subpackages too
+            dirs.sort()
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(root, name)
+                    with open(path, "rb") as f:
+                        h.update(os.path.relpath(path, folder).encode() + b"\0" + f.read())
         _CODE_VERSION = h.hexdigest()[:16]
     return _CODE_VERSION

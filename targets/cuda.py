@@ -31,7 +31,12 @@ def _driver():
         try:
             import pycuda.driver as drv
         except ImportError as e:
-            _STATE["error"] = f"pycuda is not installed ({e}); pip install polyarray[cuda]"
+            # say what is missing: the GPU, or (where there is one) pycuda
+            import glob
+            gpu = glob.glob("/proc/driver/nvidia/gpus/*") or glob.glob("/dev/nvidia[0-9]*")
+            _STATE["error"] = (f"pycuda is not installed ({e}) although this machine has "
+                               "an NVIDIA GPU: pip install 'polyarray[cuda]'" if gpu
+                               else "no CUDA GPU on this machine")
             raise Unavailable(f"CUDA is unavailable: {_STATE['error']}") from None
         try:
             drv.init()
@@ -333,7 +338,7 @@ class CudaTarget(Target):
         skey = schedule_key(schedule)
         key = None if skey is None else key_digest(
             "cuda", program_key(outputs), lp.VERSION, code_version(), skey)
-        from polyarray.codegen.schedule_checks import CUDA_MAX_WORK_GROUP
+        from polyarray.codegen.schedule import CUDA_MAX_WORK_GROUP
         compiled = lower_or_load(_CACHE, key, outputs, lp.CudaTarget(),   # built on 1st call
                                  schedules=schedule, max_work_group=CUDA_MAX_WORK_GROUP)
         return CudaExecutable(compiled, outputs, out, fast_math, schedule)

@@ -10,7 +10,7 @@ import numpy as np
 
 from polyarray.codegen.ir import nodes as N
 from polyarray.codegen.ir.mapper import Mapper
-from polyarray.show import format_dag
+from polyarray.codegen.ir.printing import format_dag
 
 from .base import Executable, Target
 from .numpy_exprs import evaluate_index_lambda

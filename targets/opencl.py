@@ -320,7 +320,7 @@ class OpenCLTarget(Target):
             import pyopencl  # noqa: F401
             import loopy  # noqa: F401
         except ImportError as e:
-            return False, f"pyopencl/loopy not installed ({e.name}); pip install polyarray[opencl]"
+            return False, f"{e.name} is not installed (the opencl extra: bash .ci/setup)"
         try:
             select_device()
         except RuntimeError as e:

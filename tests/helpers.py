@@ -1,5 +1,6 @@
-"""Shared test helpers: per-dtype tolerances (CuPy's ``numpy_cupy_allclose`` is
-the model) and random inputs that are never all zeros."""
+"""Shared test helpers: results compared with ``pa.testing`` (per-dtype
+tolerances; CuPy's ``numpy_cupy_allclose`` is the model) and random inputs
+that are never all zeros."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,31 +15,14 @@ INTS = [d for d in ALL_DTYPES if d.kind in "iu"]
 # the dtypes every device target must cover (issue 3)
 CORE_DTYPES = [np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64, np.bool_)]
 
-# (rtol, atol relative to the reference's largest magnitude)
-TOLERANCES = {
-    np.dtype(np.float16): (2e-3, 2e-3),
-    np.dtype(np.float32): (2e-5, 1e-6),
-    np.dtype(np.float64): (1e-12, 1e-13),
-}
+TOLERANCES = pa.testing.TOLERANCES      # (rtol, atol relative to the largest value)
 
 
 def assert_same(actual, expected, context=""):
-    """Same type, shape and dtype, and values equal within the dtype's tolerance."""
+    """A NumPy array of the expected shape and dtype, with values equal
+    within the dtype's tolerance (``pa.testing.assert_allclose``)."""
     __tracebackhide__ = True
-    assert isinstance(actual, np.ndarray), f"{context}: got {type(actual).__name__}"
-    expected = np.asarray(expected)
-    assert actual.shape == expected.shape, \
-        f"{context}: shape {actual.shape} != expected {expected.shape}"
-    assert actual.dtype == expected.dtype, \
-        f"{context}: dtype {actual.dtype} != expected {expected.dtype}"
-    if expected.dtype.kind == "f":
-        rtol, atol = TOLERANCES[expected.dtype]
-        finite = np.isfinite(expected)
-        scale = float(np.max(np.abs(expected[finite]), initial=1.0))
-        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol * max(scale, 1.0),
-                                   equal_nan=True, err_msg=context)
-    else:
-        np.testing.assert_array_equal(actual, expected, err_msg=context)
+    pa.testing.assert_allclose(actual, expected, err_msg=context)
 
 
 def random_array(rng, shape, dtype, low=None, high=None, nonzero=False):

@@ -1,12 +1,23 @@
 """CUDA without a GPU: for every parity case, generate the CUDA source and
-compile it with ``nvcc -cubin -arch=sm_90``.  A compile error fails the test
-and shows the source.  Cases are compiled in batches (each program in its
-own C++ namespace, kernels renamed) so CI stays fast."""
+compile it with ``nvcc -cubin -arch=sm_90``.  A compile error fails the test,
+naming the case and showing its source.
+
+Generating the sources (loopy) costs more than compiling them.  The cases run
+in batches, one test each: one nvcc run per batch (each program in its own C++
+namespace, kernels renamed), and a batch that fails is compiled case by case
+to name the culprits.  The batches run in parallel: under pytest-xdist each
+worker takes its own; otherwise worker processes, one per CPU, work through
+them all from the first batch's test on.  A batch that compiled is remembered
+by the hash of its source in pytest's cache, so a second run skips nvcc."""
+import concurrent.futures
+import hashlib
+import multiprocessing
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+import traceback
 
 import numpy as np
 import pytest
@@ -17,7 +28,7 @@ from parity_cases import CASES
 
 NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA compiler) is not on PATH")
-BATCH = 24
+BATCH = 12          # cases per nvcc run: large enough to share nvcc's start-up
 
 
 def case_program(c):
@@ -60,22 +71,76 @@ def _namespaced(k, source):
     return f"namespace case{k} {{\n{body}\n}}\n"
 
 
-@needs_nvcc
-@pytest.mark.parametrize("start", range(0, len(CASES), BATCH))
-def test_every_parity_case_compiles_with_nvcc(start):
-    batch = CASES[start:start + BATCH]
-    sources = [(c, cuda_source(c)) for c in batch]
-    sources = [(c, s) for c, s in sources if s]
-    combined = "".join(_namespaced(k, s) for k, (c, s) in enumerate(sources))
+def _compile_batch(names, cache_dir):
+    """In a worker: {case name: None (compiled, or nothing to compile) or
+    the failure with its source}, for one batch of cases."""
+    by_name = {c.name: c for c in CASES}
+    results, sources = {}, []
+    for name in names:
+        try:
+            source = cuda_source(by_name[name])
+        except Exception:       # noqa: BLE001  (reported as this case's failure)
+            results[name] = f"generating the CUDA source failed:\n{traceback.format_exc()}"
+            continue
+        results[name] = None
+        if source:
+            sources.append((name, source))
+    combined = "".join(_namespaced(k, s) for k, (_, s) in enumerate(sources))
+    stamp = cache_dir and os.path.join(
+        cache_dir, hashlib.sha256((NVCC + combined).encode()).hexdigest())
+    if not sources or (stamp and os.path.exists(stamp)):
+        return results
     with tempfile.TemporaryDirectory() as d:
         r = _nvcc(combined, d, "batch")
         if r.returncode == 0:
-            return
-        for c, s in sources:             # find and show the culprit
-            one = _nvcc(s, d, "one")
-            assert one.returncode == 0, (f"nvcc failed for case {c.name}:\n{one.stderr}\n"
-                                         f"--- source ---\n{s}")
-        pytest.fail(f"nvcc failed on the combined batch only:\n{r.stderr[:3000]}")
+            if stamp:
+                open(stamp, "w").close()
+            return results
+        culprits = 0
+        for name, source in sources:          # find and show the culprit
+            one = _nvcc(source, d, "one")
+            if one.returncode != 0:
+                culprits += 1
+                results[name] = f"nvcc failed:\n{one.stderr}\n--- source ---\n{source}"
+        if not culprits:
+            for name, _ in sources:
+                results[name] = ("nvcc failed on the combined batch "
+                                 f"{[n for n, _ in sources]} only:\n{r.stderr[:3000]}")
+    return results
+
+
+def _batches():
+    names = [c.name for c in CASES]
+    return [names[i:i + BATCH] for i in range(0, len(names), BATCH)]
+
+
+@pytest.fixture(scope="module")
+def compile_batch(request):
+    """batch -> {case name: failure or None}.  Under pytest-xdist the batch
+    is compiled in this worker; otherwise every selected batch is handed at
+    once to a pool of processes (spawned: the parent may hold OpenCL driver threads)."""
+    cache = getattr(request.config, "cache", None)
+    cache_dir = str(cache.mkdir("nvcc-compiled")) if cache is not None else None
+    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+        else os.cpu_count() or 1
+    if os.environ.get("PYTEST_XDIST_WORKER") or workers == 1:
+        yield lambda batch: _compile_batch(batch, cache_dir)
+        return
+    with concurrent.futures.ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        selected = [item.callspec.params["batch"] for item in request.session.items
+                    if item.originalname == "test_every_parity_case_compiles_with_nvcc"]
+        futures = {tuple(b): pool.submit(_compile_batch, b, cache_dir) for b in selected}
+        yield lambda batch: futures[tuple(batch)].result()
+        for future in futures.values():
+            future.cancel()
+
+
+@needs_nvcc
+@pytest.mark.parametrize("batch", _batches(), ids=lambda b: f"{b[0]}..{b[-1]}")
+def test_every_parity_case_compiles_with_nvcc(batch, compile_batch):
+    failures = {name: why for name, why in compile_batch(batch).items() if why}
+    assert not failures, "\n\n".join(f"case {name}: {why}" for name, why in failures.items())
 
 
 def test_cuda_codegen_needs_no_gpu():
@@ -160,10 +225,10 @@ def test_fused_row_kernels_compile_with_nvcc():
         low = lower_program([expr.node], lp.CudaTarget())
         info, = low.kernels
         if shape[-1] >= 64:
-            assert info.kind == "rows (group)", (fn.__name__, shape, info)
+            assert info.form == "rows (group)", (fn.__name__, shape, info)
             assert low.source.count("Barrier inserted due to l_barrier") == nred, low.source
         else:       # a row per work-item: its results stay private (no sharing, no race)
-            assert info.kind == "rows (thread)", (fn.__name__, shape, info)
+            assert info.form == "rows (thread)", (fn.__name__, shape, info)
             assert "__shared__" not in low.source and "__syncthreads" not in low.source, \
                 low.source
         sources.append(low.source)

@@ -250,7 +250,7 @@ def test_every_reduction_strategy_matches_numpy(shape, axis, strategies, dtype):
         outs.update(max=x.max(axis=axis), argmin=x.argmin(axis=axis))
         refs.update(max=xv.max(axis=axis), argmin=xv.argmin(axis=axis))
     L = lower(outs["sum"])
-    assert {k.kind for k in L.kernels} == strategies
+    assert {k.form for k in L.kernels} == strategies
     if ok:
         for kind in ("gpu", "cpu"):        # both layouts run on whatever device is here
             got = pa.compile(outs, target="opencl", device_kind=kind)(x=xv)
@@ -272,7 +272,7 @@ def test_integer_contractions_combine_partials_by_sum(kind):
     y = pa.placeholder("y", m.shape, np.int32)
     outs = {"dot": pa.dot(x, x), "cols": pa.einsum("ij,ij->j", y, y),
             "bool": pa.einsum("i,i->", x > 3, x > 2)}
-    kinds = {k.kind for k in lower(list(outs.values())).kernels}
+    kinds = {k.form for k in lower(list(outs.values())).kernels}
     assert {"two-stage 1", "split-columns 1"} <= kinds
     got = pa.compile(outs, target="opencl", device_kind=kind)(x=v, y=m)
     assert_same(got["dot"], np.asarray(v @ v), "dot")
@@ -353,17 +353,21 @@ def test_large_elementwise_loads_before_stores(n, dtype):
             assert_same(got[k], np.asarray(refs[k]), f"{k} n={n} {np.dtype(dtype).name}")
 
 
-@pytest.mark.parametrize("shapes,tiled", [(((64, 48), (48, 32)), True),
-                                          (((128, 32), (32, 64)), "registers"),
-                                          (((30, 20), (20, 10)), False),
-                                          (((2, 16, 32), (32, 16)), False)])
-def test_matmul_default_tiling(shapes, tiled):
+@pytest.mark.parametrize("shapes,tiled,rule", [
+    (((64, 48), (48, 32)), True, "matmul: 16 x 16 tiles"),
+    (((128, 32), (32, 64)), "registers", "matmul: 64 x 64 register tiles"),
+    (((30, 20), (20, 10)), False, "matmul: sizes not multiples of TILE > gpu: thread"),
+    (((2, 16, 32), (32, 16)), False, "not a 2-D matrix product: a reduction > gpu: thread")])
+def test_matmul_default_tiling(shapes, tiled, rule):
+    """The policy row each product matches (``codegen/policy.py``), by name."""
     rng = np.random.default_rng(3)
     a = pa.placeholder("a", shapes[0], np.float32)
     b = pa.placeholder("b", shapes[1], np.float32)
     av, bv = (rng.standard_normal(s).astype(np.float32) for s in shapes)
     L = lower(pa.tanh(a) @ b)
-    kinds = [k.kind for k in L.kernels]
+    product, = [k for k in L.kernels if "einsum" in k.name]
+    assert product.rule == rule, product
+    kinds = [k.form for k in L.kernels]
     assert ("tiled matmul" in kinds) == bool(tiled)
     if tiled:
         assert "__local" in L.source and "barrier" in L.source
@@ -373,6 +377,20 @@ def test_matmul_default_tiling(shapes, tiled):
         for kind in ("gpu", "cpu"):
             got = pa.compile(pa.tanh(a) @ b, target="opencl", device_kind=kind)(a=av, b=bv)
             assert_same(got, np.tanh(av) @ bv, f"matmul {shapes} ({kind} layout)")
+
+
+def test_policy_table_names_the_row_of_a_1000_square_matmul():
+    """The policy is data: what a shape gets is read without building kernels."""
+    from polyarray.codegen.classify import Contraction, Reduction
+    from polyarray.codegen.device import Device
+    from polyarray.codegen.policy import Form, choose
+    square = Contraction(1000, 1000, 1000, True, False, Reduction(10**6, 1000, True, "sum"))
+    gpu = choose(square, Device(cpu=False))
+    assert (gpu.form, gpu.rule) == (Form.GROUP, "matmul: sizes not multiples of TILE > gpu: group")
+    tiled = choose(Contraction(1024, 1024, 1024, True, False, Reduction(1 << 20, 1024, True, "sum")),
+                   Device(cpu=False))
+    assert (tiled.form, tiled.rule) == (Form.TILED_MATMUL, "matmul: 64 x 64 register tiles")
+    assert choose(square, Device(cpu=True)).rule == "cpu: contraction as a reduction > cpu: thread"
 
 
 @needs_opencl
@@ -455,7 +473,7 @@ def test_two_stage_reductions_in_gpu_layout(shape, axis, op):
     xv = rng.standard_normal(shape).astype(np.float32)
     x = pa.placeholder("x", shape, np.float32)
     out = getattr(x, op)(axis=axis)
-    kinds = [k.kind for k in lower_program([out.node], lp.CudaTarget()).kernels]
+    kinds = [k.form for k in lower_program([out.node], lp.CudaTarget()).kernels]
     assert "two-stage 1" in kinds, kinds
     got = pa.compile(out, target="opencl", device_kind="gpu")(x=xv)
     want = getattr(xv.astype(np.float64) if op == "sum" else xv, op)(axis=axis)

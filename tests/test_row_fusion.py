@@ -68,7 +68,7 @@ def test_fused_into_one_kernel(device_target, fn, shape, dtype, nred):
     expr, inputs, want = _case(fn, shape, dtype)
     prog = pa.compile(expr, target=device_target)
     assert list(prog.kernels) == ["k0_rows"], prog.kernels
-    assert prog.kernels["k0_rows"].kind.startswith("rows")
+    assert prog.kernels["k0_rows"].form.startswith("rows")
     # the fused reductions need no buffers: only the input and the output remain
     assert sorted(prog._exe.lowered.buffers) == ["out0", "p1_x"]
     assert_same(_get(prog(**inputs)), want, fn.__name__)
@@ -104,7 +104,7 @@ def test_reduction_used_elsewhere_is_kept(device_target):
     e = pa.exp(x - m)
     y = e / e.sum(axis=1, keepdims=True)
     prog = pa.compile({"y": y, "m": m[:, 0]}, target=device_target)
-    kinds = sorted(k.kind for k in prog.kernels.values())      # m[:, 0] is a copy kernel
+    kinds = sorted(k.form for k in prog.kernels.values())      # m[:, 0] is a copy kernel
     assert kinds == ["elementwise", "rows (thread)", "thread"] \
         or kinds == ["elementwise", "group", "rows (group)"], prog.kernels
     got = prog(x=xv)

@@ -10,8 +10,8 @@ import pytest
 
 import polyarray as pa
 from polyarray import targets
-from polyarray.codegen.schedule_checks import (CUDA_MAX_WORK_GROUP, MAX_UNROLL, MAX_UNROLL_HINT,
-                                     MAX_UNROLLED)
+from polyarray.codegen.schedule import (CUDA_MAX_WORK_GROUP, MAX_UNROLL, MAX_UNROLL_HINT,
+                                       MAX_UNROLLED)
 from polyarray.schedules import (ElementsPerItem, Layout, Prefetch, ScheduleError, Split, Tag,
                                  Tile, Unroll, WorkGroup)
 

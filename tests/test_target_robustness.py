@@ -18,8 +18,7 @@ from polyarray.targets.device_common import clear_memory_cache
 def _require(name):
     ok, reason = targets.availability(name)
     if not ok:
-        pytest.skip(f"no CUDA GPU ({reason})" if name == "cuda"
-                    else f"no usable OpenCL device ({reason})")
+        pytest.skip(f"{name}: {reason}")
 
 
 @pytest.fixture

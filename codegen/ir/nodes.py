@@ -190,9 +190,6 @@ class IndexLambda(Node):
         return super()._digest_field(name)
 
 
-REDUCE_OPS = ("sum", "prod", "max", "min", "any", "all", "argmax", "argmin")
-
-
 @dataclass(frozen=True, eq=False, repr=False)
 class Reduce(Node):
     """Reduce ``array`` over ``axes``; accumulates in ``dtype``.

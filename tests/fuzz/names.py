@@ -30,8 +30,8 @@ main
 """.split()
 
 # Names polyarray's code generator and loopy emit (codegen/__init__.py buffers and
-# kernels, lower.py temporaries and instruction ids, kernels.py/rows.py loops,
-# schedule.py/vectorize.py derived names, cfuncs.py helpers and their locals,
+# kernels, lower.py temporaries and instruction ids, codegen/forms/ loops,
+# codegen/schedule/ derived names, cfuncs.py helpers and their locals,
 # loopy's accumulators, barriers and index macros), and polyarray's own
 # expression variables (_0.., _in0..).
 GENERATED_NAMES = """

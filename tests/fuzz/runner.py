@@ -33,12 +33,9 @@ def first_mismatch(got, want):
     if got.shape != want.shape or got.dtype != want.dtype:
         return f"got {got.dtype}{list(got.shape)}, expected {want.dtype}{list(want.shape)}"
     if want.dtype.kind == "f":
-        from helpers import TOLERANCES
-        rtol, atol = TOLERANCES[want.dtype]
-        scale = float(np.max(np.abs(want[np.isfinite(want)]), initial=1.0))
+        rtol, atol = pa.testing.tolerance(want)
         with np.errstate(all="ignore"):
-            bad = ~(np.isclose(got, want, rtol=rtol, atol=atol * max(scale, 1.0),
-                               equal_nan=True))
+            bad = ~np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
     else:
         bad = got != want
     if not bad.any():

@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from ._inputs import native_dtype
+from .inputs import native_dtype
 
 SUPPORTED_DTYPES = tuple(np.dtype(t) for t in (
     np.bool_, np.int8, np.int16, np.int32, np.int64,

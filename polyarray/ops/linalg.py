@@ -1,4 +1,4 @@
-"""Linear algebra: everything that sums products lowers to one ``Einsum`` node.
+"""Linear algebra nodes: everything that sums products is one ``Einsum`` node.
 
 ``dot``, ``matmul``, ``tensordot``, ``inner`` and ``vdot`` are rewritten as
 einsum subscripts here, so later stages (lowering, schedules) only know one
@@ -10,11 +10,10 @@ import string
 
 import numpy as np
 
-from .codegen.ir import nodes as N
-from ._axes import axis_index, axis_list, normalize_axis_index
-from ._dtypes import check_dtype
-from .array import Array
+from ..codegen.ir import nodes as N
+from .axes import axis_index, axis_list, normalize_axis_index
 from .creation import as_node
+from .dtypes import check_dtype
 from .elementwise import apply_ufunc, astype, broadcast_shapes
 from .shapes import broadcast_to, reshape
 
@@ -49,7 +48,7 @@ def _parse(subscripts: str, nops: int):
     return ins, out
 
 
-def einsum(subscripts: str, *operands) -> Array:
+def einsum(subscripts: str, *operands) -> N.Node:
     nodes = [as_node(o) for o in operands]
     ins, out = _parse(subscripts, len(nodes))
     sizes = {}
@@ -63,17 +62,17 @@ def einsum(subscripts: str, *operands) -> Array:
                                  f"operand and {size} in another (shapes "
                                  + ", ".join(str(m.shape) for m in nodes) + ")")
     dtype = check_dtype(np.result_type(*(n.dtype for n in nodes)), "einsum")
-    nodes = [astype(Array(n), dtype).node for n in nodes]
+    nodes = [astype(n, dtype) for n in nodes]
     shape = tuple(sizes[c] for c in out)
     sub = ",".join(ins) + "->" + out
-    return Array(N.Einsum.make(shape, dtype, sub, tuple(nodes)))
+    return N.Einsum.make(shape, dtype, sub, tuple(nodes))
 
 
 def _letters(n, skip=""):
     return [c for c in _LETTERS if c not in skip][:n]
 
 
-def tensordot(a, b, axes=2) -> Array:
+def tensordot(a, b, axes=2) -> N.Node:
     na, nb = as_node(a), as_node(b)
     if np.ndim(axes) == 0:          # an int (or 0-d array): the last/first ``axes`` axes
         axes = axis_index(axes)
@@ -106,10 +105,10 @@ def tensordot(a, b, axes=2) -> Array:
     return einsum("".join(sa) + "," + "".join(sb) + "->" + "".join(out), na, nb)
 
 
-def dot(a, b) -> Array:
+def dot(a, b) -> N.Node:
     na, nb = as_node(a), as_node(b)
     if na.ndim == 0 or nb.ndim == 0:
-        return apply_ufunc("multiply", Array(na), Array(nb))
+        return apply_ufunc("multiply", na, nb)
     if nb.ndim == 1:
         if na.shape[-1] != nb.shape[0]:
             raise ValueError(f"shapes {na.shape} and {nb.shape} not aligned: "
@@ -122,7 +121,7 @@ def dot(a, b) -> Array:
     return tensordot(na, nb, ([na.ndim - 1], [nb.ndim - 2]))
 
 
-def matmul(a, b) -> Array:
+def matmul(a, b) -> N.Node:
     na, nb = as_node(a), as_node(b)
     for k, n in enumerate((na, nb)):
         if n.ndim == 0:
@@ -130,8 +129,8 @@ def matmul(a, b) -> Array:
                              "dimensions (has 0, gufunc core with signature "
                              "(n?,k),(k,m?)->(n?,m?) requires 1)")
     a1, b1 = na.ndim == 1, nb.ndim == 1
-    A = reshape(Array(na), (1,) + na.shape) if a1 else Array(na)
-    B = reshape(Array(nb), nb.shape + (1,)) if b1 else Array(nb)
+    A = reshape(na, (1,) + na.shape) if a1 else na
+    B = reshape(nb, nb.shape + (1,)) if b1 else nb
     if A.shape[-1] != B.shape[-2]:
         raise ValueError(f"matmul: Input operand 1 has a mismatch in its core "
                          f"dimension 0, with gufunc signature (n?,k),(k,m?)->(n?,m?) "
@@ -151,25 +150,25 @@ def matmul(a, b) -> Array:
     return out
 
 
-def vdot(a, b) -> Array:
+def vdot(a, b) -> N.Node:
     na, nb = as_node(a), as_node(b)
     if na.size != nb.size:
         raise ValueError(f"vdot: vectors have different sizes: shapes "
                          f"{na.shape} and {nb.shape}")
-    return einsum("i,i->", reshape(Array(na), (-1,)), reshape(Array(nb), (-1,)))
+    return einsum("i,i->", reshape(na, (-1,)), reshape(nb, (-1,)))
 
 
-def inner(a, b) -> Array:
+def inner(a, b) -> N.Node:
     na, nb = as_node(a), as_node(b)
     if na.ndim == 0 or nb.ndim == 0:
-        return apply_ufunc("multiply", Array(na), Array(nb))
+        return apply_ufunc("multiply", na, nb)
     if na.shape[-1] != nb.shape[-1]:
         raise ValueError(f"inner: shapes {na.shape} and {nb.shape} not aligned "
                          "along their last axes")
     return tensordot(na, nb, ([na.ndim - 1], [nb.ndim - 1]))
 
 
-def outer(a, b) -> Array:
-    A = reshape(Array(as_node(a)), (-1, 1))
-    B = reshape(Array(as_node(b)), (1, -1))
+def outer(a, b) -> N.Node:
+    A = reshape(as_node(a), (-1, 1))
+    B = reshape(as_node(b), (1, -1))
     return apply_ufunc("multiply", A, B)

@@ -1,4 +1,4 @@
-"""Elementwise operations (ufuncs, ``where``, ``clip``, ``astype``).
+"""Elementwise nodes (ufuncs, ``where``, ``clip``, ``astype``).
 
 Each call builds one IndexLambda whose operands are read with broadcast
 indices and cast to the ufunc's loop dtype, which NumPy itself resolves.
@@ -10,11 +10,10 @@ import operator
 
 import numpy as np
 
-from .codegen.ir import nodes as N
-from ._dtypes import check_dtype, resolve_ufunc, scalar_to_dtype, is_python_scalar
-from .codegen.ir.expr import binding_name, broadcast_indices, call, cast, read
-from .array import Array
+from ..codegen.ir import nodes as N
+from ..codegen.ir.expr import binding_name, broadcast_indices, call, cast, read
 from .creation import as_node, array
+from .dtypes import check_dtype, resolve_ufunc, scalar_to_dtype, is_python_scalar
 
 
 def broadcast_shapes(*shapes, what="operands") -> tuple:
@@ -67,16 +66,15 @@ def build(op_label, fn, operands, loop_dtypes, out_dtype, shape=None):
         else:
             e = scalar_to_dtype(op, dt)
         args.append(e)
-    return Array(N.IndexLambda.make(shape, out_dtype, call(fn, *args),
-                                    tuple(bindings), op_label))
+    return N.IndexLambda.make(shape, out_dtype, call(fn, *args), tuple(bindings), op_label)
 
 
-def apply_ufunc(name, *args) -> Array:
+def apply_ufunc(name, *args) -> N.IndexLambda:
     """``np.<name>(*args)`` as a lazy IndexLambda."""
     ufunc = getattr(np, name)
     ops = [_operand(a) for a in args]
     if not any(isinstance(o, N.Node) for o in ops):
-        ops[0] = array(ops[0]).node
+        ops[0] = array(ops[0])
     types = [o.dtype if isinstance(o, N.Node) else o for o in ops]
     try:
         ins, out = resolve_ufunc(ufunc, types)
@@ -106,24 +104,8 @@ def _out_of_range_comparison(name, ops):
     #         scalar first & above, scalar first & below)
     answer = _COMPARISONS[name][(0 if above else 1) if node_pos == 0 else (2 if above else 3)]
     # keep the operand as a binding so its placeholder stays in the program
-    return Array(N.IndexLambda.make(node.shape, np.dtype(np.bool_), np.bool_(answer),
-                                    ((binding_name(0), node),), name))
-
-
-def _unary(name):
-    def f(x):
-        return apply_ufunc(name, x)
-    f.__name__ = name
-    f.__doc__ = f"Elementwise ``np.{name}``."
-    return f
-
-
-def _binary(name):
-    def f(x1, x2):
-        return apply_ufunc(name, x1, x2)
-    f.__name__ = name
-    f.__doc__ = f"Elementwise ``np.{name}`` with broadcasting."
-    return f
+    return N.IndexLambda.make(node.shape, np.dtype(np.bool_), np.bool_(answer),
+                              ((binding_name(0), node),), name)
 
 
 UNARY = ("exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "square",
@@ -136,29 +118,24 @@ BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "remainder",
           "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "equal",
           "not_equal", "less", "less_equal", "greater", "greater_equal")
 
-globals().update({n: _unary(n) for n in UNARY})
-globals().update({n: _binary(n) for n in BINARY})
-abs = absolute          # noqa: A001  (NumPy's names)
-true_divide = divide    # noqa: F821
 
-
-def astype(x, dtype) -> Array:
+def astype(x, dtype) -> N.Node:
     node = as_node(x)
     dtype = check_dtype(dtype, "astype")
     if node.dtype == dtype:
-        return Array(node)
+        return node
     e = cast(dtype, read(binding_name(0), broadcast_indices(node.shape, node.shape)))
-    return Array(N.IndexLambda.make(node.shape, dtype, e, ((binding_name(0), node),),
-                                    f"astype({dtype.name})"))
+    return N.IndexLambda.make(node.shape, dtype, e, ((binding_name(0), node),),
+                              f"astype({dtype.name})")
 
 
-def where(condition, x, y) -> Array:
+def where(condition, x, y) -> N.IndexLambda:
     """``np.where(condition, x, y)``: picks elementwise, dtype by NEP 50."""
     c, a, b = _operand(condition), _operand(x), _operand(y)
     if not isinstance(c, N.Node):
-        c = array(c).node
+        c = array(c)
     if not any(isinstance(o, N.Node) for o in (a, b)):
-        a = array(a).node
+        a = array(a)
     out = np.result_type(*(o.dtype if isinstance(o, N.Node) else o for o in (a, b)))
     out = check_dtype(out, "where")
     # a Python scalar becomes the result dtype as this NumPy's own where makes
@@ -169,9 +146,9 @@ def where(condition, x, y) -> Array:
     return build("where", "where", [c, a, b], [np.dtype(bool), out, out], out)
 
 
-def clip(a, a_min=None, a_max=None) -> Array:
+def clip(a, a_min=None, a_max=None) -> N.Node:
     """``np.clip``: ``minimum(maximum(a, a_min), a_max)``; NaN propagates."""
-    out = a if isinstance(a, Array) else array(a)
+    out = a if isinstance(a, N.Node) else array(a)
     if a_min is not None:
         out = apply_ufunc("maximum", out, a_min)
     if a_max is not None:
@@ -179,9 +156,9 @@ def clip(a, a_min=None, a_max=None) -> Array:
     return out
 
 
-def round(x, decimals=0) -> Array:      # noqa: A001
+def round(x, decimals=0) -> N.Node:      # noqa: A001
     """``np.round``: half to even; ``decimals`` scales by powers of ten."""
-    x = x if isinstance(x, Array) else array(x)
+    x = x if isinstance(x, N.Node) else array(x)
     decimals = operator.index(decimals)      # NumPy: a float is a TypeError
     if x.dtype.kind in "iu":
         if decimals < 0:
@@ -193,9 +170,3 @@ def round(x, decimals=0) -> Array:      # noqa: A001
     factor = 10.0 ** decimals
     return apply_ufunc("divide", apply_ufunc("rint", apply_ufunc("multiply", x, factor)), factor)
 
-
-around = round
-
-
-def power(x1, x2):
-    return apply_ufunc("power", x1, x2)

@@ -1,4 +1,4 @@
-"""Array creation: data leaves, placeholders and lazy constants.
+"""Creation nodes: data leaves, placeholders and lazy constants.
 
 Constants (``zeros``, ``full``, ``arange``, ``eye``...) are IndexLambdas with
 no bindings, so a target computes them in registers inside whatever kernel
@@ -14,11 +14,10 @@ import operator
 import numpy as np
 import pymbolic.primitives as p
 
-from .codegen.ir import nodes as N
-from ._dtypes import check_dtype, INDEX_DTYPE
-from .codegen.ir.expr import call, cast, index_var
-from ._inputs import native_array, plain_ndarray
-from .array import Array
+from ..codegen.ir import nodes as N
+from ..codegen.ir.expr import call, cast, index_var
+from .dtypes import check_dtype, INDEX_DTYPE
+from .inputs import native_array, plain_ndarray
 
 RESERVED_NAMES = frozenset({"out"})
 
@@ -49,52 +48,43 @@ def _wrap_data(data: np.ndarray) -> N.DataWrapper:
     return N.DataWrapper.make(data.shape, data.dtype, data, h.hexdigest())
 
 
-def array(obj, dtype=None) -> Array:
-    """A leaf holding a copy of ``obj``'s data (like ``np.array``)."""
-    if isinstance(obj, Array):
-        return obj if dtype is None else obj.astype(dtype)
+def array(obj, dtype=None) -> N.DataWrapper:
+    """A leaf holding a copy of ``obj``'s data (host data, not a node)."""
     if dtype is not None:
         dtype = check_dtype(dtype, "pa.array")
     obj = plain_ndarray(obj, "pa.array input")
     data = np.asarray(obj, dtype=dtype)
-    return Array(_wrap_data(data))
+    return _wrap_data(data)
 
 
-def asarray(obj, dtype=None) -> Array:
-    """Like ``array``, but returns polyarray arrays unchanged."""
-    return array(obj, dtype)
-
-
-def placeholder(name: str, shape, dtype=np.float64) -> Array:
+def placeholder(name: str, shape, dtype=np.float64) -> N.Placeholder:
     """A named input whose value is bound when the program is called."""
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"placeholder name must be a Python identifier, got {name!r}")
     if name in RESERVED_NAMES:
         raise ValueError(f"placeholder name {name!r} is reserved for an option")
     shape = _normalize_shape(shape)
-    return Array(N.Placeholder.make(shape, check_dtype(dtype, f"placeholder {name!r}"), name))
+    return N.Placeholder.make(shape, check_dtype(dtype, f"placeholder {name!r}"), name)
 
 
 def as_node(x) -> N.Node:
-    """Any array-like (Array, ndarray, NumPy/Python scalar, list) as a node."""
-    if isinstance(x, Array):
-        return x.node
+    """A node, or any array-like (ndarray, NumPy/Python scalar, list) as one."""
     if isinstance(x, N.Node):
         return x
     if isinstance(x, (np.ndarray, np.generic, list, tuple, bool, int, float)):
-        return array(x).node
+        return array(x)
     raise TypeError(f"cannot use an object of type {type(x).__name__} as a "
                     "polyarray array")
 
 
-def constant(shape, dtype, expr, op) -> Array:
+def constant(shape, dtype, expr, op) -> N.IndexLambda:
     """An IndexLambda with no inputs."""
-    return Array(N.IndexLambda.make(tuple(shape), dtype, expr, (), op))
+    return N.IndexLambda.make(tuple(shape), dtype, expr, (), op)
 
 
-def full(shape, fill_value, dtype=None) -> Array:
+def full(shape, fill_value, dtype=None) -> N.Node:
     shape = _normalize_shape(shape)
-    if isinstance(fill_value, Array):
+    if isinstance(fill_value, N.Node):
         raise TypeError("full: fill_value must be a scalar, not a lazy array")
     if dtype is None:
         dtype = np.asarray(fill_value).dtype
@@ -104,38 +94,38 @@ def full(shape, fill_value, dtype=None) -> Array:
     return constant(shape, dtype, value, f"full({value!r})")
 
 
-def zeros(shape, dtype=np.float64) -> Array:
+def zeros(shape, dtype=np.float64) -> N.Node:
     return full(shape, 0, dtype)
 
 
-def ones(shape, dtype=np.float64) -> Array:
+def ones(shape, dtype=np.float64) -> N.Node:
     return full(shape, 1, dtype)
 
 
-def empty(shape, dtype=np.float64) -> Array:
+def empty(shape, dtype=np.float64) -> N.Node:
     """Lazy arrays are never uninitialized: ``empty`` is ``zeros``."""
     return zeros(shape, dtype)
 
 
 def _like(a, dtype, shape):
-    a = asarray(a) if not isinstance(a, Array) else a
+    a = array(a) if not isinstance(a, N.Node) else a
     return (a.shape if shape is None else shape), (a.dtype if dtype is None else dtype)
 
 
-def zeros_like(a, dtype=None, shape=None) -> Array:
+def zeros_like(a, dtype=None, shape=None) -> N.Node:
     return zeros(*_like(a, dtype, shape))
 
 
-def ones_like(a, dtype=None, shape=None) -> Array:
+def ones_like(a, dtype=None, shape=None) -> N.Node:
     return ones(*_like(a, dtype, shape))
 
 
-def full_like(a, fill_value, dtype=None, shape=None) -> Array:
+def full_like(a, fill_value, dtype=None, shape=None) -> N.Node:
     shape, dtype = _like(a, dtype, shape)
     return full(shape, fill_value, dtype)
 
 
-def empty_like(a, dtype=None, shape=None) -> Array:
+def empty_like(a, dtype=None, shape=None) -> N.Node:
     return zeros_like(a, dtype, shape)
 
 
@@ -185,13 +175,13 @@ def _setitem_value(v, dtype):
     return v
 
 
-def arange(start, stop=None, step=None, dtype=None) -> Array:
+def arange(start, stop=None, step=None, dtype=None) -> N.Node:
     """``np.arange``, element for element: NumPy stores ``start`` and
     ``start + step`` converted to ``dtype``, then fills element i >= 2 with
     ``first + i * (second - first)`` computed in ``dtype`` (float32 for
     float16); the lazy constant uses the same formula."""
     for v in (start, stop, step):
-        if isinstance(v, Array):
+        if isinstance(v, N.Node):
             raise TypeError("arange: bounds must be scalars, not lazy arrays")
         if isinstance(v, (tuple, list)):
             raise TypeError("arange: scalar arguments expected instead of a tuple.")
@@ -241,7 +231,7 @@ def arange(start, stop=None, step=None, dtype=None) -> Array:
     return constant((n,), dtype, expr, label)
 
 
-def linspace(start, stop, num=50, endpoint=True, dtype=None) -> Array:
+def linspace(start, stop, num=50, endpoint=True, dtype=None) -> N.Node:
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
@@ -262,7 +252,7 @@ def linspace(start, stop, num=50, endpoint=True, dtype=None) -> Array:
     return constant((num,), dtype, expr, f"linspace({start}, {stop}, {num})")
 
 
-def eye(N_, M=None, k=0, dtype=np.float64) -> Array:
+def eye(N_, M=None, k=0, dtype=np.float64) -> N.Node:
     M = N_ if M is None else M
     dtype = check_dtype(dtype, "eye")
     on_diag = p.Comparison(index_var(1) - index_var(0), "==", operator.index(k))

@@ -1,4 +1,4 @@
-"""Reductions with NumPy's axis, keepdims and dtype rules.
+"""Reduction nodes with NumPy's axis, keepdims and dtype rules.
 
 ``mean``, ``var`` and ``std`` are compositions of ``sum`` and elementwise
 ops (var is the two-pass formula, as NumPy computes it), so the lowering
@@ -10,9 +10,8 @@ import builtins
 
 import numpy as np
 
-from .codegen.ir import nodes as N
-from ._axes import axis_index, normalize_axis_tuple
-from .array import Array
+from ..codegen.ir import nodes as N
+from .axes import axis_index, normalize_axis_tuple
 from .creation import as_node
 from .elementwise import apply_ufunc, astype
 from .shapes import expand_dims
@@ -28,7 +27,7 @@ def normalize_axes(axis, ndim) -> tuple:
     return tuple(sorted(normalize_axis_tuple(axis, ndim)))
 
 
-def _reduce(op, x, axis, keepdims, dtype=None) -> Array:
+def _reduce(op, x, axis, keepdims, dtype=None) -> N.Node:
     node = as_node(x)
     axes = normalize_axes(axis, node.ndim)
     if dtype is None:
@@ -40,33 +39,33 @@ def _reduce(op, x, axis, keepdims, dtype=None) -> Array:
         raise ValueError(f"zero-size array to reduction operation "
                          f"{_NO_IDENTITY[op]} which has no identity")
     if op in ("sum", "prod") and node.dtype != dtype:
-        node = astype(Array(node), dtype).node
+        node = astype(node, dtype)
     shape = tuple(n for d, n in enumerate(node.shape) if d not in axes)
-    out = Array(N.Reduce.make(shape, dtype, op, node, axes))
+    out = N.Reduce.make(shape, dtype, op, node, axes)
     return expand_dims(out, axes) if keepdims else out
 
 
-def sum(x, axis=None, keepdims=False, dtype=None) -> Array:   # noqa: A001
+def sum(x, axis=None, keepdims=False, dtype=None) -> N.Node:   # noqa: A001
     return _reduce("sum", x, axis, keepdims, dtype)
 
 
-def prod(x, axis=None, keepdims=False, dtype=None) -> Array:
+def prod(x, axis=None, keepdims=False, dtype=None) -> N.Node:
     return _reduce("prod", x, axis, keepdims, dtype)
 
 
-def max(x, axis=None, keepdims=False) -> Array:    # noqa: A001
+def max(x, axis=None, keepdims=False) -> N.Node:    # noqa: A001
     return _reduce("max", x, axis, keepdims)
 
 
-def min(x, axis=None, keepdims=False) -> Array:    # noqa: A001
+def min(x, axis=None, keepdims=False) -> N.Node:    # noqa: A001
     return _reduce("min", x, axis, keepdims)
 
 
-def any(x, axis=None, keepdims=False) -> Array:    # noqa: A001
+def any(x, axis=None, keepdims=False) -> N.Node:    # noqa: A001
     return _reduce("any", x, axis, keepdims)
 
 
-def all(x, axis=None, keepdims=False) -> Array:    # noqa: A001
+def all(x, axis=None, keepdims=False) -> N.Node:    # noqa: A001
     return _reduce("all", x, axis, keepdims)
 
 
@@ -82,14 +81,14 @@ def _arg(op, x, axis):
     if node.size == 0 or builtins.any(node.shape[a] == 0 for a in axes):
         raise ValueError(f"attempt to get {op} of an empty sequence")
     shape = tuple(n for d, n in enumerate(node.shape) if d not in axes)
-    return Array(N.Reduce.make(shape, np.dtype(np.int64), op, node, axes))
+    return N.Reduce.make(shape, np.dtype(np.int64), op, node, axes)
 
 
-def argmax(x, axis=None) -> Array:
+def argmax(x, axis=None) -> N.Node:
     return _arg("argmax", x, axis)
 
 
-def argmin(x, axis=None) -> Array:
+def argmin(x, axis=None) -> N.Node:
     return _arg("argmin", x, axis)
 
 
@@ -109,22 +108,22 @@ def _count(node, axes):
     return n
 
 
-def mean(x, axis=None, keepdims=False, dtype=None) -> Array:
+def mean(x, axis=None, keepdims=False, dtype=None) -> N.Node:
     node = as_node(x)
     axes = normalize_axes(axis, node.ndim)
     acc, out = _moments_dtypes(node.dtype)
     if dtype is not None:
         acc = out = np.dtype(dtype)
-    s = _reduce("sum", Array(node), axes, keepdims, acc)
+    s = _reduce("sum", node, axes, keepdims, acc)
     m = apply_ufunc("divide", s, float(_count(node, axes)))
     return astype(m, out)
 
 
-def var(x, axis=None, keepdims=False, ddof=0) -> Array:
+def var(x, axis=None, keepdims=False, ddof=0) -> N.Node:
     node = as_node(x)
     axes = normalize_axes(axis, node.ndim)
     acc, out = _moments_dtypes(node.dtype)
-    xa = astype(Array(node), acc)
+    xa = astype(node, acc)
     m = mean(xa, axes, keepdims=True)
     d = apply_ufunc("subtract", xa, m)
     ss = _reduce("sum", apply_ufunc("multiply", d, d), axes, keepdims, acc)
@@ -132,5 +131,5 @@ def var(x, axis=None, keepdims=False, ddof=0) -> Array:
     return astype(apply_ufunc("divide", ss, float(n if n > 0 else 0)), out)
 
 
-def std(x, axis=None, keepdims=False, ddof=0) -> Array:
+def std(x, axis=None, keepdims=False, ddof=0) -> N.Node:
     return apply_ufunc("sqrt", var(x, axis, keepdims, ddof))

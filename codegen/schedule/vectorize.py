@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .schedule import Step, _extent, _inames, _need_iname, _need_positive, _tag_of
+from .base import Step, _extent, _inames, _need_iname, _need_positive, _tag_of
 
 # element types with a CUDA and an OpenCL vector type of 2 and 4 lanes
 _LANE_TYPES = {np.dtype(t) for t in (np.float32, np.float64, np.int32, np.uint32,

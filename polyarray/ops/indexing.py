@@ -1,16 +1,19 @@
-"""``x[key]``: basic indexing, integer-array gathers and concrete boolean masks,
-with NumPy's placement rules for advanced-index dimensions."""
+"""``x[key]`` nodes: basic indexing, integer-array gathers and concrete boolean
+masks, with NumPy's placement rules for advanced-index dimensions.  Lazy
+index arrays in ``key`` are nodes here (the Array layer unwraps them)."""
 from __future__ import annotations
 
 import numbers
 
 import numpy as np
 
-from .codegen.ir import nodes as N
-from ._dtypes import INDEX_DTYPE
-from .codegen.ir.expr import binding_name, call, cast, index_var, read
-from .array import Array
-from .creation import index_constant
+from ..codegen.ir import nodes as N
+from ..codegen.ir.expr import binding_name, call, cast, index_var, read
+from .axes import normalize_axis_index
+from .creation import array, index_constant
+from .dtypes import INDEX_DTYPE
+from .elementwise import apply_ufunc, astype, clip
+from .shapes import reshape
 
 
 class NonConcreteBooleanIndexError(IndexError):
@@ -31,7 +34,7 @@ def _format_item(item):
         return ":".join(parts[:2] if item.step is None else parts)
     if isinstance(item, (numbers.Integral, np.integer)):
         return str(int(item))
-    if isinstance(item, Array):
+    if isinstance(item, N.Node):
         return f"<{item.dtype.name}{list(item.shape)}>"
     arr = np.asarray(item)
     return f"<{arr.dtype.name}{list(arr.shape)}>"
@@ -55,8 +58,8 @@ def _classify(item):
                          "pa.where or expand_dims instead")
     if isinstance(item, (numbers.Integral, np.integer)):
         return "int", int(item)
-    if isinstance(item, Array):
-        node = item.node
+    if isinstance(item, N.Node):
+        node = item
         if node.dtype == np.bool_:
             if isinstance(node, N.DataWrapper):
                 return "bool", node.data
@@ -124,11 +127,10 @@ def _expand(node, key):
     return out
 
 
-def getitem(x: Array, key, checked=True) -> Array:
-    """``x[key]``.  Lazy index arrays are checked when the program runs
+def getitem(node: N.Node, key, checked=True) -> N.IndexLambda:
+    """``node[key]``.  Lazy index arrays are checked when the program runs
     (``checked``); ``take(mode="clip"|"wrap")`` passes indices already in
     range and no check."""
-    node = x.node
     items = _expand(node, key)
     has_adv = any(kind in ("array", "lazy") for kind, _, _ in items)
     if has_adv:   # NumPy: integers count as advanced indices next to arrays
@@ -220,40 +222,37 @@ def getitem(x: Array, key, checked=True) -> Array:
                     raw = cast(INDEX_DTYPE, raw)
                 indices[d] = call("checked_index", raw, n, d) if checked else raw
     label = "getitem[" + _format_key(key) + "]"
-    return Array(N.IndexLambda.make(tuple(out_shape), node.dtype,
-                                    read(binding_name(0), indices),
-                                    tuple(bindings), label))
+    return N.IndexLambda.make(tuple(out_shape), node.dtype, read(binding_name(0), indices),
+                              tuple(bindings), label)
 
 
 _TAKE_MODES = ("raise", "wrap", "clip")
 
 
-def take(a, indices, axis=None, mode="raise") -> Array:
+def take(a, indices, axis=None, mode="raise") -> N.IndexLambda:
     """``np.take``: elements of ``a`` (flattened when ``axis`` is None) at
     ``indices`` along ``axis``.  ``mode="raise"`` (NumPy's default) raises
     IndexError for an index out of range, when the program runs if the
     indices are lazy; ``"wrap"`` wraps them around and ``"clip"`` clips them
     (negative ones to 0, as NumPy does), with no run-time check."""
-    from . import creation, elementwise
-    from ._axes import normalize_axis_index
     if mode not in _TAKE_MODES:
         raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
-    a = a if isinstance(a, Array) else creation.asarray(a)
+    a = a if isinstance(a, N.Node) else array(a)
     if axis is None:
-        a, axis = a.reshape(-1), 0
+        a, axis = reshape(a, (-1,)), 0
     axis = normalize_axis_index(axis, a.ndim)
-    if not isinstance(indices, Array):
+    if not isinstance(indices, N.Node):
         indices = np.asarray(indices)
         if indices.size == 0 and indices.dtype.kind == "f":     # NumPy: take(x, [])
             indices = indices.astype(np.intp)
-    idx = indices if isinstance(indices, Array) else creation.asarray(indices)
+    idx = indices if isinstance(indices, N.Node) else array(indices)
     if idx.dtype.kind not in "iu":
         raise IndexError(_BAD_INDEX + f" (got an array of dtype {idx.dtype})")
     n = a.shape[axis]
     if mode != "raise":
         if n == 0:
             raise IndexError("cannot do a non-empty take from an empty axes.")
-        idx = idx.astype(np.int64)
-        idx = elementwise.clip(idx, 0, n - 1) if mode == "clip" else idx % n
+        idx = astype(idx, np.int64)
+        idx = clip(idx, 0, n - 1) if mode == "clip" else apply_ufunc("remainder", idx, n)
     key = (slice(None),) * axis + (idx,)
     return getitem(a, key, checked=mode == "raise")

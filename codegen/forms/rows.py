@@ -1,5 +1,6 @@
 """Fused row kernels: reductions over the last axis and the elementwise
-outputs that read them, one kernel (``plan._fuse_rows`` picks the groups).
+outputs that read them, one kernel (the row-fusion pass,
+``passes/fuse_rows.py``, picks the groups).
 
 Softmax, ``e = exp(x - max(x, -1)); e / sum(e, -1)``, is the model: per
 row, a max, a sum of exponentials, then the quotient.  As separate kernels
@@ -15,7 +16,11 @@ scalar that the others read after a barrier (``_result_space``); with
 one work-item per row it stays private.
 
 CPU, or rows shorter than ``GROUP_ROW``: one work-item per row, sequential
-passes over a row that stays in cache.
+passes over a row that stays in cache.  The policy picks which.
+
+A group that reads a reduction at another row than its own cannot be one
+kernel: ``build`` raises ``NotFusable`` and the assembler builds the
+reductions and the elementwise outputs separately.
 """
 from __future__ import annotations
 
@@ -25,52 +30,43 @@ import numpy as np
 import pymbolic.primitives as p
 from loopy.symbolic import TypeCast
 
-from .cfuncs import BOOL, U8, storage_dtype
-from .lower import KernelBuilder, NotFusable, decompose, linearize, pow2_floor
-from .plan import Group
-from .schedule import GroupReduce, Split, Tag, WorkGroup
-
-GROUP_ROW = 64          # rows at least this long get a work-group each (GPU)
-# Work-group size and unrolling, measured on an H100 for softmax over (4096, 1024)
-# float32 (read + write over copy bandwidth): 128 work-items with every pass
-# unrolled 0.94; 256 unrolled 0.75; 256 not unrolled 0.75; 1024: 0.23.
-# Smaller groups fit more rows per SM, unrolled passes keep 8 loads in flight.
-ROW_GROUP = 128
-ROW_UNROLL = 16         # unroll each pass when it has at most this many steps
+from ..cfuncs import BOOL, U8, storage_dtype
+from ..lower import KernelBuilder, decompose, linearize
+from ..passes.data import Group
+from ..policy import Form
+from ..schedule import GroupReduce, Split, Tag, WorkGroup
+from .parts import elementwise_body, reduction_spec
+from .reduction_ops import reduction_expr
 
 
-def row_kernel(asm, name, group):
-    """Build the fused kernel of a ``rows`` group on ``asm`` (an Assembler),
-    or, when the group reads a reduction at another row than its own, the
-    reductions and the elementwise kernel separately."""
-    from .kernels import WG
+def split(group):
+    """``(reductions, elementwise group)`` of a ``rows`` group."""
     reds = [u.node for u in group.units if u.kind == "reduce"]
     outs = Group([u for u in group.units if u.kind == "elementwise"], "elementwise",
-                  group.size)
+                 group.size)
+    return reds, outs
+
+
+def build(asm, name, group, choice):
+    """The fused kernel of a ``rows`` group; raises ``NotFusable`` (before
+    finishing any kernel) when it cannot be one."""
+    reds, outs = split(group)
     shape = outs.units[0].node.shape
-    rows, R = shape[:-1], shape[-1]
-    M = math.prod(rows)
-    try:
-        kb, loops, written = _build(asm, reds, outs, shape)
-    except NotFusable:
-        for k, r in enumerate(reds):
-            asm.reduction(f"{name}_{k}{r.op}", r)
-        return asm.elementwise(f"{name}_elementwise", outs)
+    M, R = math.prod(shape[:-1]), shape[-1]
+    kb, loops, written = _build(asm, reds, outs, shape)
     domain = "{[" + ", ".join(loops) + f"]: 0 <= row < {M} and " + " and ".join(
         f"0 <= {v} < {R}" for v in loops[1:]) + "}"
-    if asm.cpu or R < GROUP_ROW:
-        steps, strategy = (WorkGroup(min(WG, M), "row"),), "rows (thread)"
+    if choice.form == Form.ROWS_THREAD:
+        steps = (WorkGroup(choice.params["wg"], "row"),)
     else:
-        w = min(ROW_GROUP, pow2_floor(R))
-        unroll = "unr" if -(-R // w) <= ROW_UNROLL else None
+        w, unroll = choice.params["w"], "unr" if choice.params["unroll"] else None
         steps = (Tag("row", "g.0"),)
         for j in loops[1:-1]:
             steps += (GroupReduce(j, w, over=""),) + ((Tag(f"{j}_outer", unroll),) if unroll
                                                       else ())
         steps += (Split("c", w, outer_tag=unroll, inner_tag="l.0"),)
-        strategy = "rows (group)"
     results = [kb.local[id(r)][0].name for r in reds]
-    asm.finish(name, kb, [domain], written, steps, strategy,
+    asm.finish(name, kb, [domain], written, steps, choice.form, choice.rule,
                scheduled=lambda knl: _result_space(knl, results))
 
 
@@ -103,7 +99,6 @@ def _result_space(knl, results):
 def _build(asm, reds, outs, shape):
     """The kernel's instructions: one per reduction (into a temporary,
     loop ``j<k>``), then the outputs (loop ``c``)."""
-    from .kernels import _reduction_spec, reduction_expr
     rows = shape[:-1]
     kb = KernelBuilder(asm.plan, asm.buffers, ["row"])
     kb.kernel_local = frozenset(id(r) for r in reds)
@@ -114,7 +109,7 @@ def _build(asm, reds, outs, shape):
     loops = ["row"]
     for k, r in enumerate(reds):
         j = f"j{k}"
-        spec = _reduction_spec(r)
+        spec = reduction_spec(r)
         kb.analyze([r])
         red, acc_dt = reduction_expr(spec["op"], (j,), spec["body"](kb, kept, (p.Variable(j),),
                                                                      p.Variable(j)))
@@ -127,6 +122,6 @@ def _build(asm, reds, outs, shape):
         loops.append(j)
     c = p.Variable("c")
     at = kept + (c,)
-    written = asm._elementwise_body(kb, outs, linearize(at, shape), ["row", "c"],
-                                    axes=(shape, at))
+    written = elementwise_body(asm, kb, outs, linearize(at, shape), ["row", "c"],
+                               axes=(shape, at))
     return kb, loops + ["c"], written

@@ -1,31 +1,32 @@
-"""Shape manipulation.  Index remappings (transpose, broadcast, flip, ...)
-are IndexLambdas that read their input at affine indices; ``reshape`` and
-``concatenate`` have nodes of their own (see :mod:`polyarray.nodes`)."""
+"""Shape nodes.  Index remappings (transpose, broadcast, flip, ...) are
+IndexLambdas that read their input at affine indices; ``reshape`` and
+``concatenate`` have nodes of their own (see :mod:`polyarray.codegen.ir.nodes`)."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from .codegen.ir import nodes as N
-from ._axes import axis_index, axis_list, normalize_axis_index, normalize_axis_tuple
-from .codegen.ir.expr import binding_name, index_var, read
-from .array import Array
+from ..codegen.ir import nodes as N
+from ..codegen.ir.expr import binding_name, broadcast_indices, index_var, read
+from .axes import axis_index, axis_list, normalize_axis_index, normalize_axis_tuple
 from .creation import as_node, _normalize_shape
+from .dtypes import check_dtype
+from .elementwise import astype, broadcast_shapes
 
 
-def remap(node: N.Node, shape, indices, op: str) -> Array:
+def remap(node: N.Node, shape, indices, op: str) -> N.IndexLambda:
     """``out[_0..] = node[indices]`` as an IndexLambda."""
     name = binding_name(0)
-    return Array(N.IndexLambda.make(tuple(shape), node.dtype, read(name, indices),
-                                    ((name, node),), op))
+    return N.IndexLambda.make(tuple(shape), node.dtype, read(name, indices),
+                              ((name, node),), op)
 
 
 def _arr(x) -> N.Node:
     return as_node(x)
 
 
-def transpose(x, axes=None) -> Array:
+def transpose(x, axes=None) -> N.Node:
     node = _arr(x)
     if axes is None:
         axes = tuple(reversed(range(node.ndim)))
@@ -36,7 +37,7 @@ def transpose(x, axes=None) -> Array:
                              f"shape {node.shape}")
         axes = normalize_axis_tuple(axes, node.ndim)   # rejects repeats too
     if axes == tuple(range(node.ndim)):
-        return Array(node)
+        return node
     shape = tuple(node.shape[a] for a in axes)
     idx = [None] * node.ndim
     for out_d, in_d in enumerate(axes):
@@ -44,11 +45,11 @@ def transpose(x, axes=None) -> Array:
     return remap(node, shape, idx, f"transpose[axes={axes}]")
 
 
-def permute_dims(x, axes) -> Array:
+def permute_dims(x, axes) -> N.Node:
     return transpose(x, axes)
 
 
-def matrix_transpose(x) -> Array:
+def matrix_transpose(x) -> N.Node:
     node = _arr(x)
     if node.ndim < 2:
         raise ValueError("matrix_transpose needs at least 2 dimensions, "
@@ -58,7 +59,7 @@ def matrix_transpose(x) -> Array:
     return transpose(x, axes)
 
 
-def moveaxis(x, source, destination) -> Array:
+def moveaxis(x, source, destination) -> N.Node:
     node = _arr(x)
     src = normalize_axis_tuple(source, node.ndim, "source")
     dst = normalize_axis_tuple(destination, node.ndim, "destination")
@@ -71,7 +72,7 @@ def moveaxis(x, source, destination) -> Array:
     return transpose(x, order)
 
 
-def swapaxes(x, axis1, axis2) -> Array:
+def swapaxes(x, axis1, axis2) -> N.Node:
     node = _arr(x)
     a1 = normalize_axis_index(axis1, node.ndim)
     a2 = normalize_axis_index(axis2, node.ndim)
@@ -80,7 +81,7 @@ def swapaxes(x, axis1, axis2) -> Array:
     return transpose(x, axes)
 
 
-def broadcast_to(x, shape) -> Array:
+def broadcast_to(x, shape) -> N.Node:
     node = _arr(x)
     shape = _normalize_shape(shape)
     ok = len(shape) >= node.ndim and all(
@@ -89,20 +90,18 @@ def broadcast_to(x, shape) -> Array:
         raise ValueError(f"broadcast_to: cannot broadcast array of shape "
                          f"{node.shape} to shape {shape}")
     if shape == node.shape:
-        return Array(node)
-    from .codegen.ir.expr import broadcast_indices
+        return node
     return remap(node, shape, broadcast_indices(node.shape, shape),
                  f"broadcast_to[{shape}]")
 
 
 def broadcast_arrays(*arrays) -> list:
-    from .elementwise import broadcast_shapes
     nodes = [_arr(a) for a in arrays]
     shape = broadcast_shapes(*(n.shape for n in nodes))
-    return [broadcast_to(Array(n), shape) for n in nodes]
+    return [broadcast_to(n, shape) for n in nodes]
 
 
-def expand_dims(x, axis) -> Array:
+def expand_dims(x, axis) -> N.Node:
     node = _arr(x)
     axis = axis_list(axis)
     out_ndim = node.ndim + len(axis)
@@ -118,7 +117,7 @@ def expand_dims(x, axis) -> Array:
     return remap(node, shape, idx, f"expand_dims[axis={tuple(sorted(axes))}]")
 
 
-def squeeze(x, axis=None) -> Array:
+def squeeze(x, axis=None) -> N.Node:
     node = _arr(x)
     if axis is None:
         axes = tuple(d for d, n in enumerate(node.shape) if n == 1)
@@ -130,7 +129,7 @@ def squeeze(x, axis=None) -> Array:
                                  f"has size not equal to one (axis {a} of "
                                  f"shape {node.shape})")
     if not axes:
-        return Array(node)
+        return node
     shape, idx, k = [], [], 0
     for d, n in enumerate(node.shape):
         if d in axes:
@@ -142,18 +141,18 @@ def squeeze(x, axis=None) -> Array:
     return remap(node, shape, idx, f"squeeze[axis={tuple(axes)}]")
 
 
-def flip(x, axis=None) -> Array:
+def flip(x, axis=None) -> N.Node:
     node = _arr(x)
     axes = range(node.ndim) if axis is None else normalize_axis_tuple(axis, node.ndim)
     axes = set(axes)
     if not axes:
-        return Array(node)
+        return node
     idx = [(n - 1) - index_var(d) if d in axes else index_var(d)
            for d, n in enumerate(node.shape)]
     return remap(node, node.shape, idx, f"flip[axis={tuple(sorted(axes))}]")
 
 
-def reshape(x, shape, order="C") -> Array:
+def reshape(x, shape, order="C") -> N.Node:
     node = _arr(x)
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
@@ -175,26 +174,25 @@ def reshape(x, shape, order="C") -> Array:
     if math.prod(shape) != node.size:
         raise ValueError(f"cannot reshape array of size {node.size} into shape {shape}")
     if order == "F":
-        t = transpose(Array(node))
+        t = transpose(node)
         return transpose(reshape(t, tuple(reversed(shape))))
     if order != "C":
         raise ValueError(f"reshape: order must be 'C' or 'F', got {order!r}")
     if shape == node.shape:
-        return Array(node)
-    return Array(N.Reshape.make(shape, node.dtype, node))
+        return node
+    return N.Reshape.make(shape, node.dtype, node)
 
 
-def ravel(x) -> Array:
+def ravel(x) -> N.Node:
     return reshape(x, (-1,))
 
 
-def concatenate(arrays, axis=0) -> Array:
-    from ._dtypes import check_dtype
+def concatenate(arrays, axis=0) -> N.Node:
     nodes = [_arr(a) for a in arrays]
     if not nodes:
         raise ValueError("need at least one array to concatenate")
     if axis is None:
-        nodes = [reshape(Array(n), (-1,)).node for n in nodes]
+        nodes = [reshape(n, (-1,)) for n in nodes]
         axis = 0
     axis = axis_index(axis)
     ndim = nodes[0].ndim
@@ -213,16 +211,15 @@ def concatenate(arrays, axis=0) -> Array:
                     f"axis must match exactly, but along dimension {d} the "
                     f"shapes are {nodes[0].shape} and {n.shape}")
     dtype = check_dtype(np.result_type(*(n.dtype for n in nodes)), "concatenate")
-    from .elementwise import astype
-    nodes = [astype(Array(n), dtype).node for n in nodes]
+    nodes = [astype(n, dtype) for n in nodes]
     if len(nodes) == 1:
-        return Array(nodes[0])
+        return nodes[0]
     shape = list(nodes[0].shape)
     shape[axis] = sum(n.shape[axis] for n in nodes)
-    return Array(N.Concatenate.make(tuple(shape), dtype, tuple(nodes), axis))
+    return N.Concatenate.make(tuple(shape), dtype, tuple(nodes), axis)
 
 
-def stack(arrays, axis=0) -> Array:
+def stack(arrays, axis=0) -> N.Node:
     nodes = [_arr(a) for a in arrays]
     if not nodes:
         raise ValueError("need at least one array to stack")
@@ -231,5 +228,5 @@ def stack(arrays, axis=0) -> Array:
             raise ValueError("all input arrays must have the same shape, got "
                              f"{nodes[0].shape} and {n.shape}")
     axis = normalize_axis_index(axis, nodes[0].ndim + 1)
-    return concatenate([expand_dims(Array(n), axis) for n in nodes], axis)
+    return concatenate([expand_dims(n, axis) for n in nodes], axis)
 

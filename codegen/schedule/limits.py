@@ -1,27 +1,28 @@
-"""Checks that keep every accepted schedule either right or a clear error.
+"""Limits that keep every accepted schedule either right or a clear error.
 
-* ``normalize_schedule``: the user's ``schedule=`` argument -> ``{name or
-  pattern: tuple of steps}``; anything else is a ``ScheduleError`` saying
-  what is expected and what was given.
-* ``check_unrolling``: after each step, no loop is unrolled (``unr``, and
-  ``ilp``, which loopy unrolls too) more than ``MAX_UNROLL`` times, and no
-  instruction is copied more than ``MAX_UNROLLED`` times by the unrolled
-  loops around it.  Larger unrolls make loopy's code generator and the device
-  compilers (PoCL's LLVM, nvcc) run for minutes.  ``unr_hint`` (a
-  ``#pragma unroll``) leaves unrolling to the device compiler, which fully
-  unrolls a loop of constant extent when told to: PoCL took 8 s for a
-  trivial body over 1024 iterations, 34 s over 2048 and 110 s over 5000, so
-  a hint's unroll count (the loop's extent, or N of ``unr_hint.N`` when
-  smaller) is bounded by ``MAX_UNROLL_HINT``.
+* ``apply_steps``: applies a kernel's steps in order; loopy's own refusals
+  become ``ScheduleError`` naming the step, and ``check_unrolling`` runs
+  after each step, before code generation (which huge unrolls stall).
+* ``check_unrolling``: no loop is unrolled (``unr``, and ``ilp``, which
+  loopy unrolls too) more than ``MAX_UNROLL`` times, and no instruction is
+  copied more than ``MAX_UNROLLED`` times by the unrolled loops around it.
+  Larger unrolls make loopy's code generator and the device compilers
+  (PoCL's LLVM, nvcc) run for minutes.  ``unr_hint`` (a ``#pragma unroll``)
+  leaves unrolling to the device compiler, which fully unrolls a loop of
+  constant extent when told to: PoCL took 8 s for a trivial body over 1024
+  iterations, 34 s over 2048 and 110 s over 5000, so a hint's unroll count
+  (the loop's extent, or N of ``unr_hint.N`` when smaller) is bounded by
+  ``MAX_UNROLL_HINT``.
 * ``check_work_groups``: after code generation, each kernel's work-group
   (the product of its ``l.*`` loop extents) fits the device's limits, so a
   launch never fails with ``INVALID_WORK_GROUP_SIZE``.
+
+The user's ``schedule=`` argument itself is checked by
+``text.normalize_schedule`` (it needs the step registry).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-
-from .schedule import ScheduleError, Step, _extent, format_schedule, normalize, short_repr
+from .base import ScheduleError, _extent, format_schedule
 
 MAX_UNROLL = 64          # iterations of one unrolled loop
 MAX_UNROLLED = 1024      # copies of one instruction made by the unrolled loops around it
@@ -29,28 +30,20 @@ MAX_UNROLL_HINT = 512    # iterations a #pragma unroll (unr_hint) may ask the co
 CUDA_MAX_WORK_GROUP = (1024, (1024, 1024, 64))      # (per block, per axis x, y, z)
 
 
-def normalize_schedule(schedule) -> dict:
-    """``{kernel name or fnmatch pattern: tuple of steps}`` from a user's
-    ``schedule=``: a dict whose values are a step or an iterable of steps."""
-    if schedule is None:
-        return {}
-    if not isinstance(schedule, Mapping):
-        hint = ""
-        if isinstance(schedule, Step) or (isinstance(schedule, Iterable)
-                                          and not isinstance(schedule, (str, bytes))):
-            hint = " (name the kernel: {'k0_elementwise': [...]}; prog.schedule lists the names)"
-        given = (f"the step {short_repr(schedule)}" if isinstance(schedule, Step) else
-                 f"{type(schedule).__name__} {short_repr(schedule)}")
-        raise ScheduleError(
-            "schedule must be a dict mapping kernel names or fnmatch patterns to a step or a "
-            f"list of steps, e.g. {{'k0_elementwise': [WorkGroup(128)]}}; got {given}{hint}")
-    out = {}
-    for key, steps in schedule.items():
-        if not isinstance(key, str):
-            raise ScheduleError(f"schedule keys must be kernel names or fnmatch patterns "
-                                f"(str), got {type(key).__name__} {short_repr(key)}")
-        out[key] = normalize(steps, key)
-    return out
+def apply_steps(knl, steps, ctx):
+    """Apply ``steps`` in order; loopy's own errors become ScheduleError."""
+    for s in steps:
+        if s.build:
+            continue
+        try:
+            knl = s.apply(knl, ctx)
+        except ScheduleError:
+            raise
+        except Exception as e:      # noqa: BLE001  (loopy refused the step)
+            raise ScheduleError(f"{s!r} does not apply to kernel {ctx.name}: "
+                                f"{type(e).__name__}: {str(e).splitlines()[0]}") from e
+        check_unrolling(knl, s, ctx)        # before codegen, which huge unrolls stall
+    return knl
 
 
 def _unrolled(kern):

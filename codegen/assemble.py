@@ -1,0 +1,181 @@
+"""The assembler: one loopy kernel per plan group.
+
+For each group it classifies the shape (``classify``), asks the policy for
+a form (``policy.choose``), and has that form's builder (``forms/``) emit
+the kernel parts; ``finish`` makes the loopy kernel and applies its
+schedule: the user's steps for that kernel if any, else the default.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import loopy as lp
+
+from polyarray.codegen.ir import nodes as N
+from .cfuncs import HELPERS_PREAMBLE, storage_dtype
+from .checks import ERROR_BUFFER, callable_for
+from .classify import Elementwise, contraction_class, reduction_class, rows_class
+from .device import Device
+from .forms import elementwise, matmul, reduce, rows, split_columns, two_stage
+from .forms.parts import reduction_spec
+from .lower import NotFusable
+from .policy import Form, choose
+from .schedule import (KernelContext, ScheduleError, apply_steps, build_options,
+                       rename_arrays, user_names)
+
+
+@dataclass
+class KernelPlan:
+    name: str
+    tu: object
+    written: tuple      # buffer names this kernel writes
+    form: Form = Form.ELEMENTWISE
+    steps: tuple = ()   # the schedule in force
+    rule: str = ""      # the policy rule that chose the form
+
+
+class Assembler:
+    """Builds all kernels of a plan; collects extra (partial) buffers."""
+
+    def __init__(self, plan, buffers, target, index_dtype, device=Device(), schedules=None,
+                 arrays=None):
+        self.arrays = arrays or {}        # placeholder name -> device-code name
+        self.device = device              # the facts the policy reads
+        self.schedules = schedules or {}  # kernel name or pattern -> steps (user's)
+        self.matched = set()
+        self.plan = plan
+        self.buffers = buffers            # id(node) -> name
+        self.target = target
+        self.index_dtype = index_dtype
+        self.buffer_specs = {}            # name -> (size, storage dtype)
+        self.kernels = []
+        self.prebuilt = {}                # kernel name -> parts a policy probe built
+
+    def add_buffer(self, name, size, dtype):
+        self.buffer_specs[name] = (int(size), storage_dtype(dtype))
+
+    def user_steps(self, name):
+        """The user's steps for kernel ``name`` (an exact name beats a
+        pattern; among patterns the first in sorted order wins), or None."""
+        import fnmatch
+        hits = sorted(pat for pat in self.schedules if fnmatch.fnmatchcase(name, pat))
+        if not hits:
+            return None
+        self.matched.update(hits)
+        return tuple(rename_arrays(s, self._to_device_names())
+                     for s in self.schedules[name if name in hits else hits[0]])
+
+    def _to_device_names(self):
+        """Placeholder name -> device name, for the placeholders whose name
+        no generated buffer has (``data0`` means the generated buffer, and
+        the placeholder ``data0`` is ``p5_data0``): so the mapping is
+        reversible and ``prog.schedule`` replays exactly."""
+        return {u: c for u, c in self.arrays.items() if u not in self.buffer_specs}
+
+    # -- groups -> forms ------------------------------------------------------
+    def elementwise(self, name, group):
+        """An elementwise group; a user schedule's build steps (layout,
+        elements per item) are facts the policy reads."""
+        user = self.user_steps(name)
+        requested = build_options(user, Form.ELEMENTWISE, name) if user is not None else None
+        cls = Elementwise(group.size, group.units[0].node.shape, requested,
+                          probe=lambda: elementwise.transposed_reads(self, name, group))
+        elementwise.build(self, name, group, choose(cls, self.device))
+        self.prebuilt.pop(name, None)
+
+    def rows(self, name, group):
+        """A ``rows`` group: row reductions and their elementwise readers in
+        one kernel, or (``NotFusable``) the reductions and the outputs apart."""
+        reds, outs = rows.split(group)
+        choice = choose(rows_class(outs.units[0].node.shape), self.device)
+        try:
+            rows.build(self, name, group, choice)
+        except NotFusable:
+            for k, r in enumerate(reds):
+                self.reduction(f"{name}_{k}{r.op}", r)
+            self.elementwise(f"{name}_elementwise", outs)
+
+    def reduction(self, name, node):
+        """A Reduce or Einsum node -> one to four kernels."""
+        spec = reduction_spec(node)
+        spec.update(out=self.buffers[id(node)], out_dtype=node.dtype)
+        cls = contraction_class(node, spec, self.plan, self.buffers) \
+            if isinstance(node, N.Einsum) else reduction_class(spec)
+        choice = choose(cls, self.device)
+        if choice.form is None:
+            return
+        if choice.form == Form.TILED_MATMUL:
+            return matmul.build(self, name, node, choice)
+        stages = reduce.arg_stages(self, name, spec, node.array.dtype) \
+            if choice.params.get("arg") else [(name, spec)]
+        for stage_name, stage in stages:
+            _REDUCTIONS[choice.form](self, stage_name, stage, choice)
+
+    # -- kernel parts -> loopy ----------------------------------------------------
+    def finish(self, name, kb, domains, written, steps, form=Form.ELEMENTWISE, rule="",
+               shapes=None, construct=None, scheduled=None):
+        """Make the loopy kernel and apply its schedule: the user's steps for
+        this kernel if any, else ``steps`` (the default).  ``construct`` tags
+        loops that the construction itself fixes; ``scheduled`` adjusts the
+        kernel to the schedule applied.  Buffers are flat unless
+        ``shapes`` gives a multi-dimensional view (needed by ``add_prefetch``)."""
+        used = set()
+        from loopy.symbolic import get_dependencies
+        for insn in kb.instructions:
+            used |= set(get_dependencies(insn.expression)) | set(insn.assignee_var_names())
+        shapes = shapes or {}
+        args = [lp.GlobalArg(b, self.buffer_specs[b][1],
+                             shape=shapes.get(b, (max(self.buffer_specs[b][0], 1),)),
+                             is_input=b not in written, is_output=b in written)
+                for b in sorted(used & set(self.buffer_specs))]
+        if ERROR_BUFFER in used:        # read as pa_err[0] by checked helpers, which write it
+            args.append(lp.GlobalArg(ERROR_BUFFER, np.int64, shape=(1,), is_input=False,
+                                     is_output=True))
+        knl = lp.make_kernel(domains, kb.instructions, args + list(kb.temporaries.values()),
+                             name=name, target=self.target, lang_version=(2018, 2),
+                             index_dtype=self.index_dtype,
+                             preambles=[HELPERS_PREAMBLE])
+        for f in sorted(kb.functions):
+            knl = lp.register_callable(knl, f, callable_for(f))
+        knl = lp.set_options(knl, enforce_array_accesses_within_bounds="no_check")
+        if construct is not None:
+            knl = construct(knl)
+        user = self.user_steps(name)
+        if user is not None and form != Form.ELEMENTWISE:
+            build_options(user, form, name)         # refuses build steps here
+        steps = tuple(user) if user is not None else tuple(steps)
+        ctx = KernelContext(name, form)
+        users = {c: u for u, c in self._to_device_names().items()}
+        try:
+            knl = apply_steps(knl, steps, ctx)
+        except ScheduleError as e:          # name arrays as the user did
+            raise ScheduleError(user_names(str(e), users)) from e.__cause__
+        if scheduled is not None:
+            knl = scheduled(knl)
+        # a work-group reduction's result is stored by every work-item (same value)
+        # ('ilp' loops, as in register tiles, need loopy's older scheduler)
+        kern = knl.default_entrypoint
+        knl = knl.with_kernel(kern.copy(silenced_warnings=frozenset(
+            kern.silenced_warnings) | {"write_race(*)", "v1_scheduler_fallback"}))
+        if user is not None:        # refuse now, naming the kernel, what codegen would refuse
+            try:
+                lp.generate_code_v2(knl)
+            except Exception as e:      # noqa: BLE001
+                raise ScheduleError(user_names(f"the schedule {list(steps)} of kernel {name} does not "
+                                    f"generate code: {type(e).__name__}: "
+                                    f"{str(e).splitlines()[0] if str(e) else ''}", users)) from e
+        self.kernels.append(KernelPlan(name, knl, tuple(sorted(written)), form,
+                                       tuple(rename_arrays(s, users) for s in steps), rule))
+
+
+_REDUCTIONS = {           # reduction form -> its builder
+    Form.NEUTRAL: reduce.neutral,
+    Form.THREAD: reduce.single,
+    Form.GROUP: reduce.single,
+    Form.TWO_STAGE: two_stage.build,
+    Form.SPLIT_COLUMNS: split_columns.build,
+}
+
+__all__ = ["Assembler", "KernelPlan"]

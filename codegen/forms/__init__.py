@@ -1,0 +1,13 @@
+"""Kernel forms: one builder module per family.  Each takes a group (or a
+reduction's flattened view) and the policy's ``Choice``, emits the kernel's
+instructions and domain, and hands them to ``Assembler.finish``.  Builders
+decide nothing (the policy did) and call no other form; shared pieces live
+in ``parts`` and the loopy reduction operations in ``reduction_ops``.
+
+  elementwise     flat, elements per item, axes, transposed tile
+  reduce          thread, group, neutral; argmax/argmin as two reductions
+  two_stage       few outputs, long reductions: partials, then a combine
+  split_columns   few outputs along the contiguous axes: column chunks
+  matmul          tiled and register-tiled matrix products
+  rows            fused row reductions with their elementwise readers
+"""

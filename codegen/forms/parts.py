@@ -1,0 +1,134 @@
+"""Pieces that several kernel forms share: the instructions of elementwise
+outputs, the flattened view of a reduction, the store of a reduced value,
+integer-safe products, and the kernel that combines partials."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pymbolic.primitives as p
+from loopy.symbolic import Reduction, TypeCast
+
+from polyarray.codegen.ir import nodes as N
+from ..cfuncs import BOOL, U8, lower_call, storage_dtype
+from ..lower import KernelBuilder, decompose
+from ..passes.data import materialized_deps
+from ..policy import Form
+from ..schedule import GroupReduce, WorkGroup
+
+
+def elementwise_body(asm, kb, group, i, within, store_index=None, predicates=(), axes=None):
+    """Instructions writing every unit of ``group`` at flat index ``i``
+    (``axes``: (shape, multi-index) of the same point); returns the
+    buffers written."""
+    kb.analyze([u.node for u in group.units])
+    later_deps = set()
+    for u in group.units[1:]:
+        later_deps |= {id(d) for d in materialized_deps(u.node, asm.plan.materialized)}
+    for u in group.units:
+        kb.flat[u.node.shape] = (i, decompose(i, u.node.shape))
+    if axes is not None:
+        kb.flat[axes[0]] = (i, axes[1])
+    kb.prewarm({shape: v[1] for shape, v in kb.flat.items()}, within)
+    written = set()
+    for u in group.units:
+        n = u.node
+        expr, dt = kb.define(n, kb.flat[n.shape][1], within)
+        if id(n) in later_deps:
+            expr = kb.temp(expr, dt, within)
+            kb.local[id(n)] = (expr, kb.flat[n.shape][1])
+        buf = asm.buffers[id(n)]
+        kb.assign(p.Subscript(p.Variable(buf), (store_index if store_index is not None
+                                                else i,)),
+                  expr, within, predicates=frozenset(predicates))
+        written.add(buf)
+    return written
+
+
+def product(kb, factors, dtype):
+    """``factors[0] * factors[1] * ...``; integers through the wrapping
+    helper (``cfuncs.wraps_in_helper``: NumPy wraps, C's overflow is UB)."""
+    if np.dtype(dtype).kind not in "iu":
+        return p.Product(tuple(factors))
+    prod = factors[0]
+    for f in factors[1:]:
+        prod = lower_call("multiply", [(prod, dtype), (f, dtype)], kb.functions)[0]
+    return prod
+
+
+def reduction_spec(node):
+    """Flattened view of a Reduce/Einsum: sizes, shapes and a body builder."""
+    if isinstance(node, N.Reduce):
+        x = node.array
+        axes = node.axes
+        kept_shape = tuple(n for d, n in enumerate(x.shape) if d not in axes)
+        red_shape = tuple(x.shape[d] for d in axes)
+        inner = bool(x.ndim) and (x.ndim - 1) in axes
+
+        def body(kb, kept, red, jflat):
+            idx, ki, ri = [], iter(kept), iter(red)
+            for d in range(x.ndim):
+                idx.append(next(ri) if d in axes else next(ki))
+            return kb.value(x, tuple(idx), kb.inames, reducing=True)
+        op = node.op
+    else:
+        ins, out = node.subscripts.split("->")
+        ins = ins.split(",")
+        sizes = {}
+        for s, o in zip(ins, node.operands):
+            sizes.update(zip(s, o.shape))
+        contracted = [c for c in dict.fromkeys("".join(ins)) if c not in out]
+        kept_shape = tuple(sizes[c] for c in out)
+        red_shape = tuple(sizes[c] for c in contracted)
+        last = ins[0][-1] if ins[0] else None
+        inner = last in contracted
+
+        def body(kb, kept, red, jflat):
+            env = dict(zip(out, kept))
+            env.update(zip(contracted, red))
+            factors = []
+            for s, o in zip(ins, node.operands):
+                e, _ = kb.value(o, tuple(env[c] for c in s), kb.inames, reducing=True)
+                factors.append(e)
+            if node.dtype == BOOL:
+                return p.LogicalAnd(tuple(factors)), BOOL
+            if len(factors) == 1:
+                return factors[0], node.dtype
+            return product(kb, factors, node.dtype), node.dtype
+        op = "sum"
+    M = math.prod(kept_shape)
+    R = math.prod(red_shape)
+    return {"M": M, "R": R, "kept_shape": kept_shape, "red_shape": red_shape,
+            "inner": inner, "body": body, "op": op, "node": node}
+
+
+def body_at(kb, spec, i_expr, j_expr):
+    """Value of the reduction body at output ``i_expr``, flat index ``j_expr``."""
+    kept = decompose(i_expr, spec["kept_shape"])
+    red = decompose(j_expr, spec["red_shape"])
+    return spec["body"](kb, kept, red, j_expr)
+
+
+def write_result(kb, spec, lhs_index, red_expr, acc_dt, within):
+    """Store a reduced value in the output's storage dtype."""
+    out_dt = np.dtype(spec["out_dtype"])
+    res = red_expr
+    if out_dt == BOOL:
+        res = TypeCast(U8, red_expr)
+    elif acc_dt != out_dt:
+        res = TypeCast(storage_dtype(out_dt), red_expr)
+    kb.assign(p.Subscript(p.Variable(spec["out"]), (lhs_index,)), res, within)
+
+
+def combine(asm, name, spec, part, operation, acc_dt, n, index, form, rule, wg):
+    """Reduce ``n`` partials per output with the first stage's
+    ``operation``; ``index(i, j)`` locates one.  ``form``: COMBINE_GROUP
+    (a work-group of ``wg`` per output) or COMBINE_THREAD."""
+    M = spec["M"]
+    kb = KernelBuilder(asm.plan, asm.buffers, ["i"])
+    i, j = p.Variable("i"), p.Variable("j")
+    red = Reduction(operation, ("j",), p.Subscript(p.Variable(part), (index(i, j),)))
+    write_result(kb, spec, i, red, acc_dt, ["i"])
+    steps = (GroupReduce("j", wg),) if form == Form.COMBINE_GROUP else (WorkGroup(wg),)
+    asm.finish(name, kb, [f"{{[i, j]: 0 <= i < {M} and 0 <= j < {n}}}"],
+               {spec["out"]}, steps, form, rule)

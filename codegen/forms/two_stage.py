@@ -1,0 +1,55 @@
+"""Two-stage reductions: few outputs, long reductions.
+
+GPU: G work-groups per output, each reduces a contiguous chunk (K coalesced
+steps; a sequential loop per work-item, then a local-memory tree) to one
+partial; a second kernel reduces the G partials.  One partial per
+work-group keeps the second stage tiny (one partial per work-item made it
+17 us of 110 on an H100).  CPU: a contiguous chunk of K per work-item, T
+work-items per output.  The policy chooses T, K and G."""
+from __future__ import annotations
+
+import pymbolic.primitives as p
+from loopy.symbolic import Reduction
+
+from ..lower import KernelBuilder
+from ..policy import Form
+from ..schedule import Tag
+from .parts import body_at, combine
+from .reduction_ops import reduction_expr
+
+
+def build(asm, name, spec, choice):
+    """Stage 1 (``<name>_s1``, partials) and the combine (``<name>_s2``)."""
+    M, R, op = spec["M"], spec["R"], spec["op"]
+    prm = choice.params
+    WG, K, G = prm["wg"], prm["K"], prm["G"]
+    kb = KernelBuilder(asm.plan, asm.buffers, ["m", "g"])
+    kb.analyze([spec["node"]])
+    m, g, t, k = (p.Variable(v) for v in ("m", "g", "t", "k"))
+    part = spec["out"] + "_part"
+    if prm["per_item"]:          # CPU: a contiguous chunk per work-item
+        T = prm["T"]
+        jflat = p.Sum((p.Product((K, p.Sum((p.Product((WG, g)), t)))), k))
+        bound = f"{K} * ({WG} * g + t) + k < {R}"
+        red, acc_dt = reduction_expr(op, ("k",), body_at(kb, spec, m, jflat))
+        lin = p.Sum((p.Product((T, m)), p.Product((WG, g)), t))
+        n_part, inames = T, ["m", "g", "t"]
+        asm.add_buffer(part, M * T, acc_dt)
+    else:
+        jflat = p.Sum((p.Product((WG, p.Sum((p.Product((K, g)), k)))), t))
+        bound = f"{WG} * ({K} * g + k) + t < {R}"
+        inner, acc_dt = reduction_expr(op, ("k",), body_at(kb, spec, m, jflat))
+        red = Reduction(inner.operation, ("t",), inner)
+        lin = p.Sum((p.Product((G, m)), g))
+        n_part, inames = G, ["m", "g"]
+        asm.add_buffer(part, M * G, acc_dt)
+    kb.assign(p.Subscript(p.Variable(part), (lin,)), red, inames)
+    domain = (f"{{[m, g, t, k]: 0 <= m < {M} and 0 <= g < {G} and 0 <= t < {WG} "
+              f"and 0 <= k < {K} and {bound}}}")
+
+    asm.finish(name + "_s1", kb, [domain], {part},
+               (Tag("g", "g.0"), Tag("t", "l.0"), Tag("m", "g.1")), Form.TWO_STAGE,
+               choice.rule)
+    combine(asm, name + "_s2", spec, part, red.operation, acc_dt, n_part,
+            lambda i, j: p.Sum((p.Product((n_part, i)), j)), Form.COMBINE_GROUP,
+            choice.rule, WG)

@@ -1,0 +1,27 @@
+"""The passes from output nodes to a ``Plan``, one module each, run in order
+by ``make_plan``:
+
+1. ``materialize``: which nodes get a buffer; which einsum operands are
+   read in place as a transposed buffer (decided here, once);
+2. ``group``: which kernel computes each materialized node;
+3. ``fuse_rows``: row reductions join the elementwise kernel that reads them.
+
+See docs/DESIGN.md, "Materialization and fusion"."""
+from __future__ import annotations
+
+from polyarray.codegen.ir import nodes as N
+from .data import Group, Plan, Unit, is_input, materialized_deps
+from .fuse_rows import fuse_rows
+from .group import group
+from .materialize import materialize, transposed_buffer
+
+
+def make_plan(outputs) -> Plan:
+    order = N.topological_order(outputs)
+    mat, transposed = materialize(outputs, order)
+    groups = fuse_rows(group(order, mat), mat, outputs)
+    return Plan(order, mat, groups, list(outputs), transposed=transposed)
+
+
+__all__ = ["Group", "Plan", "Unit", "is_input", "make_plan", "materialized_deps",
+           "transposed_buffer"]

@@ -1,0 +1,95 @@
+"""Materialization: which nodes get a buffer.
+
+* Placeholders and data are input buffers; outputs are written once.
+* Reductions and einsums are kernel roots; their results are materialized.
+* Einsum operands are materialized (so the contraction reads plain buffers,
+  which the schedules can tile and prefetch), except a transpose of a buffer
+  (``x.T``), which the contraction reads in place: recorded here, once, in
+  ``transposed`` (operand -> the buffer node it transposes).
+* Everything else is inlined into its consumers' kernel, except that a
+  reduction body whose inlined expression tree would exceed ``MAX_INLINE``
+  nodes (or ``MAX_INLINE_DEPTH`` levels) gets its input materialized.
+"""
+from __future__ import annotations
+
+import pymbolic.primitives as p
+
+from polyarray.codegen.ir import nodes as N
+from polyarray.codegen.ir.mapper import Mapper
+from .. import policy
+from .data import is_input
+
+
+class _Roots(Mapper):
+    """Marks kernel roots and the operands they need as buffers."""
+
+    def __init__(self, mat, transposed):
+        self.mat, self.transposed = mat, transposed
+
+    def map_reduce(self, n):
+        self.mat.add(id(n))
+
+    def map_einsum(self, n):
+        self.mat.add(id(n))
+        for op in n.operands:
+            if is_input(op):
+                continue
+            src = transposed_buffer(op, self.mat)
+            if src is None:
+                self.mat.add(id(op))
+            else:
+                self.transposed[id(op)] = src
+
+    def _inlined(self, n):
+        pass
+
+    map_placeholder = map_data_wrapper = map_index_lambda = _inlined
+    map_reshape = map_concatenate = _inlined
+
+
+def materialize(outputs, order):
+    """``(materialized ids, transposed operands)``."""
+    mat = {id(o) for o in outputs if not is_input(o)}
+    transposed = {}
+    roots = _Roots(mat, transposed)
+    for n in order:
+        roots(n)
+    # guard: reduction bodies must stay small when inlined
+    sizes = _inline_sizes(order, mat)
+    for n in order:
+        if isinstance(n, N.Reduce) and not is_input(n.array) and id(n.array) not in mat \
+                and (sizes[id(n.array)][0] > policy.MAX_INLINE
+                     or sizes[id(n.array)][1] > policy.MAX_INLINE_DEPTH):
+            mat.add(id(n.array))
+            sizes = _inline_sizes(order, mat)
+    return mat, transposed
+
+
+def transposed_buffer(node, mat):
+    """The 2-D buffer (input or materialized node) that ``node`` transposes
+    (``b.T``), or None.  Contractions read such operands in place: a matrix
+    product tile reads ``b[k, i]`` as well as ``a[i, k]``."""
+    if not (isinstance(node, N.IndexLambda) and node.ndim == 2 and len(node.bindings) == 1):
+        return None
+    (name, child), = node.bindings
+    e = node.expr
+    if child.ndim == 2 and isinstance(e, p.Subscript) and e.aggregate == p.Variable(name) \
+            and tuple(e.index) == (p.Variable("_1"), p.Variable("_0")) \
+            and (is_input(child) or id(child) in mat):
+        return child
+    return None
+
+
+def _inline_sizes(order, materialized):
+    """(tree size, depth) of each node's inlined expression, capped; O(N)."""
+    size = {}
+    cap = 10 * policy.MAX_INLINE
+    for n in order:
+        if is_input(n) or id(n) in materialized:
+            size[id(n)] = (1, 1)
+            continue
+        kids = [size[id(c)] for c in n.children()]
+        s = 1 + sum(k[0] for k in kids)
+        d = 1 + max((k[1] for k in kids), default=0)
+        size[id(n)] = (min(s, cap), min(d, cap))
+    return size

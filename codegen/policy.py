@@ -1,0 +1,302 @@
+"""The default policy, as one table: which kernel form, with which
+parameters, every kernel group gets, and why.
+
+``choose(shape_class, device)`` walks ``RULES`` in order and returns the
+first row that applies to the class and whose condition holds, as a
+``Choice`` (form, parameters, rule name).  A row with ``then`` hands the
+decision to the rows of another class (a contraction that is no tileable
+matrix product is a reduction; argmax is two reductions); the rule names
+are then joined with " > ".  Builders (``forms/``) build what was chosen
+and decide nothing.  ``tuning_candidates`` gives, per form, the schedules
+the tuner times.
+
+A 1000 x 1000 matmul, for example, matches "matmul: sizes not multiples
+of TILE" and is computed as a reduction ("gpu: group": one work-group per
+output).
+
+Thresholds are module constants (``benchmarks/sweep.py`` sets some of them
+and re-lowers): the rules read them when they run.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Callable
+
+from .classify import Contraction, Elementwise, Reduction, Rows
+from .device import Device
+from .lower import ceil_div, pow2_floor
+
+# -- thresholds ---------------------------------------------------------------
+
+WG = 256                # default work-group size
+ELEMENTWISE_ILP = 4     # elements per work-item in large GPU elementwise kernels: one
+#                         per work-item reached 0.76 of copy on an H100, four 0.96
+#                         (benchmarks/probe_bandwidth.py)
+ILP_MIN_GROUPS = 64     # "large": at least this many work-groups of ELEMENTWISE_ILP elements
+MANY_OUTPUTS = 1024     # enough outputs to fill a device one per work-item
+FILL_THREADS = 1 << 16  # work-items needed to keep a large GPU busy
+LONG_REDUCTION = 4096   # worth two stages when outputs are few
+FEW_OUTPUTS = 64        # fewer outputs than this: a work-group each (GPU), two stages (CPU)
+GROUP_REDUCTION = 64    # contiguous reductions at least this long get a work-group (GPU)
+LONG_COLUMNS = 256      # outer reductions at least this long are split into column chunks
+# First stage of a two-stage reduction on a GPU: at most TWO_STAGE_GROUPS work-groups,
+# each reducing a contiguous chunk in at least TWO_STAGE_STEPS coalesced steps.  On an
+# H100, a full sum of 2^26 float32 took 91.8 us in its first stage with 512 grid-strided
+# work-groups (48% of warps active) and 89.4 us as 8192 contiguous chunks (ncu).
+TWO_STAGE_GROUPS = 8192
+TWO_STAGE_STEPS = 16
+CPU_TWO_STAGE_GROUPS = 4    # CPU two stages: up to this many work-groups per output,
+CPU_TWO_STAGE_CHUNK = 16    # each work-item reducing at least this many contiguous elements
+CPU_COLUMN_CHUNK = 64   # CPU split columns: short column chunks stay in cache across items
+GPU_COLUMN_CHUNK = 32   # GPU split columns: at least this many rows per chunk
+TRANSPOSE_TILE = 32     # tile edge of transposed elementwise kernels (GPU)
+TRANSPOSE_ROWS = 4      # rows of that tile per work-item (work-groups of 32 x 8)
+TILE = 16               # matmul tile edge; sizes not multiples of it are not tiled
+REG_TILES = (128, 64)   # work-group tiles of register-tiled matmuls (16 x 16 work-items)
+BIG_TILE_OUTPUTS = 2048 * 2048      # enough 128 x 128 tiles (256) to fill an H100's 132 SMs
+# Register-tiled matmuls: 8 x 8 outputs per work-item in groups of MATMUL_VECTOR (16-byte
+# shared loads) on 128 x 128 tiles, else 4 x 4 on 64 x 64.  At 4096^3 on an H100 these
+# reach 0.87 and 0.60 of cuBLAS; the strided register tiles of the first version reached
+# 0.66 and 0.56 (python -m benchmarks.matmul_sweep --vector).
+MATMUL_VECTOR = 4
+GROUP_ROW = 64          # rows at least this long get a work-group each (GPU)
+# Work-group size and unrolling, measured on an H100 for softmax over (4096, 1024)
+# float32 (read + write over copy bandwidth): 128 work-items with every pass
+# unrolled 0.94; 256 unrolled 0.75; 256 not unrolled 0.75; 1024: 0.23.
+# Smaller groups fit more rows per SM, unrolled passes keep 8 loads in flight.
+ROW_GROUP = 128
+ROW_UNROLL = 16         # unroll each pass when it has at most this many steps
+ROW_FUSE_MAX = 16384    # longest row a fused row kernel keeps in one work-group
+MAX_INLINE = 400        # a reduction body inlining more nodes than this is materialized
+MAX_INLINE_DEPTH = 40   # ... or one deeper than this (code blow-up guard)
+
+
+class Form(str, Enum):
+    """The form of one kernel (what ``KernelInfo.form`` prints)."""
+    ELEMENTWISE = "elementwise"         # flat, elements per item, axes or transposed tile
+    THREAD = "thread"                   # a work-item per output, a loop over the reduction
+    GROUP = "group"                     # a work-group per output, a tree in local memory
+    NEUTRAL = "neutral"                 # an empty reduction: NumPy's identity
+    TWO_STAGE = "two-stage 1"           # chunks into partials, then COMBINE_GROUP
+    SPLIT_COLUMNS = "split-columns 1"   # column chunks into partials, then COMBINE_THREAD
+    COMBINE_GROUP = "combine (group)"
+    COMBINE_THREAD = "combine (thread)"
+    TILED_MATMUL = "tiled matmul"
+    ROWS_THREAD = "rows (thread)"       # fused row reductions, a work-item per row
+    ROWS_GROUP = "rows (group)"         # ... a work-group per row
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+@dataclass(frozen=True)
+class Choice:
+    form: Form | None       # None: no kernel
+    params: dict = field(default_factory=dict)
+    rule: str = ""
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    applies: type                           # the shape class it reads
+    when: Callable[[object, Device], bool]
+    form: Form | None = None
+    params: Callable[[object, Device], dict] = lambda c, d: {}
+    then: Callable[[object], object] | None = None     # decide for this class instead
+
+
+def choose(cls, device: Device) -> Choice:
+    """The first rule of ``RULES`` that matches ``cls`` on ``device``."""
+    for rule in RULES:
+        if isinstance(cls, rule.applies) and rule.when(cls, device):
+            params = rule.params(cls, device)
+            if rule.then is not None:
+                inner = choose(rule.then(cls), device)
+                return replace(inner, params={**inner.params, **params},
+                               rule=f"{rule.name} > {inner.rule}")
+            return Choice(rule.form, params, rule.name)
+    raise LookupError(f"no policy rule for {cls!r}")
+
+
+# -- parameters -----------------------------------------------------------------
+
+def _wg(n):
+    return min(WG, n)
+
+
+def _requested_flat(c, d):
+    return dict(layout="flat", wg=c.requested[2] or _wg(c.size))
+
+
+def _requested_ilp(c, d):
+    return dict(layout="ilp", ilp=c.requested[1], wg=c.requested[2] or _wg(c.size))
+
+
+def _is_transposed(c, d):
+    return len(c.shape) == 2 and min(c.shape) >= TRANSPOSE_TILE and bool(c.transposed_reads)
+
+
+def _two_stage(c, d):
+    """Chunking of a two-stage reduction: T work-items (CPU: a contiguous
+    chunk of K each) or G work-groups of K coalesced steps (GPU)."""
+    R = c.R
+    if d.cpu:
+        T = WG * max(1, min(CPU_TWO_STAGE_GROUPS, R // (WG * CPU_TWO_STAGE_CHUNK)))
+        K = ceil_div(R, T)
+        T = ceil_div(R, K)          # every work-item owns at least one element
+        return dict(per_item=True, T=T, K=K, G=ceil_div(T, WG), wg=WG)
+    # work-group g reduces the contiguous chunk [g*K*WG, (g+1)*K*WG), each
+    # of its K steps one coalesced WG-wide read
+    K = max(TWO_STAGE_STEPS, ceil_div(R, WG * TWO_STAGE_GROUPS))
+    return dict(per_item=False, K=K, G=ceil_div(R, WG * K), wg=WG)
+
+
+def _split_columns(c, d):
+    """C chunks of the reduced range per output, K rows each."""
+    if d.cpu:
+        C = max(2, ceil_div(c.R, CPU_COLUMN_CHUNK))
+    else:           # enough chunks to fill the device
+        C = max(2, min(ceil_div(c.R, GPU_COLUMN_CHUNK), FILL_THREADS * 2 // c.M))
+    return dict(C=C, K=ceil_div(c.R, C), wg=_wg(c.M))
+
+
+def _row_group(c, d):
+    w = min(ROW_GROUP, pow2_floor(c.R))
+    return dict(w=w, unroll=ceil_div(c.R, w) <= ROW_UNROLL)
+
+
+def _not_tileable(c, d):
+    return any(n % TILE or n <= 0 for n in (c.M, c.K, c.N))
+
+
+def _big_register_tiles(c, d):
+    b = REG_TILES[0]
+    return c.K % TILE == 0 and c.M % b == 0 and c.N % b == 0 and c.M * c.N >= BIG_TILE_OUTPUTS
+
+
+def _register_tiles(c, d):
+    return c.K % TILE == 0 and any(c.M % b == 0 and c.N % b == 0 for b in REG_TILES)
+
+
+def _as_reduction(c):
+    return c.reduction
+
+
+# -- the table ------------------------------------------------------------------
+# First match wins.  E: elementwise, R: reduction, C: contraction, W: rows.
+
+E, R, C, W = Elementwise, Reduction, Contraction, Rows
+RULES = (
+    # elementwise: a schedule with build steps picks the layout
+    Rule("user: ElementsPerItem", E, lambda c, d: c.requested is not None
+         and c.requested[1] is not None, Form.ELEMENTWISE, _requested_ilp),
+    Rule("user: Layout('axes')", E, lambda c, d: c.requested is not None
+         and c.requested[0] == "axes", Form.ELEMENTWISE, lambda c, d: dict(layout="axes")),
+    Rule("user: flat", E, lambda c, d: c.requested is not None, Form.ELEMENTWISE,
+         _requested_flat),
+    # CPU: contiguous work-items over a flat index
+    Rule("cpu: flat", E, lambda c, d: d.cpu, Form.ELEMENTWISE,
+         lambda c, d: dict(layout="flat", wg=_wg(c.size))),
+    # GPU: a 2-D output reading a 2-D buffer transposed: 32 x 32 tiles through local
+    # memory, so reads and stores are both coalesced
+    Rule("gpu: transposed tile", E, _is_transposed, Form.ELEMENTWISE,
+         lambda c, d: dict(layout="transposed", tile=TRANSPOSE_TILE, rows=TRANSPOSE_ROWS,
+                           swapped=c.transposed_reads)),
+    Rule("gpu: elements per item", E, lambda c, d: ELEMENTWISE_ILP > 1
+         and c.size >= _wg(c.size) * ELEMENTWISE_ILP * ILP_MIN_GROUPS, Form.ELEMENTWISE,
+         lambda c, d: dict(layout="ilp", ilp=ELEMENTWISE_ILP, wg=_wg(c.size))),
+    Rule("gpu: flat", E, lambda c, d: True, Form.ELEMENTWISE,
+         lambda c, d: dict(layout="flat", wg=_wg(c.size))),
+
+    # contractions: a 2-D matrix product with sizes multiples of TILE is tiled; every
+    # other contraction is a reduction (the reduction rows below)
+    Rule("no outputs: no kernel", C, lambda c, d: c.reduction.M == 0, None),
+    Rule("cpu: contraction as a reduction", C, lambda c, d: d.cpu, then=_as_reduction),
+    Rule("not a 2-D matrix product: a reduction", C, lambda c, d: not c.matmul,
+         then=_as_reduction),
+    Rule("matmul: sizes not multiples of TILE", C, _not_tileable, then=_as_reduction),
+    Rule("matmul of one buffer (a @ a): a reduction", C, lambda c, d: c.one_buffer,
+         then=_as_reduction),
+    Rule("matmul: 128 x 128 register tiles", C, _big_register_tiles, Form.TILED_MATMUL,
+         lambda c, d: dict(schedule="registers", block=REG_TILES[0], threads=TILE,
+                           depth=TILE, vector=MATMUL_VECTOR)),
+    Rule("matmul: 64 x 64 register tiles", C, _register_tiles, Form.TILED_MATMUL,
+         lambda c, d: dict(schedule="registers", block=REG_TILES[-1], threads=TILE,
+                           depth=TILE, vector=MATMUL_VECTOR)),
+    Rule("matmul: 16 x 16 tiles", C, lambda c, d: True, Form.TILED_MATMUL,
+         lambda c, d: dict(schedule="tiles", tile=TILE)),
+
+    # reductions (M outputs of R values each)
+    Rule("no outputs: no kernel", R, lambda c, d: c.M == 0, None),
+    Rule("argmax/argmin: the extremum, then its first index", R,
+         lambda c, d: c.op in ("argmax", "argmin"), params=lambda c, d: dict(arg=True),
+         then=lambda c: replace(c, op=c.op[3:])),
+    Rule("empty reduction: the neutral element", R, lambda c, d: c.R == 0, Form.NEUTRAL,
+         lambda c, d: dict(wg=_wg(c.M))),
+    # CPU: each work-item walks contiguous memory; work-groups spread on cores
+    Rule("cpu: two stages", R, lambda c, d: d.cpu and c.inner and c.M < FEW_OUTPUTS
+         and c.R >= LONG_REDUCTION, Form.TWO_STAGE, _two_stage),
+    Rule("cpu: split columns", R, lambda c, d: d.cpu and not c.inner
+         and c.R >= LONG_COLUMNS, Form.SPLIT_COLUMNS, _split_columns),
+    Rule("cpu: thread", R, lambda c, d: d.cpu, Form.THREAD, lambda c, d: dict(wg=_wg(c.M))),
+    # GPU
+    Rule("gpu: two stages", R, lambda c, d: c.M < MANY_OUTPUTS and c.R >= LONG_REDUCTION,
+         Form.TWO_STAGE, _two_stage),
+    Rule("gpu: split columns", R, lambda c, d: not c.inner and c.M < FILL_THREADS
+         and c.R >= LONG_COLUMNS, Form.SPLIT_COLUMNS, _split_columns),
+    Rule("gpu: group", R, lambda c, d: ((c.inner and c.R >= GROUP_REDUCTION)
+                                        or c.M < FEW_OUTPUTS) and c.R > 1,
+         Form.GROUP, lambda c, d: dict(size=min(WG, pow2_floor(c.R)))),
+    Rule("gpu: thread", R, lambda c, d: True, Form.THREAD, lambda c, d: dict(wg=_wg(c.M))),
+
+    # fused rows (softmax, layer norm)
+    Rule("cpu: a work-item per row", W, lambda c, d: d.cpu, Form.ROWS_THREAD,
+         lambda c, d: dict(wg=_wg(c.M))),
+    Rule("short rows: a work-item per row", W, lambda c, d: c.R < GROUP_ROW, Form.ROWS_THREAD,
+         lambda c, d: dict(wg=_wg(c.M))),
+    Rule("a work-group per row", W, lambda c, d: True, Form.ROWS_GROUP, _row_group),
+)
+del E, R, C, W
+
+
+# -- tuning candidates ------------------------------------------------------------
+
+def tuning_candidates(form, *, size=1, shape=(), M=0, N=0, K=0, A=None, B=None):
+    """Candidate schedules the tuner times for a kernel of ``form`` (sizes
+    of its output; for a matmul its operands' buffer names)."""
+    from .schedule import (ElementsPerItem, GroupReduce, Layout, Prefetch, RegisterTile,
+                           Split, StoreThroughLocal, Tile, Unroll, WorkGroup)
+    out = []
+    if form == Form.ELEMENTWISE:
+        out += [(WorkGroup(wg),) for wg in (64, 128, 256, 512) if wg <= max(size, 1)]
+        out += [(ElementsPerItem(n, 256),) for n in (2, 4, 8) if size >= 256 * n * 4]
+        if len(shape) == 2 and shape[-1] <= 64:
+            # a work-item per row (a loop over the row), storing directly or
+            # through a local-memory tile (coalesced)
+            row = (Layout("axes"), WorkGroup(256, "i0"), Unroll("i1"))
+            out += [row, row + (StoreThroughLocal(),)]
+    elif form == Form.GROUP:
+        out = [(GroupReduce("j", s),) for s in (32, 64, 128, 256, 512)]
+    elif form == Form.THREAD:
+        out = [(WorkGroup(s),) for s in (32, 64, 128, 256, 512)]
+    elif form == Form.TILED_MATMUL:
+        out += [(Tile("i", "j", t, t), Split("k", t), Prefetch(A, ("i_inner", "k_inner")),
+                 Prefetch(B, ("k_inner", "j_inner")))
+                for t in (8, 16, 32) if M % t == 0 and N % t == 0]
+        out += [(RegisterTile(A, B, bt, 16, kt, vector=v),)
+                for bt, kt, v in ((64, 16, 1), (128, 16, 1), (64, 16, 4), (128, 8, 4),
+                                  (128, 16, 4), (128, 32, 4))
+                if M % bt == 0 and N % bt == 0 and K % kt == 0]
+    return out
+
+
+def describe() -> str:
+    """The table as text: one line per rule (for docs and ``print``)."""
+    return "\n".join(f"{r.applies.__name__:12s} {r.name:50s} -> "
+                     f"{r.form.value if r.form else ('as a reduction' if r.then else 'no kernel')}"
+                     for r in RULES)
+
+
+__all__ = ["Choice", "Form", "Rule", "RULES", "choose", "describe", "tuning_candidates"]
