@@ -1,21 +1,19 @@
-from setuptools import setup
+"""Which folders ship, and under which names (the metadata is in pyproject.toml).
 
-LOOPY = ["loopy>=2025.2,<2026", "islpy>=2025.2.5,<2026", "pymbolic>=2025.1"]
+codegen/ and targets/ sit beside polyarray/ in the repository but install as
+its subpackages polyarray.codegen and polyarray.targets: one top-level name in
+site-packages, which a user's own codegen.py or targets.py cannot shadow.
+"""
+from setuptools import find_packages, setup
 
-setup(
-    name="polyarray",
-    version="0.1.0",
-    description="NumPy-style lazy arrays lowered to fused Loopy kernels for "
-                "OpenCL (PyOpenCL) and CUDA (PyCUDA), with NumPy as the reference",
-    # one top-level package: codegen/ and targets/ install as its subpackages
-    packages=["polyarray", "polyarray.codegen", "polyarray.codegen.ir", "polyarray.targets"],
-    package_dir={"polyarray.codegen": "codegen", "polyarray.codegen.ir": "codegen/ir",
-                 "polyarray.targets": "targets"},
-    python_requires=">=3.10",
-    install_requires=["numpy>=2.0", "pymbolic>=2025.1", "platformdirs"],
-    extras_require={
-        "opencl": LOOPY + ["pyopencl>=2024.1"],
-        "cuda": LOOPY + ["pycuda>=2024.1"],
-        "test": ["pytest>=7", "hypothesis>=6"],
-    },
-)
+MOVED = {"polyarray.codegen": "codegen", "polyarray.targets": "targets"}
+
+
+def packages():
+    found = find_packages(include=["polyarray", "polyarray.*"])
+    for name, folder in MOVED.items():
+        found += [name] + [f"{name}.{sub}" for sub in find_packages(where=folder)]
+    return found
+
+
+setup(packages=packages(), package_dir=MOVED)
