@@ -56,7 +56,7 @@ class KernelInfo:
     args: tuple            # buffer names, in the kernel's argument order
     gsize: tuple
     lsize: tuple
-    form: str                      # a policy.Form: elementwise, thread, group, ...
+    form: str                      # a policy.Form's value: elementwise, thread, group, ...
     loopy_kernel: object = None
     schedule: tuple = ()           # the schedule steps in force
     callables: object = field(default=None, repr=False)
@@ -107,6 +107,8 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     device's ``(work-items per group, (per axis 0, 1, 2))``) refuses larger
     work-groups with a ScheduleError."""
     import loopy as lp
+    from .schedule import install_ilp_order
+    install_ilp_order()         # loopy's ilp loop order, fixed (schedule/ilp_order.py)
     from .cfuncs import storage_dtype
     from .assemble import Assembler
     from .device import Device
@@ -188,7 +190,9 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
             gsize, lsize = knl.get_grid_size_upper_bounds_as_exprs(tu.callables_table)
             args = tuple(a.name for a in knl.args)
             kernels.append(KernelInfo(kp.name, args, tuple(int(x) for x in gsize),
-                                      tuple(int(x) for x in lsize), kp.form, knl,
+                                      # a plain str: unpickling a disk-cache entry
+                                      # then imports no policy (nor loopy)
+                                      tuple(int(x) for x in lsize), str(kp.form), knl,
                                       kp.steps, tu.callables_table, kp.rule))
     from .schedule import check_work_groups
     check_work_groups(kernels, max_work_group)      # before any device compiler runs

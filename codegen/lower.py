@@ -230,13 +230,25 @@ class KernelBuilder(Mapper):
     def map_concatenate(self, node, idx, within, reducing):
         ax = node.axis
         pieces, off = [], 0
+        total = node.shape[ax]
         for arr in node.arrays:
             sub = list(idx)
+            n = arr.shape[ax]
             # a piece one wide along the axis is read at index 0 there, so its
-            # values are shared with every other use at the same position
-            sub[ax] = 0 if arr.shape[ax] == 1 else (idx[ax] - off if off else idx[ax])
+            # values are shared with every other use at the same position.
+            # Other pieces are read at an index clamped into the piece: a
+            # piece's value may be computed into a temporary ahead of the
+            # select (a shared subexpression), and must not read outside its
+            # buffers there (a gather's index check would fire on garbage)
+            local = idx[ax] - off if off else idx[ax]
+            if n != 1:
+                if off:
+                    local = p.Max((local, 0))
+                if off + n < total:
+                    local = p.Min((local, n - 1))
+            sub[ax] = 0 if n == 1 else local
             pieces.append((off, self.value(arr, tuple(sub), within, reducing)[0]))
-            off += arr.shape[ax]
+            off += n
         expr = pieces[-1][1]
         for (start, e), (nxt, _) in zip(reversed(pieces[:-1]), reversed(pieces[1:])):
             expr = p.If(p.Comparison(idx[ax], "<", nxt), e, expr)

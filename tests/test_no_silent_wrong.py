@@ -282,6 +282,26 @@ def test_out_of_bounds_gathers_raise_and_the_program_still_works(layout):
     assert prog(idx=np.array([3, 4]), **good)["g"].tolist() == [6.0, 8.0]
 
 
+def test_concatenated_gathers_read_inside_their_pieces(layout):
+    """Fuzzer seed 2143 (PoCL, GPU layout): a piece of a concatenation shared
+    by several reads is computed into a temporary ahead of the select, at an
+    index past the piece; its gather then read past the index buffer and the
+    check raised on garbage (now and then).  Pieces are read at a clamped
+    index (codegen/lower.py map_concatenate)."""
+    a = pa.placeholder("a", (4,), np.uint32)
+    z = pa.placeholder("z", (5,), np.uint8)
+    g = a[z]
+    v = (((g ^ 9) + 3) * g) - g
+    out = pa.concatenate([v, v[::-1], v[1:3]], axis=0)
+    b = dict(a=np.array([183100015, 919521474, 3513126339, 2710802095], np.uint32),
+             z=np.array([0, 1, 2, 2, 3], np.uint8))
+    name, kind = layout
+    prog = pa.compile(out, target=name, **({"device_kind": kind} if kind else {}))
+    want = pa.compile(out, target="numpy")(**b)
+    for _ in range(10):
+        assert_same(prog(**b), want)
+
+
 DEVICE_TARGETS = [t for t in TEST_TARGETS if t != "numpy"]
 
 

@@ -23,7 +23,7 @@ from .base import (_TAG, KernelContext, ScheduleError, Step, _extent,  # noqa: F
                    _inames, _need_iname, _need_positive, _need_tag, _reduction_inames,
                    _set_tag, _split, _tag_of, format_schedule, short_repr)
 from .build import ElementsPerItem, Layout, build_options  # noqa: F401
-from .ilp_order import install as _install_ilp_order
+from .ilp_order import install as install_ilp_order  # noqa: F401  (lower_program calls it)
 from .limits import (CUDA_MAX_WORK_GROUP, MAX_UNROLL, MAX_UNROLL_HINT,  # noqa: F401
                      MAX_UNROLLED, _check_hints, _tags, _unrolled, apply_steps,
                      check_unrolling, check_work_groups)
@@ -37,4 +37,3 @@ from .transform import Transform  # noqa: F401
 from .vectorize import (_LANE_TYPES, Vectorize, _store_through_vector,  # noqa: F401
                         _subscripts)
 
-_install_ilp_order()
