@@ -312,6 +312,31 @@ _CMP = {"less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
         "equal": "==", "not_equal": "!="}
 
 
+_NEGATIVE_IS_SMALLER = {"less": True, "less_equal": True, "not_equal": True,
+                        "greater": False, "greater_equal": False, "equal": False}
+
+
+def _comparison(name, ex, dts):
+    """``a op b``.  NumPy compares int64 with uint64 by value (its ``qQ``
+    loops); C would convert the signed side to unsigned, so a negative one
+    compares as huge.  A negative signed side decides the result at once."""
+    (a, b), (da, db) = ex, dts
+    if {da.kind, db.kind} != {"i", "u"}:
+        return p.Comparison(a, _CMP[name], b)
+    signed_left = da.kind == "i"
+    neg, other = (a, b) if signed_left else (b, a)
+    smaller = _NEGATIVE_IS_SMALLER[name] if signed_left else \
+        _NEGATIVE_IS_SMALLER[_SWAPPED[name]]
+    wide = TypeCast(np.dtype(np.uint64), neg)
+    cmp = p.Comparison(wide, _CMP[name], other) if signed_left else \
+        p.Comparison(other, _CMP[name], wide)
+    return p.If(p.Comparison(neg, "<", 0), int(smaller), cmp)
+
+
+_SWAPPED = {"less": "greater", "less_equal": "greater_equal", "greater": "less",
+            "greater_equal": "less_equal", "equal": "equal", "not_equal": "not_equal"}
+
+
 @lru_cache(maxsize=None)
 def ufunc_out_dtype(name, in_dtypes):
     ufunc = getattr(np, name)
@@ -348,7 +373,7 @@ def lower_call(name, args, functions):
         functions.add(fname)
         return p.Call(p.Variable(fname), tuple(ex)), out
     if name in _CMP:
-        return TypeCast(U8, p.Comparison(ex[0], _CMP[name], ex[1])), out
+        return TypeCast(U8, _comparison(name, ex, dts)), out
     if name == "add":
         return (as_bool(p.LogicalOr(tuple(ex)), out) if out == BOOL
                 else _arith("add", p.Sum(tuple(ex)), out, ex, functions)), out

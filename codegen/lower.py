@@ -284,6 +284,11 @@ class _ExprLowerer(ExprMapper):
                 return U8.type(int(c)), dt
             if dt.kind == "f" and not np.isfinite(c):
                 return special_constant(c, dt, self.kb.functions), dt
+            if dt == np.int64 and c == np.iinfo(np.int64).min:
+                # C has no literal for it: 9223372036854775808l does not fit a
+                # long, and nvcc made the negated literal unsigned (comparisons
+                # with it then were unsigned: fuzzer seed 7089 on the H100)
+                return p.Sum((np.int64(-2**63 + 1), np.int64(-1))), dt
             return c, dt
         if isinstance(c, bool):
             return U8.type(int(c)), BOOL

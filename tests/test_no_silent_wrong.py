@@ -282,6 +282,22 @@ def test_out_of_bounds_gathers_raise_and_the_program_still_works(layout):
     assert prog(idx=np.array([3, 4]), **good)["g"].tolist() == [6.0, 8.0]
 
 
+def test_int64_uint64_comparisons_and_the_int64_minimum(layout):
+    """NumPy compares int64 with uint64 by value (C converts the signed side
+    to unsigned: fuzzer seed 7213), and -2**63 has no C literal (nvcc made
+    it unsigned: fuzzer seed 7089 on the H100)."""
+    a = pa.placeholder("a", (6,), np.int64)
+    b = pa.placeholder("b", (6,), np.uint64)
+    av = np.array([-13, -1, 0, 5, 2**62, -2**63], np.int64)
+    bv = np.array([2**64 - 13, 2**64 - 1, 0, 5, 2**62, 3], np.uint64)
+    outs = {f"{n}{k}": getattr(pa, n)(*((a, b) if k == 0 else (b, a)))
+            for n in ("less", "less_equal", "greater", "greater_equal", "equal",
+                      "not_equal") for k in (0, 1)}
+    outs["min"] = a < -2**63
+    outs["min_plus"] = a + np.int64(-2**63)
+    check(layout, outs, a=av, b=bv)
+
+
 def test_concatenated_gathers_read_inside_their_pieces(layout):
     """Fuzzer seed 2143 (PoCL, GPU layout): a piece of a concatenation shared
     by several reads is computed into a temporary ahead of the select, at an
