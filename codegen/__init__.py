@@ -52,22 +52,40 @@ class BufferSpec(NamedTuple):
 
 @dataclass
 class KernelInfo:
+    """One kernel: plain data (what launches, ``repr`` and ``prog.schedule``
+    read; the disk cache keeps it) and its loopy objects (for ``loop_nest()``,
+    tuning, raw transforms), which the disk cache does not keep."""
     name: str
     args: tuple            # buffer names, in the kernel's argument order
     gsize: tuple
     lsize: tuple
     form: str                      # a policy.Form's value: elementwise, thread, group, ...
-    loopy_kernel: object = None
     schedule: tuple = ()           # the schedule steps in force
-    callables: object = field(default=None, repr=False)
     rule: str = ""                 # the policy rule that chose the form
+    # (loopy kernel, callables table); or a function that returns them (after
+    # a disk-cache hit: the program is lowered again only when they are
+    # asked for); None: stripped for the disk cache
+    loopy: object = field(default=None, repr=False, compare=False)
+
+    @property
+    def loopy_kernel(self):
+        return self._loopy()[0]
+
+    @property
+    def callables(self):
+        return self._loopy()[1]
+
+    def _loopy(self):
+        if callable(self.loopy):
+            self.loopy = self.loopy()
+        return self.loopy or (None, None)
 
     def loop_nest(self) -> str:
         """The loop nest with extents and hardware mapping, as text."""
         from .loopnest import loop_nest
         if self.loopy_kernel is None:
             raise ValueError("no loopy kernel here (stripped for the disk cache); "
-                             "use prog.kernels, which re-lowers on demand")
+                             "use prog.kernels, whose kernels lower again on demand")
         return loop_nest(self.loopy_kernel, self.callables, self.gsize, self.lsize)
 
     def __repr__(self):
@@ -129,10 +147,9 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     for k, n in enumerate(data_nodes(order)):
         add(n, f"data{k}", "data")
         data[f"data{k}"] = k
-    for n in order:
-        if isinstance(n, N.Placeholder):
-            add(n, c_name(n.name), "input")
-            inputs[n.name] = c_name(n.name)
+    for name, n in N.placeholders(outputs, order).items():
+        add(n, c_name(name), "input")
+        inputs[name] = c_name(name)
     out_names = []
     for k, o in enumerate(outputs):
         if id(o) not in buffers:
@@ -190,10 +207,11 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
             gsize, lsize = knl.get_grid_size_upper_bounds_as_exprs(tu.callables_table)
             args = tuple(a.name for a in knl.args)
             kernels.append(KernelInfo(kp.name, args, tuple(int(x) for x in gsize),
+                                      tuple(int(x) for x in lsize),
                                       # a plain str: unpickling a disk-cache entry
                                       # then imports no policy (nor loopy)
-                                      tuple(int(x) for x in lsize), str(kp.form), knl,
-                                      kp.steps, tu.callables_table, kp.rule))
+                                      str(kp.form), schedule=kp.steps, rule=kp.rule,
+                                      loopy=(knl, tu.callables_table)))
     from .schedule import check_work_groups
     check_work_groups(kernels, max_work_group)      # before any device compiler runs
     if plan.checks:
@@ -216,36 +234,18 @@ def _names_comment(inputs):
 
 
 def program_key(outputs) -> str:
-    """Structural digest of the computation, independent of data values.
-
-    Data leaves are keyed by shape and dtype only (their values are passed
-    as kernel arguments), so re-running with new data reuses the kernels.
-    O(N): each node is described once with its children's local numbers.
-    """
+    """The compile caches' key of the computation: each node's
+    ``local_digest`` (its own structure, children and data values aside) in
+    topological order, with its children's positions in that order, then the
+    outputs' positions.  So equal DAGs get one key in any process, and a DAG
+    that differs in structure or sharing (``a + a`` against ``a + b``) gets
+    another; data values are left out (they are passed as kernel arguments),
+    so re-running with new data reuses the kernels.  O(N)."""
     import hashlib
     order = N.topological_order(outputs)
     num = {id(n): k for k, n in enumerate(order)}
-    h = hashlib.sha256(b"polyarray-program-v1")
+    h = hashlib.sha256(b"polyarray-program-v2")
     for n in order:
-        h.update(_describe_node(n, num).encode() + b"\n")
+        h.update(f"{n.local_digest}{[num[id(c)] for c in n.children()]}\n".encode())
     h.update(repr([num[id(o)] for o in outputs]).encode())
     return h.hexdigest()
-
-
-def _describe_node(n, num):
-    head = f"{type(n).__name__}|{n.shape}|{n.dtype.str}|"
-    if isinstance(n, N.DataWrapper):
-        return head
-    if isinstance(n, N.Placeholder):
-        return head + n.name
-    if isinstance(n, N.IndexLambda):
-        return head + repr(n.expr) + "|" + ",".join(f"{k}:{num[id(c)]}" for k, c in n.bindings)
-    if isinstance(n, N.Reduce):
-        return head + f"{n.op}|{n.axes}|{num[id(n.array)]}"
-    if isinstance(n, N.Einsum):
-        return head + n.subscripts + "|" + ",".join(str(num[id(o)]) for o in n.operands)
-    if isinstance(n, N.Reshape):
-        return head + str(num[id(n.array)])
-    if isinstance(n, N.Concatenate):
-        return head + f"{n.axis}|" + ",".join(str(num[id(a)]) for a in n.arrays)
-    raise TypeError(type(n).__name__)

@@ -16,25 +16,41 @@ import numpy as np
 from pymbolic.mapper import WalkMapper
 
 from .ir import nodes as N
+from .ir.mapper import Mapper
 
 F16 = np.dtype(np.float16)
 ADVICE = "float16 is not supported on device targets yet; use astype(np.float32)"
 
 
+class _Describer(Mapper):
+    """``map_<node>(node, kind)``: a short, user-facing name of the node;
+    ``kind`` is its dtype and shape."""
+
+    def map_placeholder(self, node, kind):
+        return f"placeholder {node.name!r} ({kind})"
+
+    def map_data_wrapper(self, node, kind):
+        return f"a captured array (pa.array / NumPy operand, {kind})"
+
+    def map_index_lambda(self, node, kind):
+        return f"the result of {node.op} ({kind})"
+
+    def map_reduce(self, node, kind):
+        return f"the result of {node.op} over axes {node.axes} ({kind})"
+
+    def map_einsum(self, node, kind):
+        return f"the result of einsum({node.subscripts!r}) ({kind})"
+
+    def map_reshape(self, node, kind):
+        return f"the result of reshape ({kind})"
+
+    def map_concatenate(self, node, kind):
+        return f"the result of concatenate ({kind})"
+
+
 def describe_node(node) -> str:
     """A short, user-facing name for ``node``."""
-    kind = f"{node.dtype.name}{list(node.shape)}"
-    if isinstance(node, N.Placeholder):
-        return f"placeholder {node.name!r} ({kind})"
-    if isinstance(node, N.DataWrapper):
-        return f"a captured array (pa.array / NumPy operand, {kind})"
-    if isinstance(node, N.IndexLambda):
-        return f"the result of {node.op} ({kind})"
-    if isinstance(node, N.Reduce):
-        return f"the result of {node.op} over axes {node.axes} ({kind})"
-    if isinstance(node, N.Einsum):
-        return f"the result of einsum({node.subscripts!r}) ({kind})"
-    return f"the result of {type(node).__name__.lower()} ({kind})"
+    return _Describer()(node, f"{node.dtype.name}{list(node.shape)}")
 
 
 class _Float16Finder(WalkMapper):

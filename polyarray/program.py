@@ -82,15 +82,7 @@ class Program:
         self._kind, self._keys, self._outputs = _flatten(outputs)
         self.target_name = target or get_default_target()
         self._target = _targets.get_target(self.target_name)
-        self.placeholders = {}
-        for node in N.topological_order(self._outputs):
-            if isinstance(node, N.Placeholder):
-                seen = self.placeholders.setdefault(node.name, node)
-                if seen is not node:
-                    raise ValueError(
-                        f"two different placeholders are named {node.name!r}: "
-                        f"{_describe(seen.shape, seen.dtype)} and "
-                        f"{_describe(node.shape, node.dtype)}")
+        self.placeholders = N.placeholders(self._outputs)     # ValueError: one name twice
         self._sorted_placeholders = sorted(self.placeholders.items())
         self.options = options
         from polyarray.codegen.schedule import normalize_schedule

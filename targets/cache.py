@@ -18,7 +18,7 @@ import pickle
 import tempfile
 
 log = logging.getLogger("polyarray.cache")
-FORMAT = b"polyarray-cache-v1\n"
+FORMAT = b"polyarray-cache-v2\n"      # v2: keys from Node.local_digest, KernelInfo.loopy
 
 
 _WARNED_DIRS = set()

@@ -8,6 +8,7 @@ loopy and the device compiler entirely.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 from dataclasses import dataclass
@@ -30,8 +31,7 @@ class CompiledProgram:
 
 def _strip(lowered):
     """A picklable copy without the loopy objects."""
-    kernels = [dataclasses.replace(k, loopy_kernel=None, callables=None)
-               for k in lowered.kernels]
+    kernels = [dataclasses.replace(k, loopy=None) for k in lowered.kernels]
     return dataclasses.replace(lowered, kernels=kernels, translation_unit=None)
 
 
@@ -53,9 +53,11 @@ def valid_lowered_entry(entry) -> bool:
                 and isinstance(b.shape, tuple) and b.role in _ROLES):
             return False
     for k in L.kernels:
-        if not (type(k) is KernelInfo and isinstance(k.name, str)
+        if not (type(k) is KernelInfo and isinstance(k.name, str) and k.loopy is None
                 and all(a in L.buffers for a in k.args)
-                and all(isinstance(n, _INT) for n in (*k.gsize, *k.lsize))):
+                and all(isinstance(n, _INT) for n in (*k.gsize, *k.lsize))
+                and isinstance(k.form, str) and isinstance(k.rule, str)
+                and isinstance(k.schedule, tuple)):
             return False
     return (all(b in L.buffers for b in (*L.inputs.values(), *L.data, *L.outputs))
             and all(isinstance(i, _INT) for i in L.data.values()))
@@ -129,8 +131,7 @@ class DeviceExecutable(Executable):
         self._kernel_info = None
         order = N.topological_order(outputs)
         datas = data_nodes(order)
-        self.placeholders = sorted({n.name: n for n in order
-                                    if isinstance(n, N.Placeholder)}.items())
+        self.placeholders = sorted(N.placeholders(outputs, order).items())
         self._data_arrays = {name: datas[k].data for name, k in L.data.items()}
         # buffers allocated per call: (name, bytes)
         self._allocs = [(name, max(b.size, 1) * b.storage.itemsize)
@@ -167,15 +168,24 @@ class DeviceExecutable(Executable):
 
     @property
     def kernels(self):
-        """name -> KernelInfo, with the loopy kernel (re-lowered on demand when
-        the program came from the disk cache, which stores no loopy objects)."""
+        """name -> KernelInfo.  From the disk cache, the entry's own (nothing is
+        lowered); their loopy objects are made when first asked for."""
         if self._kernel_info is None:
-            infos = list(self.lowered.kernels)
-            if any(k.loopy_kernel is None for k in infos):
-                from polyarray.codegen import lower_program
-                fresh = {k.name: k for k in lower_program(
-                    self._outputs_nodes, self._lp_target, cpu=self._cpu,
-                    schedules=self._schedules).kernels}
-                infos = [fresh[k.name] for k in infos]
+            infos = self.lowered.kernels
+            if any(k.loopy is None for k in infos):
+                infos = lower_when_asked(infos, self._outputs_nodes, self._lp_target,
+                                         self._cpu, self._schedules)
             self._kernel_info = {k.name: k for k in infos}
         return self._kernel_info
+
+
+def lower_when_asked(infos, outputs, lp_target, cpu, schedules):
+    """Copies of ``infos`` (a disk-cache entry's: no loopy objects) whose
+    loopy objects come from lowering ``outputs`` again, once, on first use:
+    launching, ``repr`` and ``prog.schedule`` need none of them."""
+    @functools.cache
+    def lowered():
+        from polyarray.codegen import lower_program
+        L = lower_program(outputs, lp_target, cpu=cpu, schedules=schedules)
+        return {k.name: k.loopy for k in L.kernels}
+    return [dataclasses.replace(k, loopy=lambda name=k.name: lowered()[name]) for k in infos]

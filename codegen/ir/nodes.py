@@ -6,9 +6,13 @@ equality is identity, comparing two DAGs is O(1), hashing is cached, and a
 subexpression that the user writes twice is still one node that is evaluated
 once.
 
-Each node also carries ``digest``: a SHA-256 of its structure that is stable
-across processes (it never uses Python's randomized ``hash``).  Disk caches
-key on it.
+Each node also carries two SHA-256 digests, stable across processes (they
+never use Python's randomized ``hash``), from one description of its fields:
+``local_digest`` is the node itself (type, shape, dtype, fields), its
+children and data values aside; ``digest`` adds the children's digests and
+a captured array's content, so it names the whole DAG below the node.
+``codegen.program_key`` builds the compile caches' key from the local digests
+(data values are kernel arguments, so new data reuses the kernels).
 
 Node types
 ----------
@@ -73,14 +77,32 @@ def _key_part(value):
     return (type(value).__name__, value)
 
 
-def _digest_part(value) -> str:
+def _local_text(value, children) -> str:
+    """One field value as text, each child node as ``@`` (appended to
+    ``children``); strings are quoted by ``repr``, so a bare ``@`` is a child."""
     if isinstance(value, Node):
-        return value.digest
+        children.append(value)
+        return "@"
     if isinstance(value, np.dtype):
         return value.str
     if isinstance(value, tuple):
-        return "(" + ",".join(_digest_part(v) for v in value) + ")"
+        return "(" + ",".join(_local_text(v, children) for v in value) + ")"
     return repr(value)
+
+
+def _digests(node) -> tuple:
+    """``(local_digest, digest)`` of a new node (see the module docstring)."""
+    children, h = [], hashlib.sha256(type(node).__name__.encode())
+    for f in fields(node):
+        if f.name not in node.value_fields:
+            h.update(b"\0" + f.name.encode() + b"=")
+            h.update(_local_text(getattr(node, f.name), children).encode())
+    local = h.hexdigest()
+    whole = hashlib.sha256(local.encode())
+    for child in children:
+        whole.update(child.digest.encode())
+    whole.update(node.value_digest().encode())
+    return local, whole.hexdigest()
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -100,19 +122,21 @@ class Node:
             if existing is not None:
                 return existing
             _INTERN[key] = node
-        h = hashlib.sha256(cls.__name__.encode())
-        for f in fields(node):
-            h.update(b"\0" + f.name.encode() + b"=")
-            h.update(node._digest_field(f.name).encode())
-        object.__setattr__(node, "digest", h.hexdigest())
+        local, digest = _digests(node)
+        object.__setattr__(node, "local_digest", local)
+        object.__setattr__(node, "digest", digest)
         object.__setattr__(node, "_hash", hash(key))
         return node
 
     def _intern_key(self):
         return tuple(_key_part(getattr(self, f.name)) for f in fields(self))
 
-    def _digest_field(self, name) -> str:
-        return _digest_part(getattr(self, name))
+    # fields holding data values, not structure: out of ``local_digest``
+    value_fields = ()
+
+    def value_digest(self) -> str:
+        """The data values' part of ``digest`` (a captured array's content)."""
+        return ""
 
     def __hash__(self):
         return self._hash
@@ -154,10 +178,10 @@ class DataWrapper(Node):
     def _intern_key(self):
         return (self.shape, self.dtype.str, self.content_digest)
 
-    def _digest_field(self, name):
-        if name == "data":
-            return self.content_digest
-        return super()._digest_field(name)
+    value_fields = ("data", "content_digest")
+
+    def value_digest(self):
+        return self.content_digest
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -181,13 +205,6 @@ class IndexLambda(Node):
     def _intern_key(self):
         return (self.shape, self.dtype.str, self.expr,
                 tuple((k, id(v)) for k, v in self.bindings), self.op)
-
-    def _digest_field(self, name):
-        if name == "expr":
-            return repr(self.expr)
-        if name == "bindings":
-            return ",".join(f"{k}:{v.digest}" for k, v in self.bindings)
-        return super()._digest_field(name)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -268,3 +285,21 @@ def use_counts(order) -> dict:
         for c in set(map(id, n.children())):
             counts[c] += 1
     return counts
+
+
+def placeholders(outputs, order=None) -> dict:
+    """Placeholder name -> node, in topological order (``order``: that of
+    ``outputs``, if already walked).  Two different placeholders of one name
+    are refused: a binding could not say which it is for."""
+    found = {}
+    for node in topological_order(outputs) if order is None else order:
+        if isinstance(node, Placeholder):
+            seen = found.setdefault(node.name, node)
+            if seen is not node:
+                raise ValueError(f"two different placeholders are named {node.name!r}: "
+                                 f"{_shape_and_dtype(seen)} and {_shape_and_dtype(node)}")
+    return found
+
+
+def _shape_and_dtype(node) -> str:
+    return f"shape {tuple(node.shape)}, dtype {np.dtype(node.dtype).name}"

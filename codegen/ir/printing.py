@@ -2,11 +2,14 @@
 line per node, with shared nodes marked)."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pymbolic.primitives as p
 
 from . import nodes as N
 from .expr import is_call, call_name
+from .mapper import Mapper
 
 _INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/",
           "floor_divide": "//", "remainder": "%", "power": "**",
@@ -26,41 +29,57 @@ def _const(value):
     return repr(value)
 
 
-class _Renderer:
-    """Renders a node as an expression; ``leaf(node)`` may cut the recursion."""
-
-    def __init__(self, leaf, max_depth=6):
-        self.leaf = leaf
-        self.max_depth = max_depth
-
-    def node(self, node, depth=0):
-        short = self.leaf(node, depth)
-        if short is not None:
-            return short
+def _cut_deep(render):
+    """An inner node's ``map_`` method: "…" once ``max_depth`` levels deep."""
+    @functools.wraps(render)
+    def method(self, node, depth):
         if depth >= self.max_depth:
             return "…"
-        r = lambda n: self.node(n, depth + 1)    # noqa: E731
-        if isinstance(node, N.IndexLambda):
-            env = dict(node.bindings)
-            if is_call(node.expr):
-                return self.expr(node.expr, env, r)
-            if node.bindings:
-                return f"{node.op}({r(node.bindings[0][1])})"
-            return node.op
-        if isinstance(node, N.Reduce):
-            return f"{node.op}({r(node.array)}, axis={node.axes})"
-        if isinstance(node, N.Einsum):
-            return f"einsum({node.subscripts!r}, {', '.join(map(r, node.operands))})"
-        if isinstance(node, N.Reshape):
-            return f"reshape({r(node.array)}, {node.shape})"
-        if isinstance(node, N.Concatenate):
-            return f"concatenate([{', '.join(map(r, node.arrays))}], axis={node.axis})"
-        return type(node).__name__
+        return render(self, node, depth)
+    return method
 
-    def expr(self, e, env, r):
+
+class _Renderer(Mapper):
+    """``map_<node>(node, depth) -> str``: a node as an expression.  The
+    subclasses say how leaves and operands (``operand``) are written."""
+    max_depth = 6
+
+    def operand(self, node, depth):
+        """An operand of a node rendered at ``depth``."""
+        return self.rec(node, depth + 1)
+
+    @_cut_deep
+    def map_index_lambda(self, node, depth):
+        env = dict(node.bindings)
+        if is_call(node.expr):
+            return self.expr(node.expr, env, depth)
+        if node.bindings:
+            return f"{node.op}({self.operand(node.bindings[0][1], depth)})"
+        return node.op
+
+    @_cut_deep
+    def map_reduce(self, node, depth):
+        return f"{node.op}({self.operand(node.array, depth)}, axis={node.axes})"
+
+    @_cut_deep
+    def map_einsum(self, node, depth):
+        operands = ", ".join(self.operand(o, depth) for o in node.operands)
+        return f"einsum({node.subscripts!r}, {operands})"
+
+    @_cut_deep
+    def map_reshape(self, node, depth):
+        return f"reshape({self.operand(node.array, depth)}, {node.shape})"
+
+    @_cut_deep
+    def map_concatenate(self, node, depth):
+        arrays = ", ".join(self.operand(a, depth) for a in node.arrays)
+        return f"concatenate([{arrays}], axis={node.axis})"
+
+    def expr(self, e, env, depth):
+        """An IndexLambda's expression; ``env``: binding name -> node."""
         if is_call(e):
             name = call_name(e)
-            args = [self.expr(a, env, r) for a in e.parameters]
+            args = [self.expr(a, env, depth) for a in e.parameters]
             if name.startswith("cast_"):
                 return args[0] if len(args[0]) < 40 else f"{name[5:]}({args[0]})"
             if name in _INFIX and len(args) == 2:
@@ -71,26 +90,45 @@ class _Renderer:
         if isinstance(e, (p.Subscript, p.Variable)):
             var = e.aggregate if isinstance(e, p.Subscript) else e
             if var.name in env:
-                return r(env[var.name])
+                return self.operand(env[var.name], depth)
             return var.name
         if isinstance(e, (np.generic, int, float, bool)):
             return _const(e)
         return str(e)
 
 
-def _leaf_repr(node, depth):
-    if isinstance(node, N.Placeholder):
+class _Repr(_Renderer):
+    """``repr``: the whole expression (to ``max_depth``), placeholders by
+    name, small captured arrays by value."""
+
+    def map_placeholder(self, node, depth):
         return node.name
-    if isinstance(node, N.DataWrapper):
+
+    def map_data_wrapper(self, node, depth):
         if node.size <= 4:
             return np.array2string(node.data, separator=", ")
         return f"<data {_fmt_type(node)}>"
-    return None
+
+
+class _Listing(_Renderer):
+    """One line of ``format_dag``: operands by their lines' names (``%k``)."""
+
+    def __init__(self, names):
+        self.names = names
+
+    def operand(self, node, depth):
+        return self.names[id(node)]
+
+    def map_placeholder(self, node, depth):
+        return f"placeholder {node.name!r}"
+
+    def map_data_wrapper(self, node, depth):
+        return "data"
 
 
 def describe(node) -> str:
     """One line: shape, dtype and a readable (depth-limited) expression."""
-    text = _Renderer(_leaf_repr).node(node)
+    text = _Repr()(node, 0)
     if len(text) > 400:
         text = text[:397] + "..."
     return f"pa.Array(shape={node.shape}, dtype={node.dtype.name}, expr={text})"
@@ -110,18 +148,10 @@ def format_dag(outputs) -> str:
     order = N.topological_order(roots)
     uses = N.use_counts(order)
     names = {id(n): f"%{k}" for k, n in enumerate(order)}
-
-    def leaf(node, depth):
-        return names[id(node)] if depth > 0 else None
-
+    listing = _Listing(names)
     lines = []
     for n in order:
-        if isinstance(n, N.Placeholder):
-            body = f"placeholder {n.name!r}"
-        elif isinstance(n, N.DataWrapper):
-            body = "data"
-        else:
-            body = _Renderer(leaf, max_depth=2).node(n)
+        body = listing(n, 0)
         mark = f"   * shared: {uses[id(n)]} uses" if uses[id(n)] > 1 else ""
         outs = [k for k, r in enumerate(roots) if r is n]
         out = f"   -> output {outs[0]}" if outs else ""
