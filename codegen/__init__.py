@@ -198,6 +198,9 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
             else asm.kernels[0].tu
         from loopy.preprocess import preprocess_program
         tu = preprocess_program(tu)
+        for kp in asm.kernels:          # e.g. a predicated store after the accumulation
+            if kp.preprocessed is not None:
+                tu = tu.with_kernel(kp.preprocessed(tu[kp.name]))
         source = _names_comment(inputs) + lp.generate_code_v2(tu).device_code()
         if plan.checks:
             from .checks import writable_error_buffer
@@ -205,7 +208,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
         for kp in asm.kernels:
             knl = tu[kp.name]
             gsize, lsize = knl.get_grid_size_upper_bounds_as_exprs(tu.callables_table)
-            args = tuple(a.name for a in knl.args)
+            args = tuple((kp.aliases or {}).get(a.name, a.name) for a in knl.args)
             kernels.append(KernelInfo(kp.name, args, tuple(int(x) for x in gsize),
                                       tuple(int(x) for x in lsize),
                                       # a plain str: unpickling a disk-cache entry

@@ -34,6 +34,8 @@ class KernelPlan:
     form: Form = Form.ELEMENTWISE
     steps: tuple = ()   # the schedule in force
     rule: str = ""      # the policy rule that chose the form
+    aliases: dict = None    # kernel argument -> the buffer it names too (``x @ x.T``)
+    preprocessed: object = None     # LoopKernel -> LoopKernel, after loopy's preprocessing
 
 
 class Assembler:
@@ -99,7 +101,7 @@ class Assembler:
 
     def reduction(self, name, node):
         """A Reduce or Einsum node -> one to four kernels."""
-        spec = reduction_spec(node)
+        spec = reduction_spec(node, self.plan.transposed)
         spec.update(out=self.buffers[id(node)], out_dtype=node.dtype)
         cls = contraction_class(node, spec, self.plan, self.buffers) \
             if isinstance(node, N.Einsum) else reduction_class(spec)
@@ -115,12 +117,17 @@ class Assembler:
 
     # -- kernel parts -> loopy ----------------------------------------------------
     def finish(self, name, kb, domains, written, steps, form=Form.ELEMENTWISE, rule="",
-               shapes=None, construct=None, scheduled=None):
+               shapes=None, construct=None, scheduled=None, aliases=None, facts=None,
+               preprocessed=None):
         """Make the loopy kernel and apply its schedule: the user's steps for
         this kernel if any, else ``steps`` (the default).  ``construct`` tags
         loops that the construction itself fixes; ``scheduled`` adjusts the
         kernel to the schedule applied.  Buffers are flat unless
-        ``shapes`` gives a multi-dimensional view (needed by ``add_prefetch``)."""
+        ``shapes`` gives a multi-dimensional view (needed by ``add_prefetch``).
+        ``aliases``: extra arguments naming a buffer again; ``facts``: what
+        the builder knows that steps read (``KernelContext.facts``);
+        ``preprocessed`` adjusts the kernel after loopy's preprocessing
+        (realized reductions)."""
         used = set()
         from loopy.symbolic import get_dependencies
         for insn in kb.instructions:
@@ -130,6 +137,9 @@ class Assembler:
                              shape=shapes.get(b, (max(self.buffer_specs[b][0], 1),)),
                              is_input=b not in written, is_output=b in written)
                 for b in sorted(used & set(self.buffer_specs))]
+        aliases = aliases or {}
+        args += [lp.GlobalArg(a, self.buffer_specs[b][1], shape=shapes[a], is_input=True,
+                              is_output=False) for a, b in sorted(aliases.items())]
         if ERROR_BUFFER in used:        # read as pa_err[0] by checked helpers, which write it
             args.append(lp.GlobalArg(ERROR_BUFFER, np.int64, shape=(1,), is_input=False,
                                      is_output=True))
@@ -146,7 +156,7 @@ class Assembler:
         if user is not None and form != Form.ELEMENTWISE:
             build_options(user, form, name)         # refuses build steps here
         steps = tuple(user) if user is not None else tuple(steps)
-        ctx = KernelContext(name, form)
+        ctx = KernelContext(name, form, facts or {})
         users = {c: u for u, c in self._to_device_names().items()}
         try:
             knl = apply_steps(knl, steps, ctx)
@@ -167,7 +177,8 @@ class Assembler:
                                     f"generate code: {type(e).__name__}: "
                                     f"{str(e).splitlines()[0] if str(e) else ''}", users)) from e
         self.kernels.append(KernelPlan(name, knl, tuple(sorted(written)), form,
-                                       tuple(rename_arrays(s, users) for s in steps), rule))
+                                       tuple(rename_arrays(s, users) for s in steps), rule,
+                                       aliases, preprocessed))
 
 
 _REDUCTIONS = {           # reduction form -> its builder

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Callable
 
 from .cfuncs import BOOL
@@ -38,15 +38,19 @@ class Reduction:
 
 @dataclass(frozen=True)
 class Contraction:
-    """An einsum.  ``matmul``: a 2-D ``ik,kj->ij`` product (not bool);
-    ``one_buffer``: both operands read the same buffer (``a @ a``,
-    ``x.T @ x``); ``reduction``: the same contraction seen as a reduction."""
+    """An einsum.  ``matmul``: a matrix product, batched or not (``batch``
+    outputs of M x N, one contracted axis of K; not bool); ``one_buffer``:
+    both operands read the same buffer (``a @ a``, ``x @ x.T``);
+    ``itemsize``: of the dtype; ``reduction``: the same contraction seen as
+    a reduction."""
     M: int
     N: int
     K: int
     matmul: bool
     one_buffer: bool
     reduction: Reduction
+    batch: int = 1
+    itemsize: int = 4
 
 
 @dataclass(frozen=True)
@@ -60,19 +64,58 @@ def reduction_class(spec) -> Reduction:
     return Reduction(spec["M"], spec["R"], spec["inner"], spec["op"])
 
 
+@dataclass(frozen=True)
+class Subscripts:
+    """An einsum's subscripts, parsed once: operand letters, output letters,
+    the contracted letters (first-seen order), and for a matrix product its
+    ``batch`` letters (the output's leading ones) and its ``i``, ``j``, ``k``."""
+    ins: tuple
+    out: str
+    contracted: tuple
+    batch: str = ""
+    i: str = ""
+    j: str = ""
+    k: str = ""
+
+    @property
+    def matmul(self) -> bool:
+        return bool(self.k)
+
+
+@lru_cache(maxsize=1024)
+def parse_subscripts(subscripts: str) -> Subscripts:
+    """``"bik,bkj->bij"`` -> Subscripts.  A matrix product: two operands,
+    one contracted letter k, the output ends in i (of the first operand
+    only) and j (of the second only), each operand's last two letters are
+    {i, k} / {k, j} in either order (an operand read transposed), and its
+    other letters are all of the output's batch letters, in order, or none
+    (broadcast); no letter repeats within an operand."""
+    ins, out = subscripts.split("->")
+    ins = tuple(ins.split(","))
+    contracted = tuple(c for c in dict.fromkeys("".join(ins)) if c not in out)
+    plain = Subscripts(ins, out, contracted)
+    if len(ins) != 2 or len(out) < 2 or len(contracted) != 1:
+        return plain
+    (a, b), k = ins, contracted[0]
+    i, j, batch = out[-2], out[-1], out[:-2]
+    if (any(len(set(s)) != len(s) for s in ins) or set(a[-2:]) != {i, k}
+            or set(b[-2:]) != {k, j} or a[:-2] not in ("", batch)
+            or b[:-2] not in ("", batch) or i in b or j in a):
+        return plain
+    return Subscripts(ins, out, contracted, batch, i, j, k)
+
+
 def contraction_class(node, spec, plan, buffers) -> Contraction:
     """The contraction facts of Einsum ``node`` (``spec``: its reduction view)."""
     red = reduction_class(spec)
-    ins, out = node.subscripts.split("->")
-    ins = ins.split(",")
-    matmul = (node.dtype != BOOL and len(ins) == 2 and len(out) == 2
-              and all(len(s) == 2 for s in ins) and ins[0][1] == ins[1][0]
-              and out == ins[0][0] + ins[1][1] and len({ins[0][0], ins[0][1], ins[1][1]}) == 3)
-    if not matmul:
+    sub = parse_subscripts(node.subscripts)
+    if node.dtype == BOOL or not sub.matmul:
         return Contraction(0, 0, 0, False, False, red)
-    (M, K), (_, Nn) = node.operands[0].shape, node.operands[1].shape
+    size = dict(zip(node.subscripts.replace(",", "").split("->")[0],
+                    (n for o in node.operands for n in o.shape)))
     a, b = (read_buffer(o, plan, buffers) for o in node.operands)
-    return Contraction(M, Nn, K, True, a is b, red)
+    return Contraction(size[sub.i], size[sub.j], size[sub.k], True, a is b, red,
+                       math.prod(size[c] for c in sub.batch), node.dtype.itemsize)
 
 
 def read_buffer(operand, plan, buffers):
@@ -87,5 +130,5 @@ def rows_class(shape) -> Rows:
     return Rows(math.prod(shape[:-1]), shape[-1])
 
 
-__all__ = ["Contraction", "Elementwise", "Reduction", "Rows", "contraction_class",
+__all__ = ["Contraction", "Subscripts", "parse_subscripts", "Elementwise", "Reduction", "Rows", "contraction_class",
            "read_buffer", "reduction_class", "rows_class"]

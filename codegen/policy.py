@@ -10,9 +10,9 @@ are then joined with " > ".  Builders (``forms/``) build what was chosen
 and decide nothing.  ``tuning_candidates`` gives, per form, the schedules
 the tuner times.
 
-A 1000 x 1000 matmul, for example, matches "matmul: sizes not multiples
-of TILE" and is computed as a reduction ("gpu: group": one work-group per
-output).
+A 1000 x 1000 matmul, for example, matches "matmul: 128 x 64 register
+tiles": 128 x 64 outputs per work-group over loops padded to 1024 x 1024 x
+1008, the reads past 1000 guarded.
 
 Thresholds are module constants (``benchmarks/sweep.py`` sets some of them
 and re-lowers): the rules read them when they run.
@@ -52,14 +52,21 @@ CPU_COLUMN_CHUNK = 64   # CPU split columns: short column chunks stay in cache a
 GPU_COLUMN_CHUNK = 32   # GPU split columns: at least this many rows per chunk
 TRANSPOSE_TILE = 32     # tile edge of transposed elementwise kernels (GPU)
 TRANSPOSE_ROWS = 4      # rows of that tile per work-item (work-groups of 32 x 8)
-TILE = 16               # matmul tile edge; sizes not multiples of it are not tiled
+TILE = 16               # matmul tile edge (and depth); sizes are padded to tiles
 REG_TILES = (128, 64)   # work-group tiles of register-tiled matmuls (16 x 16 work-items)
-BIG_TILE_OUTPUTS = 2048 * 2048      # enough 128 x 128 tiles (256) to fill an H100's 132 SMs
+BIG_TILES = 256         # enough 128 x 128 tiles to fill an H100's 132 SMs (2048^2 outputs)
+# Below that, 128 x 64 tiles: on an H100 (python .gpu/variants15.py) 1000^3 and 1536^3
+# reached 0.76 and 0.75 of cuBLAS with them, 0.69 with 64 x 64; 4096 x 64 x 4096 (K too
+# short for 128 x 128 tiles' stores) 0.71, against 0.61 with 128 x 128.
+DEEP_K = 256
+FILL_GROUPS = 264       # work-groups that fill an H100 twice over (132 SMs): fewer matmul
+SPLIT_K_CHUNK = 256     # tiles than half of it and K >= 2 chunks of this: split-K
 # Register-tiled matmuls: 8 x 8 outputs per work-item in groups of MATMUL_VECTOR (16-byte
 # shared loads) on 128 x 128 tiles, else 4 x 4 on 64 x 64.  At 4096^3 on an H100 these
 # reach 0.87 and 0.60 of cuBLAS; the strided register tiles of the first version reached
 # 0.66 and 0.56 (python -m benchmarks.matmul_sweep --vector).
 MATMUL_VECTOR = 4
+MATMUL_VECTOR_8 = 2     # 8-byte types: 2 x 8 bytes per shared load
 GROUP_ROW = 64          # rows at least this long get a work-group each (GPU)
 # Work-group size and unrolling, measured on an H100 for softmax over (4096, 1024)
 # float32 (read + write over copy bandwidth): 128 work-items with every pass
@@ -167,17 +174,51 @@ def _row_group(c, d):
     return dict(w=w, unroll=ceil_div(c.R, w) <= ROW_UNROLL)
 
 
-def _not_tileable(c, d):
-    return any(n % TILE or n <= 0 for n in (c.M, c.K, c.N))
+def _padded(c, block_i, block_j, depth):
+    """The loop sizes of a tiled matmul: M, N, K rounded up to the tiles."""
+    return (ceil_div(c.M, block_i) * block_i, ceil_div(c.N, block_j) * block_j,
+            ceil_div(c.K, depth) * depth)
 
 
-def _big_register_tiles(c, d):
-    b = REG_TILES[0]
-    return c.K % TILE == 0 and c.M % b == 0 and c.N % b == 0 and c.M * c.N >= BIG_TILE_OUTPUTS
+def _tiles(c, block):
+    return c.batch * ceil_div(c.M, block) * ceil_div(c.N, block)
 
 
-def _register_tiles(c, d):
-    return c.K % TILE == 0 and any(c.M % b == 0 and c.N % b == 0 for b in REG_TILES)
+def _big_tiles(c, d):
+    """Enough 128 x 128 tiles to fill the device, and a K deep enough to
+    amortize their stores (4-byte types: 8-byte ones keep smaller tiles,
+    for registers)."""
+    return c.itemsize <= 4 and min(c.M, c.N) >= REG_TILES[0] \
+        and _tiles(c, REG_TILES[0]) >= BIG_TILES and c.K >= DEEP_K
+
+
+def _register_tiles(block, block_j=None):
+    block_j = block_j or block
+
+    def params(c, d):
+        vector = MATMUL_VECTOR if c.itemsize <= 4 else MATMUL_VECTOR_8
+        return dict(schedule="registers", block=block, block_j=block_j, threads=TILE,
+                    depth=TILE, vector=vector, pad=_padded(c, block, block_j, TILE))
+    return params
+
+
+def _split_k(c, d):
+    """Too few output tiles to fill the device and a long K: K is cut into
+    chunks that run side by side, and a second kernel adds the partials."""
+    block = REG_TILES[-1] if min(c.M, c.N) >= REG_TILES[-1] else TILE
+    return c.batch == 1 and _tiles(c, block) * 2 <= FILL_GROUPS and c.K >= 2 * SPLIT_K_CHUNK
+
+
+def _split_k_params(c, d):
+    block = REG_TILES[-1] if min(c.M, c.N) >= REG_TILES[-1] else TILE
+    params = (_register_tiles(block) if block > TILE else _small_tiles)(c, d)
+    split = max(2, min(ceil_div(FILL_GROUPS, _tiles(c, block)), c.K // SPLIT_K_CHUNK))
+    chunk = ceil_div(ceil_div(c.K, split), TILE) * TILE
+    return dict(params, split=ceil_div(c.K, chunk), chunk=chunk)
+
+
+def _small_tiles(c, d):
+    return dict(schedule="tiles", tile=TILE, pad=_padded(c, TILE, TILE, TILE))
 
 
 def _as_reduction(c):
@@ -214,19 +255,18 @@ RULES = (
     # other contraction is a reduction (the reduction rows below)
     Rule("no outputs: no kernel", C, lambda c, d: c.reduction.M == 0, None),
     Rule("cpu: contraction as a reduction", C, lambda c, d: d.cpu, then=_as_reduction),
-    Rule("not a 2-D matrix product: a reduction", C, lambda c, d: not c.matmul,
+    Rule("not a matrix product: a reduction", C, lambda c, d: not c.matmul,
          then=_as_reduction),
-    Rule("matmul: sizes not multiples of TILE", C, _not_tileable, then=_as_reduction),
-    Rule("matmul of one buffer (a @ a): a reduction", C, lambda c, d: c.one_buffer,
-         then=_as_reduction),
-    Rule("matmul: 128 x 128 register tiles", C, _big_register_tiles, Form.TILED_MATMUL,
-         lambda c, d: dict(schedule="registers", block=REG_TILES[0], threads=TILE,
-                           depth=TILE, vector=MATMUL_VECTOR)),
-    Rule("matmul: 64 x 64 register tiles", C, _register_tiles, Form.TILED_MATMUL,
-         lambda c, d: dict(schedule="registers", block=REG_TILES[-1], threads=TILE,
-                           depth=TILE, vector=MATMUL_VECTOR)),
-    Rule("matmul: 16 x 16 tiles", C, lambda c, d: True, Form.TILED_MATMUL,
-         lambda c, d: dict(schedule="tiles", tile=TILE)),
+    # any size: loops padded to the tiles, guarded reads, a predicated store
+    Rule("matmul: split-K (few tiles, long K)", C, _split_k, Form.TILED_MATMUL,
+         _split_k_params),
+    Rule("matmul: 128 x 128 register tiles", C, _big_tiles, Form.TILED_MATMUL,
+         _register_tiles(REG_TILES[0])),
+    Rule("matmul: 128 x 64 register tiles", C, lambda c, d: c.itemsize <= 4
+         and min(c.M, c.N) >= REG_TILES[0], Form.TILED_MATMUL, _register_tiles(*REG_TILES)),
+    Rule("matmul: 64 x 64 register tiles", C, lambda c, d: min(c.M, c.N) >= REG_TILES[-1],
+         Form.TILED_MATMUL, _register_tiles(REG_TILES[-1])),
+    Rule("matmul: 16 x 16 tiles", C, lambda c, d: True, Form.TILED_MATMUL, _small_tiles),
 
     # reductions (M outputs of R values each)
     Rule("no outputs: no kernel", R, lambda c, d: c.M == 0, None),
@@ -282,13 +322,15 @@ def tuning_candidates(form, *, size=1, shape=(), M=0, N=0, K=0, A=None, B=None):
     elif form == Form.THREAD:
         out = [(WorkGroup(s),) for s in (32, 64, 128, 256, 512)]
     elif form == Form.TILED_MATMUL:
+        # any size: the loops are padded to each candidate's tiles (forms/matmul.py)
         out += [(Tile("i", "j", t, t), Split("k", t), Prefetch(A, ("i_inner", "k_inner")),
                  Prefetch(B, ("k_inner", "j_inner")))
-                for t in (8, 16, 32) if M % t == 0 and N % t == 0]
-        out += [(RegisterTile(A, B, bt, 16, kt, vector=v),)
-                for bt, kt, v in ((64, 16, 1), (128, 16, 1), (64, 16, 4), (128, 8, 4),
-                                  (128, 16, 4), (128, 32, 4))
-                if M % bt == 0 and N % bt == 0 and K % kt == 0]
+                for t in (8, 16, 32) if t <= max(M, N)]
+        out += [(RegisterTile(A, B, bt, 16, kt, vector=v, block_j=bj),)
+                for bt, bj, kt, v in ((64, 0, 16, 1), (64, 0, 16, 4), (64, 0, 32, 4),
+                                      (128, 64, 16, 4), (128, 0, 8, 4), (128, 0, 16, 4),
+                                      (128, 0, 32, 4))
+                if bt <= max(M, N)]
     return out
 
 

@@ -356,8 +356,10 @@ def test_large_elementwise_loads_before_stores(n, dtype):
 @pytest.mark.parametrize("shapes,tiled,rule", [
     (((64, 48), (48, 32)), True, "matmul: 16 x 16 tiles"),
     (((128, 32), (32, 64)), "registers", "matmul: 64 x 64 register tiles"),
-    (((30, 20), (20, 10)), False, "matmul: sizes not multiples of TILE > gpu: thread"),
-    (((2, 16, 32), (32, 16)), False, "not a 2-D matrix product: a reduction > gpu: thread")])
+    (((30, 20), (20, 10)), True, "matmul: 16 x 16 tiles"),
+    (((2, 16, 32), (32, 16)), True, "matmul: 16 x 16 tiles"),
+    (((100, 70), (70, 130)), "registers", "matmul: 64 x 64 register tiles"),
+    (((3, 20), (20,)), False, "not a matrix product: a reduction > gpu: group")])
 def test_matmul_default_tiling(shapes, tiled, rule):
     """The policy row each product matches (``codegen/policy.py``), by name."""
     rng = np.random.default_rng(3)
@@ -386,10 +388,16 @@ def test_policy_table_names_the_row_of_a_1000_square_matmul():
     from polyarray.codegen.policy import Form, choose
     square = Contraction(1000, 1000, 1000, True, False, Reduction(10**6, 1000, True, "sum"))
     gpu = choose(square, Device(cpu=False))
-    assert (gpu.form, gpu.rule) == (Form.GROUP, "matmul: sizes not multiples of TILE > gpu: group")
-    tiled = choose(Contraction(1024, 1024, 1024, True, False, Reduction(1 << 20, 1024, True, "sum")),
-                   Device(cpu=False))
-    assert (tiled.form, tiled.rule) == (Form.TILED_MATMUL, "matmul: 64 x 64 register tiles")
+    assert (gpu.form, gpu.rule) == (Form.TILED_MATMUL, "matmul: 128 x 64 register tiles")
+    assert gpu.params["pad"] == (1024, 1024, 1008)      # ragged edges: padded, guarded
+    big = choose(Contraction(4097, 4097, 4097, True, False, Reduction(4097**2, 4097, True, "sum")),
+                 Device(cpu=False))
+    assert (big.form, big.rule) == (Form.TILED_MATMUL, "matmul: 128 x 128 register tiles")
+    assert big.params["pad"] == (4224, 4224, 4112)
+    skinny = choose(Contraction(64, 64, 4096, True, False, Reduction(4096, 4096, True, "sum")),
+                    Device(cpu=False))
+    assert skinny.rule == "matmul: split-K (few tiles, long K)"
+    assert skinny.params["split"] * skinny.params["chunk"] >= 4096
     assert choose(square, Device(cpu=True)).rule == "cpu: contraction as a reduction > cpu: thread"
 
 

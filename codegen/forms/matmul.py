@@ -1,46 +1,168 @@
-"""Tiled matrix products ``A @ B`` over loops i, j, k.
+"""Tiled matrix products of any size, batched or not: ``A @ B`` over loops
+``b`` (the batch axes, flattened), ``i``, ``j`` and ``k``.
 
-An operand that transposes a buffer (``x.T``) is read in place as
-``x[k, i]``: the materialization pass recorded it (``plan.transposed``).
+* **Reads.** Each operand is read in place from its buffer at its einsum
+  letters; an operand that transposes a buffer (``x.T``, recorded by the
+  materialization pass) or letters in the other order (``ki,kj->ij``) make
+  a transposed read.  The kernel tells its schedule which operands are read
+  transposed (``KernelContext.facts``), so the local tiles are laid out the
+  same either way.  An operand without some batch letters is broadcast.
+* **Ragged sizes.** The loops run over sizes padded to the policy's tile
+  multiples (``params["pad"]``).  Reads outside an operand give 0 (guarded
+  loads, in its local-memory copy), and the store is predicated to the real
+  outputs after the accumulation, so the inner loop carries no condition.
+* **One buffer twice** (``x @ x.T``): the second operand is a second kernel
+  argument naming the same buffer (an alias), so each gets its own copy.
+
 The policy picks the schedule: register tiles (``RegisterTile``: several
-outputs per work-item, 16-byte shared loads) or 16 x 16 tiles with both
-operands prefetched into local memory."""
+outputs per work-item, wide shared loads) or 16 x 16 tiles with both
+operands prefetched into local memory; a batch runs on grid axis 2."""
 from __future__ import annotations
+
+import math
 
 import pymbolic.primitives as p
 
-from ..classify import read_buffer
+from ..classify import parse_subscripts, read_buffer
 from ..lower import KernelBuilder
-from ..schedule import Prefetch, RegisterTile, Split, Tile
-from .parts import product
+from ..schedule import Prefetch, RegisterTile, Split, Tag, Tile
+from ..policy import Form
+from .parts import combine, product
 from .reduction_ops import reduction_expr
 
 
 def build(asm, name, node, choice):
-    (M, K), (_, Nn) = node.operands[0].shape, node.operands[1].shape
-    i, j = p.Variable("i"), p.Variable("j")
-    reads, shapes = [], {}
-    for o, idx in zip(node.operands, ((i, p.Variable("k")), (p.Variable("k"), j))):
+    sub = parse_subscripts(node.subscripts)
+    size = dict(zip("".join(sub.ins), (n for o in node.operands for n in o.shape)))
+    M, Nn, K = size[sub.i], size[sub.j], size[sub.k]
+    split = choice.params.get("split", 1)       # split-K: chunks of K on grid axis 2
+    user = asm.user_steps(name)
+    Mp, Np, Kp = choice.params["pad"] if user is None else padded_for(user, M, Nn, K)
+    if split > 1:
+        Kp = choice.params["chunk"]
+    batch = math.prod(size[c] for c in sub.batch) if sub.batch else split if split > 1 else 0
+    b, i, j, k = (p.Variable(x) for x in "bijk")
+    env = {sub.i: i, sub.j: j, sub.k: k if split == 1 else p.Sum((p.Product((Kp, b)), k))}
+    bound = {sub.i: M if Mp > M else None, sub.j: Nn if Np > Nn else None,
+             sub.k: K if max(split, 1) * Kp > K else None}
+    reads, shapes, guards, aliases, args, orders = [], {}, {}, {}, [], []
+    for t, (o, letters) in enumerate(zip(node.operands, sub.ins)):
         src = read_buffer(o, asm.plan, asm.buffers)
-        buf = asm.buffers[id(src)]
-        reads.append(p.Subscript(p.Variable(buf), idx[::-1] if src is not o else idx))
-        shapes[buf] = src.shape
-    A, B = (r.aggregate.name for r in reads)
+        order = letters if src is o else letters[::-1]
+        orders.append(order)
+        arg = buf = asm.buffers[id(src)]
+        if t == 1 and buf == args[0]:
+            arg = f"{buf}_b"
+            aliases[arg] = buf
+        args.append(arg)
+        # its batch axes (all or none: parse_subscripts) as one flat axis
+        flat = (b,) if len(order) > 2 else ()
+        reads.append(p.Subscript(p.Variable(arg), flat + tuple(env[c] for c in order[-2:])))
+        shapes[arg] = (batch,) * len(flat) + src.shape[-2:]
+        if any(bound.get(c) for c in order[-2:]):
+            guards[arg] = (None,) * len(flat) + tuple(bound.get(c) for c in order[-2:])
+    A, B = args
+    # A[k, i] and B[j, k] are read transposed: their local copies are stored
+    # the other way round (RegisterTile)
+    transposed = {arg for arg, order, k_at in zip(args, orders, (-2, -1))
+                  if order[k_at] == sub.k}
     out = asm.buffers[id(node)]
-    kb = KernelBuilder(asm.plan, asm.buffers, ["i", "j"])
-    kb.assign(p.Subscript(p.Variable(out), (i, j)),
-              reduction_expr("sum", ("k",), (product(kb, reads, node.dtype), node.dtype))[0],
-              ["i", "j"])
-    domain = f"{{[i, j, k]: 0 <= i < {M} and 0 <= j < {Nn} and 0 <= k < {K}}}"
-    asm.finish(name, kb, [domain], {out}, default_schedule(choice.params, A, B),
-               choice.form, choice.rule, shapes=dict(shapes, **{out: (M, Nn)}))
+    inames = ["b"] * bool(batch) + ["i", "j"]
+    kb = KernelBuilder(asm.plan, asm.buffers, inames)
+    red, acc_dt = reduction_expr("sum", ("k",), (product(kb, reads, node.dtype), node.dtype))
+    store = out
+    if split > 1:           # partials[s, i, j], then a kernel adds them
+        store = out + "_part"
+        asm.add_buffer(store, split * M * Nn, acc_dt)
+    kb.assign(p.Subscript(p.Variable(store), (b,) * bool(batch) + (i, j)), red, inames)
+    box = [f"0 <= b < {batch}"] * bool(batch) + [f"0 <= i < {Mp}", f"0 <= j < {Np}",
+                                                   f"0 <= k < {Kp}"]
+    domain = f"{{[{', '.join(inames + ['k'])}]: {' and '.join(box)}}}"
+    store_bounds = (None,) * bool(batch) + (bound[sub.i], bound[sub.j])
+
+    def predicated(kern):
+        return predicate_store(kern, store, store_bounds)
+    steps = default_schedule(choice.params, A, B)
+    if batch:               # first: the copies then run in every batch's work-groups
+        steps = (Tag("b", "g.2"),) + steps
+    asm.finish(name, kb, [domain], {store}, steps, choice.form, choice.rule,
+               shapes=dict(shapes, **{store: (batch,) * bool(batch) + (M, Nn)}),
+               scheduled=lambda knl: guard_reads(knl, guards), aliases=aliases,
+               preprocessed=predicated if any(store_bounds) else None,
+               facts={"transposed": frozenset(transposed)})
+    if split > 1:
+        spec = {"M": M * Nn, "out": out, "out_dtype": node.dtype}
+        combine(asm, name + "_combine", spec, store, red.operation, acc_dt, split,
+                lambda i, j: p.Sum((p.Product((M * Nn, j)), i)), Form.COMBINE_THREAD,
+                choice.rule, min(256, M * Nn))
+
+
+def padded_for(steps, M, N, K):
+    """Loop sizes for a user's schedule: M, N, K rounded up to the tiles its
+    steps name (``RegisterTile``, ``Tile``, ``Split``), so that a tile
+    never straddles the end of a loop (the edges are guarded, not split)."""
+    tile = {"i": 1, "j": 1, "k": 1}
+    for s in steps:
+        if isinstance(s, RegisterTile):
+            sizes = {"i": s.block, "j": s.block_j or s.block, "k": s.depth}
+        elif isinstance(s, Tile):
+            sizes = {s.i: s.fi, s.j: s.fj}
+        elif isinstance(s, Split):
+            sizes = {s.iname: s.factor}
+        else:
+            continue
+        for x, f in sizes.items():
+            if x in tile and isinstance(f, int) and f > 0:
+                tile[x] = math.lcm(tile[x], f)
+    return tuple(-(-n // tile[x]) * tile[x] for x, n in zip("ijk", (M, N, K)))
 
 
 def default_schedule(params, A, B):
     """The steps of the policy's matmul parameters, for operands ``A``, ``B``."""
     if params["schedule"] == "registers":
+        block_j = params.get("block_j", params["block"])
         return (RegisterTile(A, B, params["block"], params["threads"], params["depth"],
-                             vector=params["vector"]),)
+                             vector=params["vector"],
+                             block_j=0 if block_j == params["block"] else block_j),)
     t = params["tile"]
     return (Tile("i", "j", t, t), Split("k", t),
             Prefetch(A, ("i_inner", "k_inner")), Prefetch(B, ("k_inner", "j_inner")))
+
+
+def guard_reads(knl, guards):
+    """Reads of array ``name`` at an index past ``guards[name]`` (a bound
+    per axis, None: unbounded) give 0: ``a[x, y]`` becomes
+    ``x < M && y < K ? a[x, y] : 0`` wherever the kernel reads ``a`` (in
+    its local-memory copies, after ``Prefetch``)."""
+    if not guards:
+        return knl
+    from loopy.symbolic import IdentityMapper
+
+    class Guard(IdentityMapper):
+        def map_subscript(self, expr, *args):
+            name = getattr(expr.aggregate, "name", None)
+            if name not in guards:
+                return super().map_subscript(expr, *args)
+            conds = tuple(p.Comparison(x, "<", n)
+                          for x, n in zip(expr.index_tuple, guards[name]) if n is not None)
+            return p.If(conds[0] if len(conds) == 1 else p.LogicalAnd(conds), expr, 0)
+
+    guard = Guard()
+    kern = knl.default_entrypoint
+    insns = [insn.copy(expression=guard(insn.expression)) for insn in kern.instructions]
+    return knl.with_kernel(kern.copy(instructions=insns))
+
+
+def predicate_store(kern, out, bounds):
+    """Store ``out`` only where its index is below ``bounds`` (one per axis,
+    None: unbounded).  Applied to the preprocessed kernel, whose reduction
+    is realized: only the final store, not the accumulation, carries the
+    condition."""
+    insns = []
+    for insn in kern.instructions:
+        if out in insn.assignee_var_names():
+            idx = insn.assignee.index_tuple
+            insn = insn.copy(predicates=insn.predicates | frozenset(
+                p.Comparison(x, "<", n) for x, n in zip(idx, bounds) if n is not None))
+        insns.append(insn)
+    return kern.copy(instructions=insns)

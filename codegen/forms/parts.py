@@ -11,6 +11,7 @@ from loopy.symbolic import Reduction, TypeCast
 
 from polyarray.codegen.ir import nodes as N
 from ..cfuncs import BOOL, U8, lower_call, storage_dtype
+from ..classify import parse_subscripts
 from ..lower import KernelBuilder, decompose
 from ..passes.data import materialized_deps
 from ..policy import Form
@@ -56,8 +57,9 @@ def product(kb, factors, dtype):
     return prod
 
 
-def reduction_spec(node):
-    """Flattened view of a Reduce/Einsum: sizes, shapes and a body builder."""
+def reduction_spec(node, transposed=()):
+    """Flattened view of a Reduce/Einsum: sizes, shapes and a body builder
+    (``transposed``: ids of einsum operands read as a buffer transposed)."""
     if isinstance(node, N.Reduce):
         x = node.array
         axes = node.axes
@@ -72,16 +74,18 @@ def reduction_spec(node):
             return kb.value(x, tuple(idx), kb.inames, reducing=True)
         op = node.op
     else:
-        ins, out = node.subscripts.split("->")
-        ins = ins.split(",")
+        sub = parse_subscripts(node.subscripts)
+        ins, out, contracted = sub.ins, sub.out, sub.contracted
         sizes = {}
         for s, o in zip(ins, node.operands):
             sizes.update(zip(s, o.shape))
-        contracted = [c for c in dict.fromkeys("".join(ins)) if c not in out]
         kept_shape = tuple(sizes[c] for c in out)
         red_shape = tuple(sizes[c] for c in contracted)
-        last = ins[0][-1] if ins[0] else None
-        inner = last in contracted
+        # inner: the largest operand's contiguous axis is reduced (``A @ x``
+        # reads rows of A; ``x @ A`` reads its columns)
+        big = max(range(len(ins)), key=lambda t: (node.operands[t].size, -t))
+        fastest = -1 if id(node.operands[big]) not in transposed else 0
+        inner = bool(ins[big]) and ins[big][fastest] in contracted
 
         def body(kb, kept, red, jflat):
             env = dict(zip(out, kept))

@@ -29,7 +29,7 @@ from .limits import (CUDA_MAX_WORK_GROUP, MAX_UNROLL, MAX_UNROLL_HINT,  # noqa: 
                      check_unrolling, check_work_groups)
 from .loops import (Coalesce, GroupReduce, Split, Tag, Tile, Unroll,  # noqa: F401
                     WorkGroup, coalesce_as_work_group)
-from .matmul import RegisterTile, _reads_transposed  # noqa: F401
+from .matmul import RegisterTile  # noqa: F401
 from .memory import Prefetch, StoreThroughLocal, read_indices  # noqa: F401
 from .text import (ALIASES, STEPS, normalize, normalize_schedule,  # noqa: F401
                    parse_schedule, rename_arrays, schedule_key, user_names)

@@ -12,7 +12,7 @@ build) depends on it alone.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 _TAG = re.compile(r"^(g\.[0-2]|l\.[0-2]|unr|unr_hint(\.[1-9][0-9]*)?|ilp|for)$")
 
@@ -35,9 +35,12 @@ class Step:
 
 @dataclass(frozen=True)
 class KernelContext:
-    """What steps may check against: the kernel's name and kind."""
+    """What steps may check against: the kernel's name and kind, and facts
+    its builder knows (``transposed``: the operands a matmul reads
+    transposed)."""
     name: str
     kind: str
+    facts: dict = field(default_factory=dict, compare=False, hash=False)
 
 
 def short_repr(value, limit=80):

@@ -41,7 +41,7 @@ def apply_steps(knl, steps, ctx):
             raise
         except Exception as e:      # noqa: BLE001  (loopy refused the step)
             raise ScheduleError(f"{s!r} does not apply to kernel {ctx.name}: "
-                                f"{type(e).__name__}: {str(e).splitlines()[0]}") from e
+                                f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}") from e
         check_unrolling(knl, s, ctx)        # before codegen, which huge unrolls stall
     return knl
 

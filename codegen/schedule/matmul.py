@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from .base import ScheduleError, Step, _need_positive
 from .loops import Split, Tag
-from .memory import Prefetch, read_indices
+from .memory import Prefetch
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,9 @@ class RegisterTile(Step):
             if blk % (self.threads * self.vector):
                 self.fail(ctx, f"{name} {blk} is not a multiple of threads x vector "
                                f"{self.threads} x {self.vector}")
-        flipped = [_reads_transposed(knl, self.a, 1), _reads_transposed(knl, self.b, 0)]
+        if "transposed" not in ctx.facts:
+            self.fail(ctx, "it is a tiled matmul schedule, and this kernel is no tiled matmul")
+        flipped = [self.a in ctx.facts["transposed"], self.b in ctx.facts["transposed"]]
         for s in self.steps(*flipped):
             try:
                 knl = s.apply(knl, ctx)
@@ -98,12 +100,3 @@ class RegisterTile(Step):
                 raise ScheduleError(f"{self!r} does not apply to kernel {ctx.name}: "
                                     f"its step {e}") from e
         return lp.prioritize_loops(knl, self.register_loops())
-
-
-def _reads_transposed(knl, name, k_axis):
-    """True if the kernel reads 2-D ``name`` with the contracted loop ``k``
-    elsewhere than in index ``k_axis`` (``a[k, i]`` or ``b[j, k]``: a
-    transposed operand)."""
-    from loopy.symbolic import get_dependencies
-    return any(len(idx) == 2 and "k" in get_dependencies(idx[1 - k_axis])
-               for idx in read_indices(knl.default_entrypoint.instructions, name))

@@ -122,6 +122,10 @@ def dot(a, b) -> N.Node:
 
 
 def matmul(a, b) -> N.Node:
+    """One einsum, whatever the ranks: ``A @ v`` is ``ik,k->i`` (no reshape
+    copies), and a batch axis missing from one operand is left out of its
+    letters (broadcast by the contraction, not copied); a batch that is
+    partly broadcast is copied to the full batch first."""
     na, nb = as_node(a), as_node(b)
     for k, n in enumerate((na, nb)):
         if n.ndim == 0:
@@ -129,25 +133,26 @@ def matmul(a, b) -> N.Node:
                              "dimensions (has 0, gufunc core with signature "
                              "(n?,k),(k,m?)->(n?,m?) requires 1)")
     a1, b1 = na.ndim == 1, nb.ndim == 1
-    A = reshape(na, (1,) + na.shape) if a1 else na
-    B = reshape(nb, nb.shape + (1,)) if b1 else nb
-    if A.shape[-1] != B.shape[-2]:
+    ka = na.shape[-1]
+    kb = nb.shape[0] if b1 else nb.shape[-2]
+    if ka != kb:
         raise ValueError(f"matmul: Input operand 1 has a mismatch in its core "
                          f"dimension 0, with gufunc signature (n?,k),(k,m?)->(n?,m?) "
-                         f"(size {B.shape[-2]} is different from {A.shape[-1]}); "
+                         f"(size {kb} is different from {ka}); "
                          f"shapes {na.shape} and {nb.shape}")
-    batch = broadcast_shapes(A.shape[:-2], B.shape[:-2], what="matmul: batch dimensions")
-    A = broadcast_to(A, batch + A.shape[-2:])
-    B = broadcast_to(B, batch + B.shape[-2:])
+    batch_a = () if a1 else na.shape[:-2]
+    batch_b = () if b1 else nb.shape[:-2]
+    batch = broadcast_shapes(batch_a, batch_b, what="matmul: batch dimensions")
     bl = "".join(_letters(len(batch), "ijk"))
-    out = einsum(f"{bl}ik,{bl}kj->{bl}ij", A, B)
-    if a1 and b1:
-        return reshape(out, batch)
-    if a1:
-        return reshape(out, batch + (out.shape[-1],))
-    if b1:
-        return reshape(out, batch + (out.shape[-2],))
-    return out
+    ops, subs = [], []
+    for n, own, core in ((na, batch_a, "k" if a1 else "ik"), (nb, batch_b, "k" if b1 else "kj")):
+        letters = bl if own else ""
+        if own and own != batch:        # partly broadcast: copied to the full batch
+            n = broadcast_to(n, batch + n.shape[len(own):])
+        ops.append(n)
+        subs.append(letters + core)
+    out = bl + ("" if a1 else "i") + ("" if b1 else "j")
+    return einsum(f"{subs[0]},{subs[1]}->{out}", *ops)
 
 
 def vdot(a, b) -> N.Node:

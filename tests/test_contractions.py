@@ -1,0 +1,139 @@
+"""Contractions of any shape, batch and dtype (issue 15), against NumPy.
+
+The GPU forms (padded register tiles with guarded reads and a predicated
+store, batches on a grid axis, one buffer read twice) run here on PoCL with
+``device_kind="gpu"``; the CPU layouts too.  Sizes are random from 1 to 67
+on each axis, so every tile edge is ragged somewhere; integers are exact.
+"""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import polyarray as pa
+from helpers import assert_same, random_array
+from polyarray import targets
+
+OPENCL_OK, OPENCL_WHY = targets.availability("opencl")
+needs_opencl = pytest.mark.skipif(not OPENCL_OK, reason=f"opencl: {OPENCL_WHY}")
+
+DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint8]
+
+
+def run(expr, bindings, kind):
+    prog = pa.compile(expr, target="opencl", device_kind=kind)
+    return prog, prog(**{k: v for k, v in bindings.items() if k in prog.placeholders})
+
+
+def operands(rng, dtype, shape_a, shape_b, ta, tb):
+    """Placeholders and values for ``a @ b``; ``ta``/``tb``: the operand is
+    a transposed buffer (``x.T``), read in place."""
+    lo, hi = (-4, 5) if np.dtype(dtype).kind in "iu" else (None, None)
+    va = random_array(rng, shape_a[:-2] + shape_a[-2:][::-1] if ta else shape_a, dtype, lo, hi)
+    vb = random_array(rng, shape_b[:-2] + shape_b[-2:][::-1] if tb else shape_b, dtype, lo, hi)
+    a, b = pa.placeholder("a", va.shape, va.dtype), pa.placeholder("b", vb.shape, vb.dtype)
+    pa_a, np_a = (a.T, va.T) if ta else (a, va)
+    pa_b, np_b = (b.T, vb.T) if tb else (b, vb)
+    return pa_a, pa_b, np_a, np_b, {"a": va, "b": vb}
+
+
+@needs_opencl
+@settings(max_examples=25)
+@given(m=st.integers(1, 67), n=st.integers(1, 67), k=st.integers(1, 67),
+       batch=st.sampled_from([(), (3,), (2, 2)]), broadcast=st.sampled_from(["", "a", "b"]),
+       ta=st.booleans(), tb=st.booleans(), dtype=st.sampled_from(DTYPES),
+       seed=st.integers(0, 2 ** 16))
+def test_matmul_of_any_size_batch_layout_and_dtype(m, n, k, batch, broadcast, ta, tb, dtype,
+                                                   seed):
+    rng = np.random.default_rng(seed)
+    ta, tb = ta and not batch, tb and not batch     # x.T is 2-D
+    shape_a = (batch if broadcast != "a" else ()) + (m, k)
+    shape_b = (batch if broadcast != "b" else ()) + (k, n)
+    pa_a, pa_b, np_a, np_b, binds = operands(rng, dtype, shape_a, shape_b, ta, tb)
+    prog, got = run(pa_a @ pa_b, binds, "gpu")
+    assert_same(got, np_a @ np_b, f"{shape_a} @ {shape_b} {np.dtype(dtype).name} T={ta, tb}")
+    (info,) = [i for i in prog.kernels.values() if "einsum" in i.name]
+    assert info.form == "tiled matmul", info
+
+
+@needs_opencl
+@pytest.mark.parametrize("kind", ["gpu", "cpu"])
+@pytest.mark.parametrize("shapes", [((100, 70), (70, 130)),       # 64 x 64 register tiles
+                                    ((129, 65), (65, 200)),       # one past the tiles
+                                    ((4, 65, 17), (4, 17, 66)),   # batched, ragged
+                                    ((1, 1), (1, 1)), ((67, 1), (1, 67))])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_ragged_register_tiles(shapes, dtype, kind):
+    rng = np.random.default_rng(1)
+    pa_a, pa_b, np_a, np_b, binds = operands(rng, dtype, *shapes, False, False)
+    _, got = run(pa_a @ pa_b, binds, kind)
+    assert_same(got, np_a @ np_b, f"{shapes} {kind}")
+
+
+@needs_opencl
+@pytest.mark.parametrize("shapes,ta", [(((64, 1100), (1100, 64)), False),
+                                       (((30, 700), (700, 20)), True),
+                                       (((130, 600), (600, 70)), False)])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_split_k(shapes, ta, dtype):
+    """Few output tiles and a long K: chunks of K side by side, then a
+    kernel that adds the partials (ragged chunks guarded)."""
+    rng = np.random.default_rng(5)
+    pa_a, pa_b, np_a, np_b, binds = operands(rng, dtype, *shapes, ta, False)
+    prog, got = run(pa_a @ pa_b, binds, "gpu")
+    assert_same(got, np_a @ np_b, f"{shapes} T={ta}")
+    rules = {i.rule for i in prog.kernels.values()}
+    assert rules == {"matmul: split-K (few tiles, long K)"}, prog.kernels
+    assert len(prog.kernels) == 2
+
+
+@needs_opencl
+@pytest.mark.parametrize("kind", ["gpu", "cpu"])
+@pytest.mark.parametrize("n,d", [(70, 33), (5, 67), (65, 64)])
+def test_gram_and_covariance_of_one_buffer(n, d, kind):
+    """``x @ x.T`` and ``x.T @ x``: one buffer read twice, in place."""
+    rng = np.random.default_rng(2)
+    xv = random_array(rng, (n, d), np.float32)
+    x = pa.placeholder("x", (n, d), np.float32)
+    prog, got = run({"gram": x @ x.T, "cov": x.T @ x}, {"x": xv}, kind)
+    assert_same(got["gram"], xv @ xv.T, "gram")
+    assert_same(got["cov"], xv.T @ xv, "cov")
+    if kind == "gpu":       # no copies: the two contractions are the only kernels
+        assert sorted(i.form for i in prog.kernels.values()) == ["tiled matmul"] * 2
+
+
+@needs_opencl
+@pytest.mark.parametrize("kind", ["gpu", "cpu"])
+@pytest.mark.parametrize("sub,shapes", [
+    ("ik,k->i", ((67, 45), (45,))), ("k,kj->j", ((45,), (45, 67))),
+    ("ki,k->i", ((45, 67), (45,))), ("bik,bk->bi", ((3, 20, 9), (3, 9))),
+    ("bik,bkj->bij", ((3, 20, 9), (3, 9, 5))), ("ki,kj->ij", ((9, 20), (9, 30))),
+    ("ik,jk->ij", ((20, 9), (30, 9))), ("bki,kj->bij", ((2, 9, 20), (9, 30)))])
+def test_einsum_products(sub, shapes, kind):
+    rng = np.random.default_rng(3)
+    vals = [random_array(rng, s, np.float32) for s in shapes]
+    phs = [pa.placeholder(f"x{t}", v.shape, v.dtype) for t, v in enumerate(vals)]
+    _, got = run(pa.einsum(sub, *phs), {f"x{t}": v for t, v in enumerate(vals)}, kind)
+    assert_same(got, np.einsum(sub, *vals), sub)
+
+
+@needs_opencl
+@pytest.mark.parametrize("kind", ["gpu", "cpu"])
+def test_matrix_vector_products_are_one_kernel(kind):
+    """``A @ v``, ``v @ A`` and ``A.T @ v`` read A in place: no reshape copies."""
+    rng = np.random.default_rng(4)
+    Av, vv, wv = (random_array(rng, s, np.float32) for s in ((300, 70), (70,), (300,)))
+    A, v, w = (pa.placeholder(n, x.shape, x.dtype) for n, x in zip("Avw", (Av, vv, wv)))
+    for expr, want in ((A @ v, Av @ vv), (w @ A, wv @ Av), (A.T @ w, Av.T @ wv)):
+        prog, got = run(expr, {"A": Av, "v": vv, "w": wv}, kind)
+        assert_same(got, want)
+        assert not [i for i in prog.kernels.values() if i.form == "elementwise"], prog.kernels
+
+
+def test_batched_matmul_broadcasts_without_copies():
+    """A batch missing from one operand is broadcast by the contraction."""
+    import loopy as lp
+    from polyarray.codegen import lower_program
+    a = pa.placeholder("a", (5, 20, 9), np.float32)
+    b = pa.placeholder("b", (9, 30), np.float32)
+    L = lower_program([(a @ b).node], lp.CudaTarget())
+    assert [k.form for k in L.kernels] == ["tiled matmul"]
