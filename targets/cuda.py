@@ -53,8 +53,11 @@ def _driver():
 
 def _pool():
     if "pool" not in _STATE:
+        import pycuda.driver as drv
         import pycuda.tools
-        _STATE["pool"] = pycuda.tools.DeviceMemoryPool()
+        from .poison import poisoned
+        _STATE["pool"] = poisoned(pycuda.tools.DeviceMemoryPool(),
+                                  lambda buf, n: drv.memset_d8(int(buf), 0xFF, n))
     return _STATE["pool"]
 
 

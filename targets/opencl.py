@@ -260,9 +260,13 @@ _DEFERRED = DeferredChecks()
 
 
 def _pool_for(queue):
+    import pyopencl as cl
     import pyopencl.tools as cltools
+    from .poison import poisoned
     if queue not in _POOLS:
-        _POOLS[queue] = cltools.MemoryPool(cltools.ImmediateAllocator(queue))
+        _POOLS[queue] = poisoned(cltools.MemoryPool(cltools.ImmediateAllocator(queue)),
+                                 lambda buf, n: cl.enqueue_fill_buffer(
+                                     queue, buf, np.uint8(0xFF), 0, n).wait())
     return _POOLS[queue]
 
 

@@ -11,6 +11,10 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, os.path.dirname(__file__))
+# every buffer a device target allocates starts as 0xFF bytes (targets/poison.py): a
+# kernel that leaves part of a buffer unwritten fails every time, not only when the
+# memory pool hands back a used block
+os.environ.setdefault("POLYARRAY_POISON", "1")
 
 from polyarray import targets  # noqa: E402
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pymbolic.primitives as p
 
-from ..lower import KernelBuilder
+from ..lower import KernelBuilder, pow2_floor
 from ..policy import Form
 from ..schedule import Tag, WorkGroup
 from .parts import body_at, combine
@@ -14,21 +14,40 @@ from .reduction_ops import reduction_expr
 
 
 def build(asm, name, spec, choice):
-    """Stage 1 (``<name>_c1``, partials) and the combine (``<name>_c2``)."""
+    """Stage 1 (``<name>_c1``, partials) and the combine (``<name>_c2``).
+
+    ``rows`` > 1 (few outputs, GPU): a work-group is ``rows`` x M work-items,
+    item (r, i) reading output i's column at rows r, r + rows, ...: each
+    step of the group reads ``rows`` whole consecutive rows, coalesced."""
     M, R, op = spec["M"], spec["R"], spec["op"]
     C, K, lw = choice.params["C"], choice.params["K"], choice.params["wg"]
-    kb = KernelBuilder(asm.plan, asm.buffers, ["c", "i"])
+    rows = choice.params.get("rows", 1)
+    inames = ["c", "r", "i"] if rows > 1 else ["c", "i"]
+    kb = KernelBuilder(asm.plan, asm.buffers, inames)
     kb.analyze([spec["node"]])
-    c, i, k = p.Variable("c"), p.Variable("i"), p.Variable("k")
-    red, acc_dt = reduction_expr(op, ("k",), body_at(kb, spec, i, p.Sum((p.Product((K, c)), k))))
+    c, r, i, k = (p.Variable(x) for x in "crik")
+    if rows > 1:        # row c*K*rows + k*rows + r
+        j = p.Sum((p.Product((K * rows, c)), p.Product((rows, k)), r))
+        slot = p.Sum((p.Product((rows, c)), r))
+        bound = f"{K * rows} * c + {rows} * k + r < {R}"
+    else:
+        j, slot, bound = p.Sum((p.Product((K, c)), k)), c, f"{K} * c + k < {R}"
+    red, acc_dt = reduction_expr(op, ("k",), body_at(kb, spec, i, j))
     part = spec["out"] + "_part"
-    asm.add_buffer(part, C * M, acc_dt)
-    kb.assign(p.Subscript(p.Variable(part), (p.Sum((p.Product((M, c)), i)),)), red,
-              ["c", "i"])
-    domain = (f"{{[c, i, k]: 0 <= c < {C} and 0 <= i < {M} and 0 <= k < {K} "
-              f"and {K} * c + k < {R}}}")
-
-    asm.finish(name + "_c1", kb, [domain], {part}, (WorkGroup(lw), Tag("c", "g.1")),
-               Form.SPLIT_COLUMNS, choice.rule)
-    combine(asm, name + "_c2", spec, part, red.operation, acc_dt, C,
-            lambda i, j: p.Sum((p.Product((M, j)), i)), Form.COMBINE_THREAD, choice.rule, lw)
+    slots = C * rows
+    asm.add_buffer(part, slots * M, acc_dt)
+    kb.assign(p.Subscript(p.Variable(part), (p.Sum((p.Product((M, slot)), i)),)), red,
+              inames)
+    box = f"0 <= c < {C} and 0 <= i < {M}" + (f" and 0 <= r < {rows}" if rows > 1 else "")
+    # k's range depends on the outer loops (a nested domain): every partial
+    # is stored, the neutral element where a chunk's range is empty (a
+    # joint domain would skip those work-items, leaving partials unwritten)
+    domains = [f"{{[{', '.join(inames)}]: {box}}}", f"{{[k]: 0 <= k < {K} and {bound}}}"]
+    steps = ((Tag("c", "g.0"), Tag("r", "l.1"), Tag("i", "l.0")) if rows > 1
+             else (WorkGroup(lw), Tag("c", "g.1")))
+    asm.finish(name + "_c1", kb, domains, {part}, steps, Form.SPLIT_COLUMNS, choice.rule)
+    # few outputs of many partials: a work-group adds each output's partials
+    form, wg = ((Form.COMBINE_GROUP, min(256, pow2_floor(slots))) if rows > 1
+                else (Form.COMBINE_THREAD, lw))
+    combine(asm, name + "_c2", spec, part, red.operation, acc_dt, slots,
+            lambda i, j: p.Sum((p.Product((M, j)), i)), form, choice.rule, wg)
