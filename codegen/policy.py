@@ -10,9 +10,11 @@ are then joined with " > ".  Builders (``forms/``) build what was chosen
 and decide nothing.  ``tuning_candidates`` gives, per form, the schedules
 the tuner times.
 
-A 1000 x 1000 matmul, for example, matches "matmul: 128 x 64 register
-tiles": 128 x 64 outputs per work-group over loops padded to 1024 x 1024 x
-1008, the reads past 1000 guarded.
+A 1000 x 1000 matmul, for example, matches "matmul: split-K (few tiles,
+long K)": 128 x 64 outputs per work-group over loops padded to 1024 x 1024,
+the reads past 1000 guarded, and K cut into 3 chunks of 336 (128 such
+tiles would fill less than one work-group per SM of an H100), added by a
+second kernel.
 
 Thresholds are module constants (``benchmarks/sweep.py`` sets some of them
 and re-lowers): the rules read them when they run.
@@ -39,6 +41,8 @@ FILL_THREADS = 1 << 16  # work-items needed to keep a large GPU busy
 LONG_REDUCTION = 4096   # worth two stages when outputs are few
 FEW_OUTPUTS = 64        # fewer outputs than this: a work-group each (GPU), two stages (CPU)
 GROUP_REDUCTION = 64    # contiguous reductions at least this long get a work-group (GPU)
+GROUP_ITEMS = 8         # ... of at most R / GROUP_ITEMS work-items: on an H100, A @ v for
+WARP = 32               # A 65536 x 784 took 145 us with 256 (0.48 of copy bandwidth)
 LONG_COLUMNS = 256      # outer reductions at least this long are split into column chunks
 # First stage of a two-stage reduction on a GPU: at most TWO_STAGE_GROUPS work-groups,
 # each reducing a contiguous chunk in at least TWO_STAGE_STEPS coalesced steps.  On an
@@ -59,8 +63,8 @@ BIG_TILES = 256         # enough 128 x 128 tiles to fill an H100's 132 SMs (2048
 # reached 0.76 and 0.75 of cuBLAS with them, 0.69 with 64 x 64; 4096 x 64 x 4096 (K too
 # short for 128 x 128 tiles' stores) 0.71, against 0.61 with 128 x 128.
 DEEP_K = 256
-FILL_GROUPS = 264       # work-groups that fill an H100 twice over (132 SMs): fewer matmul
-SPLIT_K_CHUNK = 256     # tiles than half of it and K >= 2 chunks of this: split-K
+FILL_GROUPS = 264       # work-groups that fill an H100 twice over (132 SMs): half of it or less
+SPLIT_K_CHUNK = 128     # and K >= 2 chunks of this: split-K, to FILL_GROUPS work-groups
 # Register-tiled matmuls: 8 x 8 outputs per work-item in groups of MATMUL_VECTOR (16-byte
 # shared loads) on 128 x 128 tiles, else 4 x 4 on 64 x 64.  At 4096^3 on an H100 these
 # reach 0.87 and 0.60 of cuBLAS; the strided register tiles of the first version reached
@@ -161,12 +165,22 @@ def _two_stage(c, d):
 
 
 def _split_columns(c, d):
-    """C chunks of the reduced range per output, K rows each."""
+    """C chunks of the reduced range per output, K rows each; on a GPU,
+    fewer outputs than a work-group: ``rows`` rows side by side per step."""
     if d.cpu:
         C = max(2, ceil_div(c.R, CPU_COLUMN_CHUNK))
-    else:           # enough chunks to fill the device
-        C = max(2, min(ceil_div(c.R, GPU_COLUMN_CHUNK), FILL_THREADS * 2 // c.M))
-    return dict(C=C, K=ceil_div(c.R, C), wg=_wg(c.M))
+        return dict(C=C, K=ceil_div(c.R, C), wg=_wg(c.M))
+    rows = max(1, WG // c.M)
+    # enough chunks to fill the device
+    C = max(2, min(ceil_div(c.R, GPU_COLUMN_CHUNK * rows), FILL_THREADS * 2 // (c.M * rows)))
+    return dict(C=C, K=ceil_div(c.R, C * rows), wg=_wg(c.M), rows=rows)
+
+
+def _group_size(c, d):
+    """A work-group per output, each work-item reducing GROUP_ITEMS values
+    or more before the tree (a short row's tree would cost more than its
+    loads), at least a warp."""
+    return dict(size=min(WG, pow2_floor(c.R), max(WARP, pow2_floor(max(1, c.R // GROUP_ITEMS)))))
 
 
 def _row_group(c, d):
@@ -180,8 +194,8 @@ def _padded(c, block_i, block_j, depth):
             ceil_div(c.K, depth) * depth)
 
 
-def _tiles(c, block):
-    return c.batch * ceil_div(c.M, block) * ceil_div(c.N, block)
+def _tiles(c, block, block_j=None):
+    return c.batch * ceil_div(c.M, block) * ceil_div(c.N, block_j or block)
 
 
 def _big_tiles(c, d):
@@ -190,6 +204,18 @@ def _big_tiles(c, d):
     for registers)."""
     return c.itemsize <= 4 and min(c.M, c.N) >= REG_TILES[0] \
         and _tiles(c, REG_TILES[0]) >= BIG_TILES and c.K >= DEEP_K
+
+
+def _tile_of(c):
+    """The register tile (rows, columns) of a contraction without split-K,
+    or None (16 x 16 tiles): the rule below its split-K rule would pick."""
+    if _big_tiles(c, None):
+        return REG_TILES[0], REG_TILES[0]
+    if c.itemsize <= 4 and min(c.M, c.N) >= REG_TILES[0]:
+        return REG_TILES
+    if min(c.M, c.N) >= REG_TILES[-1]:
+        return REG_TILES[-1], REG_TILES[-1]
+    return None
 
 
 def _register_tiles(block, block_j=None):
@@ -202,17 +228,21 @@ def _register_tiles(block, block_j=None):
     return params
 
 
+def _groups(c):
+    tile = _tile_of(c)
+    return _tiles(c, *tile) if tile else _tiles(c, TILE)
+
+
 def _split_k(c, d):
-    """Too few output tiles to fill the device and a long K: K is cut into
+    """Too few work-groups to fill the device and a long K: K is cut into
     chunks that run side by side, and a second kernel adds the partials."""
-    block = REG_TILES[-1] if min(c.M, c.N) >= REG_TILES[-1] else TILE
-    return c.batch == 1 and _tiles(c, block) * 2 <= FILL_GROUPS and c.K >= 2 * SPLIT_K_CHUNK
+    return c.batch == 1 and _groups(c) * 2 <= FILL_GROUPS and c.K >= 2 * SPLIT_K_CHUNK
 
 
 def _split_k_params(c, d):
-    block = REG_TILES[-1] if min(c.M, c.N) >= REG_TILES[-1] else TILE
-    params = (_register_tiles(block) if block > TILE else _small_tiles)(c, d)
-    split = max(2, min(ceil_div(FILL_GROUPS, _tiles(c, block)), c.K // SPLIT_K_CHUNK))
+    tile = _tile_of(c)
+    params = (_register_tiles(*tile) if tile else _small_tiles)(c, d)
+    split = max(2, min(ceil_div(FILL_GROUPS, _groups(c)), c.K // SPLIT_K_CHUNK))
     chunk = ceil_div(ceil_div(c.K, split), TILE) * TILE
     return dict(params, split=ceil_div(c.K, chunk), chunk=chunk)
 
@@ -282,13 +312,14 @@ RULES = (
          and c.R >= LONG_COLUMNS, Form.SPLIT_COLUMNS, _split_columns),
     Rule("cpu: thread", R, lambda c, d: d.cpu, Form.THREAD, lambda c, d: dict(wg=_wg(c.M))),
     # GPU
-    Rule("gpu: two stages", R, lambda c, d: c.M < MANY_OUTPUTS and c.R >= LONG_REDUCTION,
+    Rule("gpu: two stages", R, lambda c, d: c.inner and c.M < MANY_OUTPUTS
+         and c.R >= LONG_REDUCTION,
          Form.TWO_STAGE, _two_stage),
     Rule("gpu: split columns", R, lambda c, d: not c.inner and c.M < FILL_THREADS
          and c.R >= LONG_COLUMNS, Form.SPLIT_COLUMNS, _split_columns),
     Rule("gpu: group", R, lambda c, d: ((c.inner and c.R >= GROUP_REDUCTION)
                                         or c.M < FEW_OUTPUTS) and c.R > 1,
-         Form.GROUP, lambda c, d: dict(size=min(WG, pow2_floor(c.R)))),
+         Form.GROUP, _group_size),
     Rule("gpu: thread", R, lambda c, d: True, Form.THREAD, lambda c, d: dict(wg=_wg(c.M))),
 
     # fused rows (softmax, layer norm)

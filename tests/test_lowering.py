@@ -388,8 +388,14 @@ def test_policy_table_names_the_row_of_a_1000_square_matmul():
     from polyarray.codegen.policy import Form, choose
     square = Contraction(1000, 1000, 1000, True, False, Reduction(10**6, 1000, True, "sum"))
     gpu = choose(square, Device(cpu=False))
-    assert (gpu.form, gpu.rule) == (Form.TILED_MATMUL, "matmul: 128 x 64 register tiles")
-    assert gpu.params["pad"] == (1024, 1024, 1008)      # ragged edges: padded, guarded
+    # 128 tiles of 128 x 64 fill less than one per SM: K is split in 3 (336 each)
+    assert (gpu.form, gpu.rule) == (Form.TILED_MATMUL, "matmul: split-K (few tiles, long K)")
+    assert (gpu.params["block"], gpu.params["block_j"]) == (128, 64)
+    assert gpu.params["pad"][:2] == (1024, 1024)        # ragged edges: padded, guarded
+    assert (gpu.params["split"], gpu.params["chunk"]) == (3, 336)
+    mid = choose(Contraction(1536, 1536, 1536, True, False, Reduction(1536**2, 1536, True, "sum")),
+                 Device(cpu=False))
+    assert mid.rule == "matmul: 128 x 64 register tiles"
     big = choose(Contraction(4097, 4097, 4097, True, False, Reduction(4097**2, 4097, True, "sum")),
                  Device(cpu=False))
     assert (big.form, big.rule) == (Form.TILED_MATMUL, "matmul: 128 x 128 register tiles")
