@@ -19,10 +19,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from . import training, workloads as w         # noqa: E402  (after the path is set)
+from . import shapes, training, workloads as w  # noqa: E402  (after the path is set)
 from .bench import Bench                        # noqa: E402
 from .gathers import gathers                    # noqa: E402
 from .goals import judge, print_goals           # noqa: E402
+from .shapes_peers import print_summary, summary  # noqa: E402
 
 TRAINING = [training.gradient, training.logistic_regression, training.compile_gradient]
 ALL = [w.fused_chain, w.softmax, w.reductions, *TRAINING[:2], w.matmul, w.hermite,
@@ -33,7 +34,8 @@ QUICK = {"gathers": [gathers], "dispatch": [w.compile_and_dispatch],
          "peers": [w.fused_chain, w.softmax, w.reductions, w.matmul],
          "reductions": [w.softmax, w.reductions],
          "rest": [*TRAINING[:2], w.hermite, w.compile_and_dispatch, TRAINING[2],
-                  w.opencl_vs_cuda, w.transpose]}
+                  w.opencl_vs_cuda, w.transpose],
+         "shapes": shapes.selected()}    # issue 15's sweep: long, so not in ALL
 
 
 def main(argv=None):
@@ -43,7 +45,7 @@ def main(argv=None):
     ap.add_argument("--json", default=None, help="write results here (default: none)")
     ap.add_argument("--only", default=None,
                     help="run one group of workloads: dispatch, schedules, training, peers, "
-                         "reductions, rest")
+                         "reductions, rest, shapes")
     args = ap.parse_args(argv)
     b = Bench(args.device, args.quick)
     for workload in (QUICK[args.only] if args.only else ALL):
@@ -52,7 +54,8 @@ def main(argv=None):
         except Exception as e:      # noqa: BLE001  (report and keep going)
             print(f"FAILED {workload.__name__}: {type(e).__name__}: {str(e)[:300]}")
     b.print_table()
-    if b.gpu:
+    sweep = print_summary(b) if args.only == "shapes" else None
+    if b.gpu and not sweep:
         print_goals(b.rows)             # the goals are GPU goals
     if args.json:
         with open(args.json, "w") as f:
@@ -62,6 +65,7 @@ def main(argv=None):
                    "command": " ".join(["python -m benchmarks"] + list(argv or sys.argv[1:])),
                        "host": platform.node(), "date": time.strftime("%Y-%m-%d"),
                    "goals": [{"goal": g, "met": m, "detail": d} for g, m, d in judge(b.rows)],
+                       **({"shapes_summary": summary(b)} if sweep else {}),
                        "rows": b.rows}, f, indent=1)
 
 
