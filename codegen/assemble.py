@@ -20,7 +20,6 @@ from .classify import Elementwise, contraction_class, reduction_class, rows_clas
 from .device import Device
 from .forms import elementwise, matmul, reduce, rows, split_columns, two_stage
 from .forms.parts import reduction_spec
-from .lower import NotFusable
 from .policy import Form, choose
 from .schedule import (KernelContext, ScheduleError, apply_steps, build_options,
                        rename_arrays, user_names)
@@ -89,15 +88,16 @@ class Assembler:
 
     def rows(self, name, group):
         """A ``rows`` group: row reductions and their elementwise readers in
-        one kernel, or (``NotFusable``) the reductions and the outputs apart."""
+        one kernel, or, where the row-fusion pass set the group ``apart``,
+        the reductions and the outputs as separate kernels."""
         reds, outs = rows.split(group)
-        choice = choose(rows_class(outs.units[0].node.shape), self.device)
-        try:
-            rows.build(self, name, group, choice)
-        except NotFusable:
+        if group.apart:
             for k, r in enumerate(reds):
                 self.reduction(f"{name}_{k}{r.op}", r)
             self.elementwise(f"{name}_elementwise", outs)
+            return
+        choice = choose(rows_class(outs.units[0].node.shape), self.device)
+        rows.build(self, name, group, choice)
 
     def reduction(self, name, node):
         """A Reduce or Einsum node -> one to four kernels."""

@@ -55,11 +55,6 @@ def linearize(idx, shape):
     return terms[0] if len(terms) == 1 else p.Sum(tuple(terms))
 
 
-class NotFusable(Exception):
-    """A fused kernel would read a value it does not compute; the caller
-    falls back to separate kernels."""
-
-
 class KernelBuilder(Mapper):
     """Builds the instructions of one kernel.
 
@@ -172,8 +167,9 @@ class KernelBuilder(Mapper):
         if id(node) in self.local and tuple(self.local[id(node)][1]) == tuple(idx):
             return self.local[id(node)][0], node.dtype
         if id(node) in self.kernel_local:
-            raise NotFusable(f"{type(node).__name__} {node.shape} is read at {idx}, not at "
-                             f"the index where this kernel computes it")
+            raise AssertionError(f"internal error: {type(node).__name__} {node.shape} is read "
+                                 f"at {idx}, not where this kernel computes it (the "
+                                 f"row-fusion pass checks every read: passes/fuse_rows.py)")
         if id(node) in self.buffers:
             return self.read_buffer(node, idx), node.dtype
         key = (id(node), tuple(idx))
@@ -349,4 +345,4 @@ def ceil_div(a, b):
     return -(-a // b)
 
 
-__all__ = ["KernelBuilder", "NotFusable", "decompose", "linearize", "pow2_floor", "ceil_div"]
+__all__ = ["KernelBuilder", "decompose", "linearize", "pow2_floor", "ceil_div"]

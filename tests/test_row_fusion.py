@@ -95,6 +95,28 @@ def test_reduction_read_at_another_row_is_not_fused(device_target):
     assert_same(_get(prog(x=xv)), xv / xv.sum(axis=1, keepdims=True)[::-1])
 
 
+def test_the_pass_decides_which_rows_groups_are_one_kernel():
+    """The row-fusion pass, not the builder, sets a group that would read a
+    reduction at another row ``apart``: the plan says so before any kernel
+    is built, and the kernels are the reduction and the outputs apart."""
+    import loopy as lp
+    from polyarray.codegen import lower_program
+    from polyarray.codegen.passes import make_plan
+    x = pa.placeholder("x", (64, 100), np.float32)
+    s = x.sum(axis=1, keepdims=True)
+    for y, apart, kernels in [(x / s[::-1], True, ["k0_rows_0sum", "k0_rows_elementwise"]),
+                              (x / s, False, ["k0_rows"]),
+                              (softmax(pa, x)[:, ::-1], False, ["k0_rows"]),
+                              (softmax(pa, x)[::-1], True,
+                               ["k0_rows_0max", "k0_rows_1sum", "k0_rows_elementwise"])]:
+        groups = make_plan([y.node]).groups
+        assert [(g.kind, g.apart) for g in groups] == [("rows", apart)], groups
+        assert [u.kind for u in groups[0].units] == ["reduce"] * (len(groups[0].units) - 1) \
+            + ["elementwise"]
+        lowered = lower_program([y.node], lp.OpenCLTarget())
+        assert [k.name for k in lowered.kernels] == kernels
+
+
 def test_reduction_used_elsewhere_is_kept(device_target):
     """A reduction that is also an output, or read by another kernel, keeps
     its own kernel; the others still fuse."""

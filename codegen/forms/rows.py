@@ -18,9 +18,9 @@ one work-item per row it stays private.
 CPU, or rows shorter than ``GROUP_ROW``: one work-item per row, sequential
 passes over a row that stays in cache.  The policy picks which.
 
-A group that reads a reduction at another row than its own cannot be one
-kernel: ``build`` raises ``NotFusable`` and the assembler builds the
-reductions and the elementwise outputs separately.
+A group that would read a reduction at another row than its own cannot be
+one kernel: the row-fusion pass sets it ``apart`` and the assembler builds
+the reductions and the elementwise outputs separately, never calling ``build``.
 """
 from __future__ import annotations
 
@@ -48,8 +48,8 @@ def split(group):
 
 
 def build(asm, name, group, choice):
-    """The fused kernel of a ``rows`` group; raises ``NotFusable`` (before
-    finishing any kernel) when it cannot be one."""
+    """The fused kernel of a ``rows`` group (not ``apart``: the pass checked
+    that it reads each reduction at its own row)."""
     reds, outs = split(group)
     shape = outs.units[0].node.shape
     M, R = math.prod(shape[:-1]), shape[-1]

@@ -22,6 +22,8 @@ class Group:
     units: list = field(default_factory=list)
     kind: str = "elementwise"      # | "reduce" | "einsum" | "rows"
     size: int = 0
+    apart: bool = False            # rows: its reductions and outputs are separate
+    #                                kernels (one would read a reduction at another row)
 
 
 @dataclass
