@@ -134,7 +134,9 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     from .passes import make_plan
 
     check_device_dtypes(outputs)        # float16: a clear error before loopy (cache hits
-    plan = make_plan(outputs)           # never get here: they were checked when lowered)
+    #                                     never get here: they were checked when lowered)
+    device = Device(cpu, max_work_group)
+    plan = make_plan(outputs, device)
     order = plan.order
     idx_dt = index_dtype_for(order)
     buffers, specs, inputs, data = {}, {}, {}, {}
@@ -163,7 +165,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
 
     from .schedule import ScheduleError, normalize
     schedules = {pat: normalize(steps, pat) for pat, steps in (schedules or {}).items()}
-    asm = Assembler(plan, buffers, target, idx_dt, Device(cpu, max_work_group),
+    asm = Assembler(plan, buffers, target, idx_dt, device,
                     schedules=schedules, arrays=inputs)
     for name, (size, sdt, *_rest) in specs.items():
         asm.add_buffer(name, size, sdt)
@@ -180,7 +182,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
         else:
             node = g.units[0].node
             label = node.op if isinstance(node, N.Reduce) else "einsum"
-            asm.reduction(f"k{gi}_{label}", node)
+            asm.reduction(f"k{gi}_{label}", node, g.units[1:])
     unmatched = sorted(set(schedules) - asm.matched)
     if unmatched:
         raise ScheduleError(f"the schedule for {unmatched[0]!r} matches no kernel; this "

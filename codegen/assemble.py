@@ -99,8 +99,10 @@ class Assembler:
         choice = choose(rows_class(outs.units[0].node.shape), self.device)
         rows.build(self, name, group, choice)
 
-    def reduction(self, name, node):
-        """A Reduce or Einsum node -> one to four kernels."""
+    def reduction(self, name, node, epilogue=()):
+        """A Reduce or Einsum node -> one to four kernels; ``epilogue``: the
+        elementwise units a tiled matmul stores instead of its own result
+        (``passes/epilogue.py`` chose them with the same policy)."""
         spec = reduction_spec(node, self.plan.transposed)
         spec.update(out=self.buffers[id(node)], out_dtype=node.dtype)
         cls = contraction_class(node, spec, self.plan, self.buffers) \
@@ -109,7 +111,8 @@ class Assembler:
         if choice.form is None:
             return
         if choice.form == Form.TILED_MATMUL:
-            return matmul.build(self, name, node, choice)
+            return matmul.build(self, name, node, choice, epilogue)
+        assert not epilogue, f"{name}: an epilogue, but the form {choice.form}"
         stages = reduce.arg_stages(self, name, spec, node.array.dtype) \
             if choice.params.get("arg") else [(name, spec)]
         for stage_name, stage in stages:

@@ -4,7 +4,7 @@ policy maps (shape class, device) to a kernel form."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Callable
 
@@ -105,6 +105,20 @@ def parse_subscripts(subscripts: str) -> Subscripts:
     return Subscripts(ins, out, contracted, batch, i, j, k)
 
 
+def product_class(node) -> Contraction:
+    """The contraction facts of a matrix-product Einsum from the node alone
+    (for passes that run before buffers exist: ``one_buffer`` unknown, its
+    reduction view approximate); a non-product is ``matmul=False``."""
+    sub = parse_subscripts(node.subscripts)
+    red = Reduction(node.size, 0, True, "sum")
+    if node.dtype == BOOL or not sub.matmul:
+        return Contraction(0, 0, 0, False, False, red)
+    size = dict(zip("".join(sub.ins), (n for o in node.operands for n in o.shape)))
+    return Contraction(size[sub.i], size[sub.j], size[sub.k], True, False,
+                       replace(red, R=size[sub.k]), math.prod(size[c] for c in sub.batch),
+                       node.dtype.itemsize)
+
+
 def contraction_class(node, spec, plan, buffers) -> Contraction:
     """The contraction facts of Einsum ``node`` (``spec``: its reduction view)."""
     red = reduction_class(spec)
@@ -130,5 +144,5 @@ def rows_class(shape) -> Rows:
     return Rows(math.prod(shape[:-1]), shape[-1])
 
 
-__all__ = ["Contraction", "Subscripts", "parse_subscripts", "Elementwise", "Reduction", "Rows", "contraction_class",
+__all__ = ["Contraction", "Subscripts", "parse_subscripts", "product_class", "Elementwise", "Reduction", "Rows", "contraction_class",
            "read_buffer", "reduction_class", "rows_class"]

@@ -332,6 +332,17 @@ RULES = (
 del E, R, C, W
 
 
+def stores_through_epilogue(einsum, device) -> bool:
+    """Whether a matrix product's elementwise reader can be computed in its
+    store (``passes/epilogue.py``): where the product is a tiled matmul."""
+    from .classify import product_class
+    cls = product_class(einsum)
+    if not cls.matmul:
+        return False
+    choice = choose(cls, device)        # split-K stores partials: no epilogue there
+    return choice.form == Form.TILED_MATMUL and "split" not in choice.params
+
+
 # -- tuning candidates ------------------------------------------------------------
 
 def tuning_candidates(form, *, size=1, shape=(), M=0, N=0, K=0, A=None, B=None):
@@ -372,4 +383,5 @@ def describe() -> str:
                      for r in RULES)
 
 
-__all__ = ["Choice", "Form", "Rule", "RULES", "choose", "describe", "tuning_candidates"]
+__all__ = ["Choice", "Form", "Rule", "RULES", "choose", "describe", "stores_through_epilogue",
+           "tuning_candidates"]

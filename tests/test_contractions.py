@@ -137,3 +137,65 @@ def test_batched_matmul_broadcasts_without_copies():
     b = pa.placeholder("b", (9, 30), np.float32)
     L = lower_program([(a @ b).node], lp.CudaTarget())
     assert [k.form for k in L.kernels] == ["tiled matmul"]
+
+
+EPILOGUES = {
+    "tanh(x @ W + b)": (lambda m, x, W, b: m.tanh(x @ W + b), [(70, 33), (33, 45), (45,)]),
+    "silu, the product read twice": (lambda m, x, W, b: (x @ W) / (1 + m.exp(-(x @ W))) + b,
+                                     [(67, 20), (20, 66), (66,)]),
+    "batched relu": (lambda m, x, W, b: m.maximum(x @ W, 0) * b, [(3, 65, 9), (9, 70), (70,)]),
+    "residual": (lambda m, x, W, r: x @ W + 2 * r, [(64, 64), (64, 64), (64, 64)]),
+    "int": (lambda m, x, W, b: (x @ W) * 3 - b, [(30, 17), (17, 20), (20,)]),
+}
+
+
+@needs_opencl
+@pytest.mark.parametrize("kind", ["gpu", "cpu"])
+@pytest.mark.parametrize("name", list(EPILOGUES))
+def test_elementwise_epilogue_is_stored_by_the_product(name, kind):
+    """``tanh(x @ W + b)``: on a GPU layout one kernel, the product never
+    written (passes/epilogue.py); on the CPU layouts the same values."""
+    fn, shapes = EPILOGUES[name]
+    rng = np.random.default_rng(6)
+    dtype = np.int32 if name == "int" else np.float32
+    lo, hi = (-5, 6) if name == "int" else (None, None)
+    vals = [random_array(rng, s, dtype, lo, hi) for s in shapes]
+    phs = [pa.placeholder(f"x{t}", v.shape, v.dtype) for t, v in enumerate(vals)]
+    prog, got = run(fn(pa, *phs), {f"x{t}": v for t, v in enumerate(vals)}, kind)
+    # the sums' rounding (relative to their own scale, ~30) passes through tanh near 0
+    # unscaled: compare at the product's tolerance, not tanh's
+    pa.testing.assert_allclose(got, fn(np, *vals), rtol=1e-4, atol=1e-5, err_msg=name)
+    if kind == "gpu":
+        assert [i.form for i in prog.kernels.values()] == ["tiled matmul"], prog.kernels
+
+
+@needs_opencl
+def test_product_read_elsewhere_is_stored_too():
+    """A product that is also an output (or read by another kernel) is
+    stored; its elementwise reader is then a kernel of its own."""
+    rng = np.random.default_rng(7)
+    xv, wv = random_array(rng, (40, 30), np.float32), random_array(rng, (30, 50), np.float32)
+    x, w = pa.placeholder("x", xv.shape, xv.dtype), pa.placeholder("w", wv.shape, wv.dtype)
+    y = x @ w
+    prog, got = run({"y": y, "t": pa.tanh(y), "s": y.sum(axis=0)}, {"x": xv, "w": wv}, "gpu")
+    assert_same(got["y"], xv @ wv)
+    assert_same(got["t"], np.tanh(xv @ wv))
+    assert_same(got["s"], (xv @ wv).sum(axis=0))
+
+
+@needs_opencl
+@pytest.mark.parametrize("kind", ["gpu", "cpu"])
+def test_epilogue_reading_an_operand(kind):
+    """``x @ W + x`` (a residual) and a batched product whose epilogue reads
+    its weights broadcast (fuzzer seed 9209): the epilogue reads an operand
+    buffer flat while the product reads it as a matrix."""
+    rng = np.random.default_rng(8)
+    xv, wv = random_array(rng, (40, 40), np.float32), random_array(rng, (40, 40), np.float32)
+    x, w = pa.placeholder("x", xv.shape, xv.dtype), pa.placeholder("w", wv.shape, wv.dtype)
+    _, got = run({"res": pa.tanh(x @ w) + x}, {"x": xv, "w": wv}, kind)
+    pa.testing.assert_allclose(got["res"], np.tanh(xv @ wv) + xv, rtol=1e-4, atol=1e-5)
+    av, bv = random_array(rng, (2, 3, 1), np.float64), random_array(rng, (2, 1, 4), np.float64)
+    a, b = pa.placeholder("a", av.shape, av.dtype), pa.placeholder("b", bv.shape, bv.dtype)
+    y = a @ b
+    _, got = run(pa.where(y > 0, b, y), {"a": av, "b": bv}, kind)
+    assert_same(got, np.where(av @ bv > 0, bv, av @ bv))

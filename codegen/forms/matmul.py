@@ -24,14 +24,16 @@ import math
 import pymbolic.primitives as p
 
 from ..classify import parse_subscripts, read_buffer
-from ..lower import KernelBuilder
+from ..lower import KernelBuilder, decompose
 from ..schedule import Prefetch, RegisterTile, Split, Tag, Tile
 from ..policy import Form
 from .parts import combine, product
 from .reduction_ops import reduction_expr
 
 
-def build(asm, name, node, choice):
+def build(asm, name, node, choice, epilogue=()):
+    """The kernel(s) of Einsum ``node``; ``epilogue``: one elementwise unit
+    to store instead of the product (``passes/epilogue.py``)."""
     sub = parse_subscripts(node.subscripts)
     size = dict(zip("".join(sub.ins), (n for o in node.operands for n in o.shape)))
     M, Nn, K = size[sub.i], size[sub.j], size[sub.k]
@@ -71,6 +73,15 @@ def build(asm, name, node, choice):
     kb = KernelBuilder(asm.plan, asm.buffers, inames)
     red, acc_dt = reduction_expr("sum", ("k",), (product(kb, reads, node.dtype), node.dtype))
     store = out
+    if epilogue:            # store tanh(x @ W + b), not x @ W
+        (unit,) = epilogue
+        idx = tuple(decompose(b, tuple(size[c] for c in sub.batch))) + (i, j)
+        kb.analyze([unit.node])
+        kb.local[id(node)] = (kb.temp(red, acc_dt, inames), idx)
+        red, _ = kb.define(unit.node, idx, inames)
+        red = _flat_operand_reads(asm, kb, red, {aliases.get(a, a) for a in args}, aliases,
+                                  shapes)
+        store = asm.buffers[id(unit.node)]
     if split > 1:           # partials[s, i, j], then a kernel adds them
         store = out + "_part"
         asm.add_buffer(store, split * M * Nn, acc_dt)
@@ -95,6 +106,26 @@ def build(asm, name, node, choice):
         combine(asm, name + "_combine", spec, store, red.operation, acc_dt, split,
                 lambda i, j: p.Sum((p.Product((M * Nn, j)), i)), Form.COMBINE_THREAD,
                 choice.rule, min(256, M * Nn))
+
+
+def _flat_operand_reads(asm, kb, expr, operands, aliases, shapes):
+    """The product reads its operands as 2-D (3-D) arrays, an epilogue
+    reads buffers at flat indices (``x @ W + x``): its reads of an operand
+    go through a flat alias argument ``<buf>_e`` naming the same buffer."""
+    from loopy.symbolic import IdentityMapper
+
+    class Flat(IdentityMapper):
+        def map_subscript(self, e, *args):
+            name = getattr(e.aggregate, "name", None)
+            if name in operands and len(e.index_tuple) == 1:
+                alias = f"{name}_e"
+                aliases[alias], shapes[alias] = name, (asm.buffer_specs[name][0],)
+                return p.Subscript(p.Variable(alias), self.rec(e.index, *args))
+            return super().map_subscript(e, *args)
+
+    flat = Flat()
+    kb.instructions = [insn.copy(expression=flat(insn.expression)) for insn in kb.instructions]
+    return flat(expr)
 
 
 def padded_for(steps, M, N, K):

@@ -4,22 +4,29 @@ by ``make_plan``:
 1. ``materialize``: which nodes get a buffer; which einsum operands are
    read in place as a transposed buffer (decided here, once);
 2. ``group``: which kernel computes each materialized node;
-3. ``fuse_rows``: row reductions join the elementwise kernel that reads them.
+3. ``fuse_rows``: row reductions join the elementwise kernel that reads them;
+4. ``epilogue``: an elementwise kernel that only transforms a matrix
+   product's result is computed in the product's store (given a device).
 
 See docs/DESIGN.md, "Materialization and fusion"."""
 from __future__ import annotations
 
 from polyarray.codegen.ir import nodes as N
 from .data import Group, Plan, Unit, is_input, materialized_deps
+from .epilogue import fuse_epilogues
 from .fuse_rows import fuse_rows
 from .group import group
 from .materialize import materialize, transposed_buffer
 
 
-def make_plan(outputs) -> Plan:
+def make_plan(outputs, device=None) -> Plan:
     order = N.topological_order(outputs)
     mat, transposed = materialize(outputs, order)
     groups = fuse_rows(group(order, mat), mat, outputs)
+    if device is not None:
+        from ..policy import stores_through_epilogue
+        groups = fuse_epilogues(groups, mat, outputs,
+                                lambda e: stores_through_epilogue(e, device))
     return Plan(order, mat, groups, list(outputs), transposed=transposed)
 
 

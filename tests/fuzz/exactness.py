@@ -89,10 +89,15 @@ def float_e(rule, ins, out):
         logs = np.log2(np.maximum(finite_abs(x), 1.0)).sum(axis=axes)
         with np.errstate(over="ignore"):
             bound = float(np.exp2(np.max(logs, initial=0))) * 2
-    elif kind == "matmul":
+    elif kind in ("matmul", "matmul_t"):
         e = sum(es)
-        a, b = (finite_abs(x.val) for x in ins[:2])
-        bound = float(np.max(a @ b, initial=0))
+        a = finite_abs(ins[0].val)
+        if len(ins) == 1:               # x @ x.T or x.T @ x: bound both
+            prods = [a @ a.T, a.T @ a]
+        else:                           # a @ b, or a.T @ b ("matmul_t")
+            b = finite_abs(ins[1].val)
+            prods = [(a.T if kind == "matmul_t" else a) @ b]
+        bound = float(max(np.max(x, initial=0) for x in prods))
     else:
         raise AssertionError(kind)
     return e if fits(bound, e, out.dtype) else None

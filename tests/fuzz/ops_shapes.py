@@ -163,10 +163,22 @@ def op_concat(b):
 
 
 def op_matmul(b):
-    a = b.pick(lambda e: e.ndim in (1, 2) and e.kind != "b" or
+    a = b.pick(lambda e: e.ndim in (1, 2, 3) and e.kind != "b" or
                (e.ndim in (1, 2) and b.coin(0.3)))
     if a is None:
         return None
+    if a.ndim == 2 and b.coin(0.15):    # one buffer read twice: Gram / covariance
+        form = b.choice(["({0} @ {0}.T)", "({0}.T @ {0})"])
+        return b.apply(form.format(a.var), [a.var], ("matmul",))
+    if a.ndim == 2 and b.coin(0.15):    # a transposed operand read in place
+        n = b.choice([1, 3, b.B, 17])
+        w = b.add_placeholder(shape=(a.shape[0], n), dtype=a.dtype)
+        return b.apply(f"({a.var}.T @ {w.var})", [a.var, w.var], ("matmul_t",))
+    if a.ndim == 3:                     # batched, the weights shared or batched too
+        n = b.choice([1, 3, b.B, 17])
+        shape = (a.shape[-1], n) if b.coin(0.5) else (a.shape[0], a.shape[-1], n)
+        w = b.add_placeholder(shape=shape, dtype=a.dtype)
+        return b.apply(f"({a.var} @ {w.var})", [a.var, w.var], ("matmul",))
     k = a.shape[-1]
     cands = [e for e in b.entries if e.ndim in (1, 2) and e.shape[0] == k]
     if cands and b.coin(0.6):

@@ -1,0 +1,50 @@
+"""Epilogues: an elementwise node that only transforms a matrix product's
+result (``tanh(x @ W + b)``) is computed in the product's store, so the
+product itself is never written to memory and read back.
+
+An elementwise unit T joins the group of einsum E (as its second unit) when
+* T reads E only at its own index (every path from T to E is an
+  identity-indexed elementwise read) and has E's shape;
+* E is not an output and no other kernel reads it;
+* T's other reads are inputs or results of kernels before E's;
+* the policy computes E as a tiled matmul on this device (the form that
+  stores through an epilogue: ``policy.stores_through_epilogue``).
+The tiled matmul builder then stores T, computed from the accumulated sum.
+"""
+from __future__ import annotations
+
+from polyarray.codegen.ir import nodes as N
+from .data import is_input, materialized_deps
+from .group import _reads_identity
+
+
+def fuse_epilogues(groups, mat, outputs, fusable):
+    """``groups`` with epilogue units moved into their einsum's group;
+    ``fusable(einsum node)`` asks the policy."""
+    group_of, readers = {}, {}
+    for gi, g in enumerate(groups):
+        for u in g.units:
+            group_of[id(u.node)] = gi
+            for d in materialized_deps(u.node, mat):
+                readers.setdefault(id(d), []).append(u)
+    out_ids = {id(o) for o in outputs}
+    moved = set()
+    for gi, g in enumerate(groups):
+        if g.kind != "einsum" or len(g.units) != 1:
+            continue
+        e = g.units[0].node
+        users = readers.get(id(e), [])
+        if id(e) in out_ids or len(users) != 1:
+            continue
+        t = users[0]
+        if (t.kind != "elementwise" or id(t.node) in moved or t.node.shape != e.shape
+                or not isinstance(t.node, N.IndexLambda)
+                or not _reads_identity(t.node, e, mat)
+                or any(d is not e and not is_input(d) and group_of[id(d)] >= gi
+                       for d in materialized_deps(t.node, mat))
+                or not fusable(e)):
+            continue
+        groups[group_of[id(t.node)]].units.remove(t)
+        g.units.append(t)
+        moved.add(id(t.node))
+    return [g for g in groups if g.units]
