@@ -62,6 +62,13 @@ class KernelInfo:
     form: str                      # a policy.Form's value: elementwise, thread, group, ...
     schedule: tuple = ()           # the schedule steps in force
     rule: str = ""                 # the policy rule that chose the form
+    # what its builder knew, plain data: a matmul's M, N, K, batch, split, chunk,
+    # operands A and B (argument names, as in its steps); an elementwise kernel's
+    # size and shape (the tuner's candidates read them)
+    facts: dict = field(default_factory=dict)
+    # where the schedule came from: "policy" (the default), "user" or "tuned"
+    # (the tuning cache's winner; polyarray.program sets it)
+    origin: str = "policy"
     # (loopy kernel, callables table); or a function that returns them (after
     # a disk-cache hit: the program is lowered again only when they are
     # asked for); None: stripped for the disk cache
@@ -91,8 +98,9 @@ class KernelInfo:
     def __repr__(self):
         from .schedule import format_schedule
         rule = f" [{self.rule}]" if self.rule else ""
+        origin = "" if self.origin == "policy" else f" ({self.origin})"
         return (f"<kernel {self.name} ({self.form}{rule}) grid {self.gsize} x block "
-                f"{self.lsize} schedule {format_schedule(self.schedule)}>")
+                f"{self.lsize} schedule{origin} {format_schedule(self.schedule)}>")
 
 
 @dataclass
@@ -216,6 +224,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
                                       # a plain str: unpickling a disk-cache entry
                                       # then imports no policy (nor loopy)
                                       str(kp.form), schedule=kp.steps, rule=kp.rule,
+                                      facts=kp.facts or {},
                                       loopy=(knl, tu.callables_table)))
     from .schedule import check_work_groups
     check_work_groups(kernels, max_work_group)      # before any device compiler runs

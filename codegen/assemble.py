@@ -35,6 +35,7 @@ class KernelPlan:
     rule: str = ""      # the policy rule that chose the form
     aliases: dict = None    # kernel argument -> the buffer it names too (``x @ x.T``)
     preprocessed: object = None     # LoopKernel -> LoopKernel, after loopy's preprocessing
+    facts: dict = None      # the builder's facts (sizes, operands), arrays named as the user's
 
 
 class Assembler:
@@ -181,7 +182,19 @@ class Assembler:
                                     f"{str(e).splitlines()[0] if str(e) else ''}", users)) from e
         self.kernels.append(KernelPlan(name, knl, tuple(sorted(written)), form,
                                        tuple(rename_arrays(s, users) for s in steps), rule,
-                                       aliases, preprocessed))
+                                       aliases, preprocessed, _user_facts(facts or {}, users)))
+
+
+def _user_facts(facts, users):
+    """``facts`` with the arrays they name (``A``, ``B`` of a matmul) named
+    as in the steps the user sees (``users``: device name -> user name)."""
+    def rename(v):
+        if isinstance(v, str):
+            return users.get(v, v)
+        if isinstance(v, (tuple, frozenset)):
+            return type(v)(rename(x) for x in v)
+        return v
+    return {k: rename(v) for k, v in facts.items()}
 
 
 _REDUCTIONS = {           # reduction form -> its builder

@@ -75,9 +75,17 @@ def _describe(shape, dtype):
 
 
 class Program:
-    """A compiled set of outputs on one target.  Call it with bindings."""
+    """A compiled set of outputs on one target.  Call it with bindings.
 
-    def __init__(self, outputs, target=None, schedule=None, tune=False, **options):
+    Without a ``schedule``, a DAG tuned before on the same device and target
+    (``prog.tune()``, ``tune=True``; in any process) compiles with the tuned
+    schedules from the tuning cache: its kernels say ``origin == "tuned"``
+    and ``tuning_report()`` shows that tuning.  ``tuned=False`` (or
+    ``$POLYARRAY_USE_TUNED=0``, which ``tuned=True`` overrides) compiles the
+    policy's defaults instead."""
+
+    def __init__(self, outputs, target=None, schedule=None, tune=False, tuned=None,
+                 **options):
         from polyarray import targets as _targets
         self._kind, self._keys, self._outputs = _flatten(outputs)
         self.target_name = target or get_default_target()
@@ -87,12 +95,43 @@ class Program:
         self.options = options
         from polyarray.codegen.schedule import normalize_schedule
         self.user_schedule = normalize_schedule(schedule)   # ScheduleError if malformed
-        if self.user_schedule:
-            options = dict(options, schedule=self.user_schedule)
-        self._exe = self._target.compile(self._outputs, **options)
-        self._tuning = None
+        self._use_tuned = tuned
+        self._tuning, self._tuned_kernels, self._kernel_view = None, frozenset(), None
+        self._exe = self._compile(self.user_schedule)
         if tune:
             self._adopt(self.tune())
+        elif not self.user_schedule:
+            self._use_stored_tuning()
+
+    def _compile(self, schedule):
+        options = dict(self.options, schedule=schedule) if schedule else self.options
+        return self._target.compile(self._outputs, **options)
+
+    def _use_stored_tuning(self):
+        """Compile the tuning cache's schedules for this DAG, if any (and
+        wanted); a stored schedule that no longer applies is ignored."""
+        from .tuning import stored_schedule, use_tuned
+        if not use_tuned(self._use_tuned):
+            return
+        stored = stored_schedule(self)
+        if stored is None:
+            return
+        schedule, report = stored
+        from polyarray.codegen.schedule import ScheduleError
+        try:
+            self._exe = self._compile(schedule)
+        except ScheduleError as e:
+            import logging
+            logging.getLogger("polyarray.tune").warning(
+                "polyarray: the tuned schedule no longer applies (%s); using the default", e)
+            return
+        self.user_schedule = schedule
+        self._tuning = dict(report, origin="cache")
+        self._mark_tuned(report["kernels"])
+
+    def _mark_tuned(self, names):
+        """Kernels ``names`` run schedules chosen by tuning."""
+        self._tuned_kernels, self._kernel_view = frozenset(names), None
 
     # -- inspection ------------------------------------------------------
     @property
@@ -101,7 +140,21 @@ class Program:
 
     @property
     def kernels(self):
-        return self._exe.kernels
+        """Kernel name -> ``KernelInfo``; its ``origin`` says where its
+        schedule came from: "policy" (the default), "user" or "tuned"."""
+        if self._kernel_view is None:
+            import dataclasses
+            import fnmatch
+
+            def origin(name):
+                if name in self._tuned_kernels:
+                    return "tuned"
+                return "user" if any(fnmatch.fnmatchcase(name, pat)
+                                     for pat in self.user_schedule) else "policy"
+            self._kernel_view = {
+                name: k if origin(name) == k.origin else dataclasses.replace(k, origin=origin(name))
+                for name, k in self._exe.kernels.items()}
+        return self._kernel_view
 
     @property
     def schedule(self) -> dict:
@@ -115,7 +168,8 @@ class Program:
         from polyarray.codegen.schedule import normalize_schedule
         merged = dict(self.user_schedule)
         merged.update(normalize_schedule(schedule))
-        return Program(self.outputs, self.target_name, schedule=merged, **self.options)
+        return Program(self.outputs, self.target_name, schedule=merged, tuned=self._use_tuned,
+                       **self.options)
 
     def transform(self, kernel_name, fn) -> "Program":
         """A new program whose kernel ``kernel_name`` is also passed through
@@ -127,9 +181,11 @@ class Program:
         steps = self.schedule[kernel_name] + (Transform(fn),)
         return self.with_schedule({kernel_name: steps})
 
-    def tune(self, candidates=None, budget_s=None, repeat=10, log=print):
+    def tune(self, candidates=None, budget_s=30.0, repeat=10, log=print):
         """Time candidate schedules of each kernel on the device and return
-        the program with the fastest correct ones (see ``polyarray.tuning``)."""
+        the program with the fastest correct ones, within ``budget_s``
+        seconds (None: no limit); later compiles of this DAG on this device
+        use them (see ``polyarray.tuning``)."""
         from .tuning import tune_program
         return tune_program(self, candidates=candidates, budget_s=budget_s, repeat=repeat,
                             log=log)
@@ -145,6 +201,7 @@ class Program:
         """Take over ``other``'s executable (used by ``tune=True``)."""
         self.user_schedule, self._exe = other.user_schedule, other._exe
         self._tuning = other._tuning
+        self._mark_tuned(other._tuned_kernels)
 
     @property
     def outputs(self):
@@ -217,7 +274,9 @@ class Program:
 
 
 def compile(outputs, target=None, **options) -> Program:   # noqa: A001
-    """Compile an array, a list/tuple or a dict of arrays for ``target``."""
+    """Compile an array, a list/tuple or a dict of arrays for ``target``.
+    ``schedule=``: kernel name or pattern -> steps; ``tune=True``: tune now;
+    ``tuned=False``: ignore a tuning stored for this DAG (see ``Program``)."""
     return Program(outputs, target=target, **options)
 
 

@@ -163,7 +163,9 @@ def _valid_tune(entry):
     from polyarray.codegen.schedule import parse_schedule
     sched, report = entry["schedule"], entry["report"]
     if not (isinstance(sched, dict) and isinstance(report, dict)
-            and isinstance(report.get("kernels"), dict)):
+            and isinstance(report.get("kernels"), dict)
+            and isinstance(report.get("complete", True), bool)      # a budget cut it short
+            and isinstance(report.get("budget_s"), (int, float, type(None)))):
         return False
     for name, text in sched.items():
         if not (isinstance(name, str) and isinstance(text, str)):

@@ -35,11 +35,17 @@ def build(asm, name, group, choice):
         return _transposed(asm, name, group, params, rule)
     if layout == "axes":
         kb, domain, written = axes_kernel(asm, name, group)
-        return asm.finish(name, kb, [domain], written, (), form, rule, shapes=kb.read_shapes)
+        return asm.finish(name, kb, [domain], written, (), form, rule, shapes=kb.read_shapes,
+                          facts=facts(group))
     kb = KernelBuilder(asm.plan, asm.buffers, ["i"])
     written = elementwise_body(asm, kb, group, p.Variable("i"), ["i"])
     asm.finish(name, kb, [f"{{[i]: 0 <= i < {group.size}}}"], written,
-               (WorkGroup(params["wg"]),), form, rule)
+               (WorkGroup(params["wg"]),), form, rule, facts=facts(group))
+
+
+def facts(group):
+    """What the tuner's candidates read: the outputs' size and shape."""
+    return {"size": group.size, "shape": tuple(group.units[0].node.shape)}
 
 
 def axes_kernel(asm, name, group):
@@ -86,7 +92,7 @@ def _transposed(asm, name, group, params, rule):
         Prefetch(b, ("i0_inner_outer", "i0_inner_inner", "i1_inner"), pad=1)
         for b in params["swapped"])
     asm.finish(name, kb, [domain], written, steps, Form.ELEMENTWISE, rule,
-               shapes=kb.read_shapes)
+               shapes=kb.read_shapes, facts=facts(group))
 
 
 def _ilp(asm, name, group, wg, ilp, rule):
@@ -134,4 +140,4 @@ def _ilp(asm, name, group, wg, ilp, rule):
     domain = "{[" + ", ".join(loops) + f"]: 0 <= g < {G} and 0 <= u < {ilp} and " \
         f"0 <= t < {wg}" + (f" and 0 <= uf < {ilp}}}" if fetched else "}")
     asm.finish(name, kb, [domain], written, (ElementsPerItem(ilp, wg),), Form.ELEMENTWISE,
-               rule, construct=lambda knl: lp.tag_inames(knl, tags))
+               rule, construct=lambda knl: lp.tag_inames(knl, tags), facts=facts(group))

@@ -100,7 +100,10 @@ def build(asm, name, node, choice, epilogue=()):
                shapes=dict(shapes, **{store: (batch,) * bool(batch) + (M, Nn)}),
                scheduled=lambda knl: guard_reads(knl, guards), aliases=aliases,
                preprocessed=predicated if any(store_bounds) else None,
-               facts={"transposed": frozenset(transposed)})
+               facts={"transposed": frozenset(transposed), "M": M, "N": Nn, "K": K,
+                      "batch": batch if sub.batch else 0, "split": max(split, 1),
+                      "chunk": Kp if split > 1 else K, "A": A, "B": B,
+                      "itemsize": node.dtype.itemsize})
     if split > 1:
         spec = {"M": M * Nn, "out": out, "out_dtype": node.dtype}
         combine(asm, name + "_combine", spec, store, red.operation, acc_dt, split,
