@@ -199,3 +199,15 @@ def test_epilogue_reading_an_operand(kind):
     y = a @ b
     _, got = run(pa.where(y > 0, b, y), {"a": av, "b": bv}, kind)
     assert_same(got, np.where(av @ bv > 0, bv, av @ bv))
+
+
+@needs_opencl
+def test_split_k_of_a_batch_of_one():
+    """(1, 64, 1100) @ (1, 1100, 64): a batch of one takes split-K; the b
+    loop then runs over the chunks and the operands' batch index is 0."""
+    rng = np.random.default_rng(9)
+    av, bv = random_array(rng, (1, 64, 1100), np.float32), random_array(rng, (1, 1100, 64), np.float32)
+    a, b = pa.placeholder("a", av.shape, av.dtype), pa.placeholder("b", bv.shape, bv.dtype)
+    prog, got = run(a @ b, {"a": av, "b": bv}, "gpu")
+    assert_same(got, av @ bv)
+    assert {i.rule for i in prog.kernels.values()} == {"matmul: split-K (few tiles, long K)"}

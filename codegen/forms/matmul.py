@@ -42,7 +42,10 @@ def build(asm, name, node, choice, epilogue=()):
     Mp, Np, Kp = choice.params["pad"] if user is None else padded_for(user, M, Nn, K)
     if split > 1:
         Kp = choice.params["chunk"]
-    batch = math.prod(size[c] for c in sub.batch) if sub.batch else split if split > 1 else 0
+    nbatch = math.prod(size[c] for c in sub.batch)     # 1 without batch axes
+    # the b loop: split-K's chunks (the policy splits only products of one batch),
+    # else the batch, if any
+    batch = split if split > 1 else nbatch if sub.batch else 0
     b, i, j, k = (p.Variable(x) for x in "bijk")
     env = {sub.i: i, sub.j: j, sub.k: k if split == 1 else p.Sum((p.Product((Kp, b)), k))}
     bound = {sub.i: M if Mp > M else None, sub.j: Nn if Np > Nn else None,
@@ -58,9 +61,9 @@ def build(asm, name, node, choice, epilogue=()):
             aliases[arg] = buf
         args.append(arg)
         # its batch axes (all or none: parse_subscripts) as one flat axis
-        flat = (b,) if len(order) > 2 else ()
+        flat = ((b if split == 1 else 0),) if len(order) > 2 else ()
         reads.append(p.Subscript(p.Variable(arg), flat + tuple(env[c] for c in order[-2:])))
-        shapes[arg] = (batch,) * len(flat) + src.shape[-2:]
+        shapes[arg] = (nbatch,) * len(flat) + src.shape[-2:]
         if any(bound.get(c) for c in order[-2:]):
             guards[arg] = (None,) * len(flat) + tuple(bound.get(c) for c in order[-2:])
     A, B = args
@@ -101,7 +104,7 @@ def build(asm, name, node, choice, epilogue=()):
                scheduled=lambda knl: guard_reads(knl, guards), aliases=aliases,
                preprocessed=predicated if any(store_bounds) else None,
                facts={"transposed": frozenset(transposed), "M": M, "N": Nn, "K": K,
-                      "batch": batch if sub.batch else 0, "split": max(split, 1),
+                      "batch": nbatch if sub.batch else 0, "split": max(split, 1),
                       "chunk": Kp if split > 1 else K, "A": A, "B": B,
                       "itemsize": node.dtype.itemsize})
     if split > 1:
