@@ -18,6 +18,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# the rows measure the policy's default schedules, not ones an earlier .tune() stored
+os.environ.setdefault("POLYARRAY_USE_TUNED", "0")
 
 from . import shapes, training, workloads as w  # noqa: E402  (after the path is set)
 from .bench import Bench                        # noqa: E402
