@@ -5,10 +5,11 @@ parameters, every kernel group gets, and why.
 first row that applies to the class and whose condition holds, as a
 ``Choice`` (form, parameters, rule name).  A row with ``then`` hands the
 decision to the rows of another class (a contraction that is no tileable
-matrix product is a reduction; argmax is two reductions); the rule names
-are then joined with " > ".  Builders (``forms/``) build what was chosen
-and decide nothing.  ``tuning_candidates`` gives, per form, the schedules
-the tuner times.
+matrix product is a reduction); the rule names are then joined with " > ".
+argmax/argmin take the reduction rows as they are: every form reduces
+(value, index) pairs in one pass (``forms/reduction_ops.PaArgExtremum``).
+Builders (``forms/``) build what was chosen and decide nothing.
+``tuning_candidates`` gives, per form, the schedules the tuner times.
 
 A 1000 x 1000 matmul, for example, matches "matmul: split-K (few tiles,
 long K)": 128 x 64 outputs per work-group over loops padded to 1024 x 1024,
@@ -298,11 +299,8 @@ RULES = (
          Form.TILED_MATMUL, _register_tiles(REG_TILES[-1])),
     Rule("matmul: 16 x 16 tiles", C, lambda c, d: True, Form.TILED_MATMUL, _small_tiles),
 
-    # reductions (M outputs of R values each)
+    # reductions (M outputs of R values each; argmax/argmin too, as (value, index) pairs)
     Rule("no outputs: no kernel", R, lambda c, d: c.M == 0, None),
-    Rule("argmax/argmin: the extremum, then its first index", R,
-         lambda c, d: c.op in ("argmax", "argmin"), params=lambda c, d: dict(arg=True),
-         then=lambda c: replace(c, op=c.op[3:])),
     Rule("empty reduction: the neutral element", R, lambda c, d: c.R == 0, Form.NEUTRAL,
          lambda c, d: dict(wg=_wg(c.M))),
     # CPU: each work-item walks contiguous memory; work-groups spread on cores

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import loopy as lp
 import numpy as np
 import pymbolic.primitives as p
 from loopy.symbolic import Reduction, TypeCast
@@ -16,6 +17,7 @@ from ..lower import KernelBuilder, decompose
 from ..passes.data import materialized_deps
 from ..policy import Form
 from ..schedule import GroupReduce, WorkGroup
+from .reduction_ops import hoist_nested_pairs, result_buffers
 
 
 def elementwise_body(asm, kb, group, i, within, store_index=None, predicates=(), axes=None):
@@ -114,25 +116,36 @@ def body_at(kb, spec, i_expr, j_expr):
 
 
 def write_result(kb, spec, lhs_index, red_expr, acc_dt, within):
-    """Store a reduced value in the output's storage dtype."""
+    """Store a reduced value in the output's storage dtype; of a (value,
+    index) pair (argmax/argmin), the index."""
+    out = p.Subscript(p.Variable(spec["out"]), (lhs_index,))
+    if isinstance(acc_dt, tuple):       # the value goes to a register nobody reads
+        value = kb.fresh("v")
+        kb.temporaries[value] = lp.TemporaryVariable(
+            value, dtype=acc_dt[0], shape=(), address_space=lp.AddressSpace.PRIVATE)
+        kb.assign((p.Variable(value), out), red_expr, within)
+        return
     out_dt = np.dtype(spec["out_dtype"])
     res = red_expr
     if out_dt == BOOL:
         res = TypeCast(U8, red_expr)
     elif acc_dt != out_dt:
         res = TypeCast(storage_dtype(out_dt), red_expr)
-    kb.assign(p.Subscript(p.Variable(spec["out"]), (lhs_index,)), res, within)
+    kb.assign(out, res, within)
 
 
 def combine(asm, name, spec, part, operation, acc_dt, n, index, form, rule, wg):
-    """Reduce ``n`` partials per output with the first stage's
-    ``operation``; ``index(i, j)`` locates one.  ``form``: COMBINE_GROUP
+    """Reduce ``n`` partials per output (in the buffers
+    ``result_buffers(part, acc_dt)``) with the first stage's ``operation``;
+    ``index(i, j)`` locates one.  ``form``: COMBINE_GROUP
     (a work-group of ``wg`` per output) or COMBINE_THREAD."""
     M = spec["M"]
     kb = KernelBuilder(asm.plan, asm.buffers, ["i"])
     i, j = p.Variable("i"), p.Variable("j")
-    red = Reduction(operation, ("j",), p.Subscript(p.Variable(part), (index(i, j),)))
+    reads = tuple(p.Subscript(p.Variable(buf), (index(i, j),))
+                  for buf, _ in result_buffers(part, acc_dt))
+    red = Reduction(operation, ("j",), reads if len(reads) > 1 else reads[0])
     write_result(kb, spec, i, red, acc_dt, ["i"])
     steps = (GroupReduce("j", wg),) if form == Form.COMBINE_GROUP else (WorkGroup(wg),)
     asm.finish(name, kb, [f"{{[i, j]: 0 <= i < {M} and 0 <= j < {n}}}"],
-               {spec["out"]}, steps, form, rule)
+               {spec["out"]}, steps, form, rule, scheduled=hoist_nested_pairs)

@@ -1,15 +1,16 @@
 """Loopy reduction operations with NumPy semantics: NaN-propagating max/min
 with -inf/+inf neutral elements, integer sums and products that wrap (C's
-signed overflow is undefined), and ``reduction_expr``, which picks one for a
-reduction op and dtype."""
+signed overflow is undefined), argmax/argmin over (value, index) pairs, and
+``reduction_expr``, which picks one for a reduction op and dtype."""
 from __future__ import annotations
 
 import numpy as np
 from loopy.library.reduction import (MaxReductionOperation, MinReductionOperation,
-                                    ProductReductionOperation, SumReductionOperation)
+                                    ProductReductionOperation, ReductionOperation,
+                                    SumReductionOperation)
 from loopy.symbolic import Reduction, ResolvedFunction, TypeCast
 
-from ..cfuncs import BOOL, PaFunction, as_bool, helper_name
+from ..cfuncs import BOOL, PaArgCombine, PaFunction, arg_combine_name, as_bool, helper_name
 
 I32 = np.dtype(np.int32)
 I64 = np.dtype(np.int64)
@@ -64,6 +65,66 @@ class PaIntProd(_IntCombine, ProductReductionOperation):
     helper = "multiply"
 
 
+def _resolved(name, callable_, dtypes, callables_table):
+    """``name`` typed for ``dtypes`` and added to the callables table."""
+    from loopy.translation_unit import add_callable_to_table
+    clbl, callables_table = callable_.with_types(dtypes, callables_table)
+    fid, callables_table = add_callable_to_table(callables_table, name, clbl)
+    return ResolvedFunction(fid), callables_table
+
+
+class PaArgExtremum(ReductionOperation):
+    """argmax/argmin in one pass: a reduction of (value, index) pairs whose
+    combine (``cfuncs.PaArgCombine``) keeps NumPy's answer, the first index
+    of the extremum (of the first NaN, if any).  The neutral pair, (-inf
+    or +inf, the index type's maximum), loses to every element."""
+
+    def __init__(self, which):
+        self.which = which          # "max" or "min"
+
+    @property
+    def arg_count(self):
+        return 2
+
+    def result_dtypes(self, *dtypes):
+        return dtypes
+
+    def neutral_element(self, *dtypes, callables_table, target):
+        from loopy.library.function import MakeTupleCallable
+        value_dt, index_dt = (d.numpy_dtype for d in dtypes)
+        name = helper_name("neginf" if self.which == "max" else "posinf", value_dt)
+        extreme, callables_table = _resolved(name, PaFunction(name), {}, callables_table)
+        make_tuple, callables_table = _resolved(
+            "make_tuple", MakeTupleCallable(name="make_tuple"), dict(enumerate(dtypes)),
+            callables_table)
+        return make_tuple(extreme(), index_dt.type(np.iinfo(index_dt).max)), callables_table
+
+    def __call__(self, dtypes, operand1, operand2, callables_table, target):
+        value_dt, index_dt = (d.numpy_dtype for d in dtypes)
+        name = arg_combine_name(self.which, value_dt, index_dt)
+        fn, callables_table = _resolved(name, PaArgCombine(name), dict(enumerate(dtypes * 2)),
+                                        callables_table)
+        return fn(*operand1, *operand2), callables_table
+
+    def __hash__(self):
+        return hash((type(self), self.which))
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.which == other.which
+
+    def __str__(self):
+        return "pa_arg" + self.which
+
+    def update_persistent_hash(self, key_hash, key_builder):
+        key_builder.rec(key_hash, (type(self).__name__, self.which))
+
+
+def index_dtype(R):
+    """The index type of an argmax/argmin over ``R`` values: int32 where
+    its maximum (the neutral index) exceeds every index."""
+    return I32 if R < np.iinfo(I32).max else I64
+
+
 def _widen(expr, dt):
     """Compute small ints and bools in int32 for max/min reductions."""
     if dt == BOOL or (dt.kind in "iu" and dt.itemsize < 4):
@@ -71,9 +132,17 @@ def _widen(expr, dt):
     return expr, dt
 
 
-def reduction_expr(op, inames, value):
-    """``(loopy reduction expression, accumulator dtype)`` for ``op``."""
+def reduction_expr(op, inames, value, index=None):
+    """``(loopy reduction expression, accumulator dtype)`` for ``op``;
+    argmax/argmin (``index``: the flat index into the reduced range and
+    the range's length) reduce (value, index) pairs, their accumulator
+    dtype a pair too."""
     expr, dt = value
+    if op in ("argmax", "argmin"):
+        e, d = _widen(expr, dt)
+        j, R = index
+        idx_dt = index_dtype(R)
+        return Reduction(PaArgExtremum(op[3:]), inames, (e, TypeCast(idx_dt, j))), (d, idx_dt)
     if op in ("sum", "prod"):
         if dt == BOOL:          # bool einsum: OR of ANDs
             return Reduction(PaMax(), inames, TypeCast(I32, as_bool(expr, dt))), I32
@@ -87,3 +156,46 @@ def reduction_expr(op, inames, value):
         e = TypeCast(I32, as_bool(expr, dt))
         return Reduction(PaMax() if op == "any" else PaMin(), inames, e), I32
     raise NotImplementedError(op)
+
+
+def result_buffers(name, acc_dt):
+    """``[(buffer name, dtype)]`` holding the results of a reduction into
+    ``name``: one of the accumulator's dtype, or a (value, index) pair's
+    two, the value in ``<name>_value``."""
+    if isinstance(acc_dt, tuple):
+        return [(name + "_value", acc_dt[0]), (name, acc_dt[1])]
+    return [(name, acc_dt)]
+
+
+def hoist_nested_pairs(knl):
+    """Loopy realizes a reduction nested in another with one result only,
+    so a (value, index) reduction nested in one (``GroupReduce``'s strided
+    loop under its tree, the chunks of two stages under their work-group)
+    gets an instruction of its own, into two registers the outer one
+    reduces.  Other kernels are returned as they are."""
+    import loopy as lp
+    import pymbolic.primitives as p
+    from loopy.kernel.instruction import make_assignment
+    kern = knl.default_entrypoint
+    temps = dict(kern.temporary_variables)
+    name_gen, id_gen = kern.get_var_name_generator(), kern.get_instruction_id_generator()
+
+    def split(insn):
+        outer = getattr(insn, "expression", None)
+        if not (isinstance(outer, Reduction) and isinstance(outer.operation, PaArgExtremum)
+                and isinstance(outer.expr, Reduction)):
+            return [insn]
+        pair = tuple(p.Variable(name_gen(f"{insn.id}_{part}")) for part in ("value", "index"))
+        for v in pair:
+            temps[v.name] = lp.TemporaryVariable(v.name, shape=(),
+                                                 address_space=lp.AddressSpace.PRIVATE)
+        inner = make_assignment(pair, outer.expr, id=id_gen(insn.id + "_inner"),
+                                within_inames=insn.within_inames | frozenset(outer.inames),
+                                depends_on=insn.depends_on, predicates=insn.predicates)
+        return split(inner) + [insn.copy(expression=Reduction(outer.operation, outer.inames,
+                                                               pair),
+                                         depends_on=insn.depends_on | {inner.id})]
+    insns = [new for insn in kern.instructions for new in split(insn)]
+    if len(insns) == len(kern.instructions):
+        return knl
+    return knl.with_kernel(kern.copy(instructions=insns, temporary_variables=temps))

@@ -10,7 +10,7 @@ from ..lower import KernelBuilder, pow2_floor
 from ..policy import Form
 from ..schedule import Tag, WorkGroup
 from .parts import body_at, combine
-from .reduction_ops import reduction_expr
+from .reduction_ops import hoist_nested_pairs, reduction_expr, result_buffers
 
 
 def build(asm, name, spec, choice):
@@ -32,12 +32,14 @@ def build(asm, name, spec, choice):
         bound = f"{K * rows} * c + {rows} * k + r < {R}"
     else:
         j, slot, bound = p.Sum((p.Product((K, c)), k)), c, f"{K} * c + k < {R}"
-    red, acc_dt = reduction_expr(op, ("k",), body_at(kb, spec, i, j))
+    red, acc_dt = reduction_expr(op, ("k",), body_at(kb, spec, i, j), (j, R))
     part = spec["out"] + "_part"
     slots = C * rows
-    asm.add_buffer(part, slots * M, acc_dt)
-    kb.assign(p.Subscript(p.Variable(part), (p.Sum((p.Product((M, slot)), i)),)), red,
-              inames)
+    parts = result_buffers(part, acc_dt)
+    for buf, dt in parts:
+        asm.add_buffer(buf, slots * M, dt)
+    kb.assign(tuple(p.Subscript(p.Variable(buf), (p.Sum((p.Product((M, slot)), i)),))
+                    for buf, _ in parts), red, inames)
     box = f"0 <= c < {C} and 0 <= i < {M}" + (f" and 0 <= r < {rows}" if rows > 1 else "")
     # k's range depends on the outer loops (a nested domain): every partial
     # is stored, the neutral element where a chunk's range is empty (a
@@ -45,7 +47,8 @@ def build(asm, name, spec, choice):
     domains = [f"{{[{', '.join(inames)}]: {box}}}", f"{{[k]: 0 <= k < {K} and {bound}}}"]
     steps = ((Tag("c", "g.0"), Tag("r", "l.1"), Tag("i", "l.0")) if rows > 1
              else (WorkGroup(lw), Tag("c", "g.1")))
-    asm.finish(name + "_c1", kb, domains, {part}, steps, Form.SPLIT_COLUMNS, choice.rule)
+    asm.finish(name + "_c1", kb, domains, {buf for buf, _ in parts}, steps, Form.SPLIT_COLUMNS,
+               choice.rule, scheduled=hoist_nested_pairs)
     # few outputs of many partials: a work-group adds each output's partials
     form, wg = ((Form.COMBINE_GROUP, min(256, pow2_floor(slots))) if rows > 1
                 else (Form.COMBINE_THREAD, lw))

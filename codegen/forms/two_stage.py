@@ -15,7 +15,7 @@ from ..lower import KernelBuilder
 from ..policy import Form
 from ..schedule import Tag
 from .parts import body_at, combine
-from .reduction_ops import reduction_expr
+from .reduction_ops import hoist_nested_pairs, reduction_expr, result_buffers
 
 
 def build(asm, name, spec, choice):
@@ -31,25 +31,26 @@ def build(asm, name, spec, choice):
         T = prm["T"]
         jflat = p.Sum((p.Product((K, p.Sum((p.Product((WG, g)), t)))), k))
         bound = f"{K} * ({WG} * g + t) + k < {R}"
-        red, acc_dt = reduction_expr(op, ("k",), body_at(kb, spec, m, jflat))
+        red, acc_dt = reduction_expr(op, ("k",), body_at(kb, spec, m, jflat), (jflat, R))
         lin = p.Sum((p.Product((T, m)), p.Product((WG, g)), t))
         n_part, inames = T, ["m", "g", "t"]
-        asm.add_buffer(part, M * T, acc_dt)
     else:
         jflat = p.Sum((p.Product((WG, p.Sum((p.Product((K, g)), k)))), t))
         bound = f"{WG} * ({K} * g + k) + t < {R}"
-        inner, acc_dt = reduction_expr(op, ("k",), body_at(kb, spec, m, jflat))
+        inner, acc_dt = reduction_expr(op, ("k",), body_at(kb, spec, m, jflat), (jflat, R))
         red = Reduction(inner.operation, ("t",), inner)
         lin = p.Sum((p.Product((G, m)), g))
         n_part, inames = G, ["m", "g"]
-        asm.add_buffer(part, M * G, acc_dt)
-    kb.assign(p.Subscript(p.Variable(part), (lin,)), red, inames)
+    parts = result_buffers(part, acc_dt)
+    for buf, dt in parts:
+        asm.add_buffer(buf, M * n_part, dt)
+    kb.assign(tuple(p.Subscript(p.Variable(buf), (lin,)) for buf, _ in parts), red, inames)
     domain = (f"{{[m, g, t, k]: 0 <= m < {M} and 0 <= g < {G} and 0 <= t < {WG} "
               f"and 0 <= k < {K} and {bound}}}")
 
-    asm.finish(name + "_s1", kb, [domain], {part},
+    asm.finish(name + "_s1", kb, [domain], {buf for buf, _ in parts},
                (Tag("g", "g.0"), Tag("t", "l.0"), Tag("m", "g.1")), Form.TWO_STAGE,
-               choice.rule)
+               choice.rule, scheduled=hoist_nested_pairs)
     combine(asm, name + "_s2", spec, part, red.operation, acc_dt, n_part,
             lambda i, j: p.Sum((p.Product((n_part, i)), j)), Form.COMBINE_GROUP,
             choice.rule, WG)
