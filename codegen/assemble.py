@@ -114,10 +114,7 @@ class Assembler:
         if choice.form == Form.TILED_MATMUL:
             return matmul.build(self, name, node, choice, epilogue)
         assert not epilogue, f"{name}: an epilogue, but the form {choice.form}"
-        stages = reduce.arg_stages(self, name, spec, node.array.dtype) \
-            if choice.params.get("arg") else [(name, spec)]
-        for stage_name, stage in stages:
-            _REDUCTIONS[choice.form](self, stage_name, stage, choice)
+        _REDUCTIONS[choice.form](self, name, spec, choice)
 
     # -- kernel parts -> loopy ----------------------------------------------------
     def finish(self, name, kb, domains, written, steps, form=Form.ELEMENTWISE, rule="",

@@ -40,7 +40,7 @@ class NumpyNodeEvaluator(Mapper):
         if node.op in ("argmax", "argmin"):
             kept = [d for d in range(x.ndim) if d not in node.axes]
             x = np.transpose(x, kept + list(node.axes))
-            x = x.reshape(x.shape[:len(kept)] + (-1,))
+            x = x.reshape(x.shape[:len(kept)] + (int(np.prod(x.shape[len(kept):])),))
             return np.asarray(getattr(np, node.op)(x, axis=-1), dtype=np.int64)
         fn = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min,
               "any": np.any, "all": np.all}[node.op]

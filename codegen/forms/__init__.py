@@ -5,9 +5,10 @@ decide nothing (the policy did) and call no other form; shared pieces live
 in ``parts`` and the loopy reduction operations in ``reduction_ops``.
 
   elementwise     flat, elements per item, axes, transposed tile
-  reduce          thread, group, neutral; argmax/argmin as two reductions
+  reduce          thread, group, neutral (argmax/argmin: one pass over pairs)
   two_stage       few outputs, long reductions: partials, then a combine
   split_columns   few outputs along the contiguous axes: column chunks
-  matmul          tiled and register-tiled matrix products
+  matmul          tiled and register-tiled matrix products of any size,
+                  batched, split-K, with an elementwise epilogue
   rows            fused row reductions with their elementwise readers
 """

@@ -78,7 +78,7 @@ def _arg(op, x, axis):
         axes = tuple(range(node.ndim))
     else:
         axes = normalize_axes(axis_index(axis), node.ndim)
-    if node.size == 0 or builtins.any(node.shape[a] == 0 for a in axes):
+    if builtins.any(node.shape[a] == 0 for a in axes):     # NumPy: only a reduced axis
         raise ValueError(f"attempt to get {op} of an empty sequence")
     shape = tuple(n for d, n in enumerate(node.shape) if d not in axes)
     return N.Reduce.make(shape, np.dtype(np.int64), op, node, axes)

@@ -1,0 +1,213 @@
+"""argmax/argmin in one pass: a reduction of (value, index) pairs in every
+reduction form the policy chooses (thread, group, two stages and split
+columns with their combine kernels), on the GPU and CPU layouts of the
+OpenCL target, against NumPy: the first index of the extremum, the first
+NaN if any, exact for integers and bools.  The suite's POLYARRAY_POISON=1
+makes a partial that a kernel leaves unwritten fail every time."""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+import numpy as np
+import pytest
+
+import polyarray as pa
+from polyarray import targets
+
+OPENCL_OK, OPENCL_WHY = targets.availability("opencl")
+needs_opencl = pytest.mark.skipif(not OPENCL_OK, reason=f"opencl: {OPENCL_WHY}")
+
+DTYPES = [np.float32, np.float64, np.int32, np.uint8, np.bool_]
+
+# (shape, axis, layout) -> the forms of its kernels: one kernel, or a first
+# stage and its combine
+FORMS = [
+    ((5, 300), 1, "gpu", ("group",)),
+    ((40, 30), 0, "gpu", ("group",)),
+    ((3000, 40), 1, "gpu", ("thread",)),
+    ((200, 70), 0, "gpu", ("thread",)),
+    ((20011,), None, "gpu", ("two-stage 1", "combine (group)")),
+    ((3, 50003), 1, "gpu", ("two-stage 1", "combine (group)")),
+    ((600, 9), 0, "gpu", ("split-columns 1", "combine (group)")),       # rows side by side
+    ((1000, 300), 0, "gpu", ("split-columns 1", "combine (thread)")),
+    ((6, 500, 7), 1, "gpu", ("split-columns 1", "combine (group)")),    # the middle axis
+    ((5, 300), 1, "cpu", ("thread",)),
+    ((300, 30), 0, "cpu", ("split-columns 1", "combine (thread)")),
+    ((20011,), None, "cpu", ("two-stage 1", "combine (group)")),
+    ((40, 50, 30), None, "cpu", ("two-stage 1", "combine (group)")),
+]
+
+
+def sample(shape, dtype, rng):
+    """Values with many ties, a few maxima and minima per reduced range
+    (so the first one can sit in any chunk), the type's extremes (which
+    tie with the neutral pair's value), and for floats NaNs and infinities."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape))
+    if dtype == np.bool_:
+        return (rng.random(size) < 3 / max(shape)).reshape(shape)
+    x = rng.integers(1, 9, size).astype(dtype)
+    k = max(2, size // 150)
+    if dtype.kind == "f":
+        lo, hi = -np.inf, np.inf
+    else:
+        lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
+    x[rng.choice(size, k)] = hi
+    x[rng.choice(size, k)] = lo
+    x[rng.choice(size, k)] = 9
+    if dtype.kind == "f":
+        x[rng.choice(size, max(1, k // 4))] = np.nan
+    return x.reshape(shape)
+
+
+def _rotating(k):
+    """float32 (NaNs) and one of the other dtypes, a different one per case."""
+    return [np.float32, DTYPES[1 + k % (len(DTYPES) - 1)]]
+
+
+@needs_opencl
+@pytest.mark.parametrize("k", range(len(FORMS)),
+                         ids=[f"{s}-{a}-{layout}" for s, a, layout, _ in FORMS])
+def test_one_pass_in_every_form(k):
+    shape, axis, layout, forms = FORMS[k]
+    rng = np.random.default_rng(k)
+    xs = {np.dtype(d).name: pa.placeholder(f"x_{np.dtype(d).name}", shape, d)
+          for d in _rotating(k)}
+    outs = {f"{op} {name}": getattr(x, op)(axis=axis) for name, x in xs.items()
+            for op in ("argmax", "argmin")}
+    prog = pa.compile(outs, target="opencl", device_kind=layout)
+    # one pass: a kernel per output, or a stage and its combine, never an
+    # extremum kernel before an index kernel
+    by_output = {}
+    for name, info in prog.kernels.items():
+        by_output.setdefault(re.match(r"k\d+", name).group(), []).append(str(info.form))
+    assert sorted(by_output.values()) == [list(forms)] * len(outs), by_output
+    inputs = {f"x_{name}": sample(shape, name, rng) for name in xs}
+    got = prog(**inputs)
+    for key in outs:
+        op, name = key.split()
+        want = getattr(inputs[f"x_{name}"], op)(axis=axis)
+        np.testing.assert_array_equal(np.asarray(got[key]), want, err_msg=f"{key} {shape}")
+        assert np.asarray(got[key]).dtype == np.int64
+
+
+@needs_opencl
+@pytest.mark.parametrize("layout", ["gpu", "cpu"])
+@pytest.mark.parametrize("k,shape", [(0, (7, 33, 5)), (1, (4100, 3)), (2, (3, 2000))])
+def test_every_axis_and_none(k, shape, layout):
+    """Every axis and the whole array, both ops, a dtype per shape."""
+    rng = np.random.default_rng(k)
+    dtype = DTYPES[[0, 3, 4][k]] if layout == "gpu" else DTYPES[[1, 2, 0][k]]
+    x = pa.placeholder("x", shape, dtype)
+    axes = [None, *range(len(shape))]
+    outs = {f"{op} {a}": getattr(pa, op)(x, axis=a) for op in ("argmax", "argmin")
+            for a in axes}
+    xv = sample(shape, dtype, rng)
+    got = pa.compile(outs, target="opencl", device_kind=layout)(x=xv)
+    for key in outs:
+        op, a = key.split()
+        want = getattr(np, op)(xv, axis=None if a == "None" else int(a))
+        np.testing.assert_array_equal(np.asarray(got[key]), want,
+                                      err_msg=f"{key} {np.dtype(dtype).name} {layout}")
+
+
+@needs_opencl
+@pytest.mark.parametrize("layout", ["gpu", "cpu"])
+def test_nan_and_ties_at_chunk_edges(layout):
+    """The first NaN wins over any value and any later NaN; among equal
+    values the first index wins, wherever the chunks of a two-stage or
+    split-column reduction put them; a range of -inf (argmax) or +inf
+    (argmin), the neutral element's value, still answers its first index."""
+    R = 50003
+    x = pa.placeholder("x", (4, R), np.float32)
+    xt = pa.placeholder("xt", (R, 4), np.float32)
+    outs = {"max": x.argmax(axis=1), "min": x.argmin(axis=1),
+            "max_t": xt.argmax(axis=0), "min_t": xt.argmin(axis=0)}
+    xv = np.zeros((4, R), np.float32)
+    xv[0, [R - 1, 40000, 9000]] = np.nan     # NaNs in late chunks, the first at 9000
+    xv[0, 3] = np.inf
+    xv[1, [R - 1, 20000, 257]] = 5.0         # ties in different chunks
+    xv[1, [R - 2, 30001, 4097]] = -5.0
+    xv[2] = -np.inf
+    xv[3] = np.inf
+    xv[3, R - 1] = np.nan
+    assert list(xv.argmax(1)) == [9000, 257, 0, R - 1]
+    assert list(xv.argmin(1)) == [9000, 4097, 0, R - 1]
+    got = pa.compile(outs, target="opencl", device_kind=layout)(x=xv, xt=xv.T.copy())
+    for key, want in (("max", xv.argmax(1)), ("min", xv.argmin(1)),
+                      ("max_t", xv.argmax(1)), ("min_t", xv.argmin(1))):
+        np.testing.assert_array_equal(np.asarray(got[key]), want, err_msg=key)
+
+
+@needs_opencl
+def test_fused_body_and_keepdims():
+    """The reduced operand is an expression (fused into the pass), and the
+    index feeds later elementwise work."""
+    rng = np.random.default_rng(2)
+    xv = rng.standard_normal((300, 257)).astype(np.float32)
+    x = pa.placeholder("x", xv.shape, np.float32)
+    outs = {"d": pa.argmin((x - 0.5) ** 2, axis=1), "e": pa.argmax(-x, axis=0) + 1}
+    for layout in ("gpu", "cpu"):
+        got = pa.compile(outs, target="opencl", device_kind=layout)(x=xv)
+        np.testing.assert_array_equal(got["d"], np.argmin((xv - 0.5) ** 2, axis=1))
+        np.testing.assert_array_equal(got["e"], np.argmax(-xv, axis=0) + 1)
+
+
+def test_empty_reductions_raise_in_the_frontend():
+    x = pa.placeholder("x", (0, 3), np.float32)
+    with pytest.raises(ValueError, match="empty sequence"):
+        x.argmax(axis=0)
+    with pytest.raises(ValueError, match="empty sequence"):
+        pa.argmin(x)
+
+
+def test_policy_has_no_extremum_then_index_rule():
+    from polyarray.codegen.classify import Reduction
+    from polyarray.codegen.device import Device
+    from polyarray.codegen.policy import choose
+    for op in ("argmax", "argmin"):
+        choice = choose(Reduction(4096, 4096, True, op), Device())
+        assert choice.form == "group" and "arg" not in choice.params, choice
+
+
+NVCC = shutil.which("nvcc")
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA compiler) is not on PATH")
+def test_cuda_source_compiles_with_nvcc():
+    """Every GPU form and dtype as CUDA, in one nvcc run."""
+    import loopy as lp
+    from polyarray.codegen import lower_program
+    sources = []
+    for k, (shape, axis, layout, forms) in enumerate(FORMS):
+        if layout != "gpu":
+            continue
+        nodes = [getattr(pa.placeholder(f"x{n}", shape, d), ("argmax", "argmin")[(k + n) % 2])(
+            axis=axis).node for n, d in enumerate(DTYPES)]
+        low = lower_program(nodes, lp.CudaTarget())
+        assert {str(i.form) for i in low.kernels} == set(forms), low.kernels
+        body = re.sub(r"\bk(\d+)_", rf"c{k}_k\1_", low.source)
+        sources.append(f"namespace case{k} {{\n{body}\n}}\n")
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "argmax.cu")
+        with open(path, "w") as f:
+            f.write("".join(sources))
+        r = subprocess.run([NVCC, "-cubin", "-arch=sm_90", "-o", path + ".cubin", path],
+                           capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-4000:]
+
+
+def test_argmax_of_empty_kept_axes_is_empty():
+    """NumPy raises only when a reduced axis is empty: (0, 3).argmax(axis=1) is []."""
+    x = pa.placeholder("x", (0, 3), np.float32)
+    for target in ("numpy", "opencl"):
+        ok, why = targets.availability(target)
+        if not ok:
+            continue
+        got = pa.compile(pa.argmax(x, axis=1), target=target)(x=np.zeros((0, 3), np.float32))
+        assert got.shape == (0,) and got.dtype == np.int64, target
+    for axis in (0, None):
+        with pytest.raises(ValueError, match="empty sequence"):
+            pa.argmax(x, axis=axis)
