@@ -10,7 +10,8 @@ from loopy.library.reduction import (MaxReductionOperation, MinReductionOperatio
                                     SumReductionOperation)
 from loopy.symbolic import Reduction, ResolvedFunction, TypeCast
 
-from ..cfuncs import BOOL, PaArgCombine, PaFunction, arg_combine_name, as_bool, helper_name
+from ..cfuncs import BOOL, PaFunction, as_bool, helper_name
+from ..pair_helpers import PaArgCombine, arg_combine_name
 
 I32 = np.dtype(np.int32)
 I64 = np.dtype(np.int64)
@@ -75,7 +76,7 @@ def _resolved(name, callable_, dtypes, callables_table):
 
 class PaArgExtremum(ReductionOperation):
     """argmax/argmin in one pass: a reduction of (value, index) pairs whose
-    combine (``cfuncs.PaArgCombine``) keeps NumPy's answer, the first index
+    combine (``pair_helpers.PaArgCombine``) keeps NumPy's answer, the first index
     of the extremum (of the first NaN, if any).  The neutral pair, (-inf
     or +inf, the index type's maximum), loses to every element."""
 
