@@ -18,7 +18,7 @@ from .cfuncs import HELPERS_PREAMBLE, storage_dtype
 from .checks import ERROR_BUFFER, callable_for
 from .classify import Elementwise, contraction_class, reduction_class, rows_class
 from .device import Device
-from .forms import elementwise, matmul, reduce, rows, split_columns, two_stage
+from .forms import cpu_matmul, elementwise, matmul, reduce, rows, split_columns, two_stage
 from .forms.parts import reduction_spec
 from .policy import Form, choose
 from .schedule import (KernelContext, ScheduleError, apply_steps, build_options,
@@ -113,6 +113,9 @@ class Assembler:
             return
         if choice.form == Form.TILED_MATMUL:
             return matmul.build(self, name, node, choice, epilogue)
+        if choice.form == Form.PACKED_MATMUL:
+            assert not epilogue, f"{name}: an epilogue, but the form {choice.form}"
+            return cpu_matmul.build(self, name, node, choice)
         assert not epilogue, f"{name}: an epilogue, but the form {choice.form}"
         _REDUCTIONS[choice.form](self, name, spec, choice)
 

@@ -56,6 +56,79 @@ def test_matmul_of_any_size_batch_layout_and_dtype(m, n, k, batch, broadcast, ta
 
 
 @needs_opencl
+@settings(max_examples=20)
+@given(m=st.integers(1, 67), n=st.integers(1, 67), k=st.integers(1, 67),
+       batch=st.sampled_from([(), (3,), (2, 2)]), broadcast=st.sampled_from(["", "a", "b"]),
+       ta=st.booleans(), tb=st.booleans(), dtype=st.sampled_from(DTYPES),
+       seed=st.integers(0, 2 ** 16))
+def test_cpu_matmul_of_any_size_batch_layout_and_dtype(m, n, k, batch, broadcast, ta, tb,
+                                                       dtype, seed):
+    """The CPU form: both operands packed into zero-padded panels (transposed
+    reads and broadcast batches included), vector register blocks, a
+    predicated store; tiny products are reductions."""
+    from polyarray.codegen.policy import CPU_MATMUL_WORK
+    rng = np.random.default_rng(seed)
+    ta, tb = ta and not batch, tb and not batch
+    shape_a = (batch if broadcast != "a" else ()) + (m, k)
+    shape_b = (batch if broadcast != "b" else ()) + (k, n)
+    pa_a, pa_b, np_a, np_b, binds = operands(rng, dtype, shape_a, shape_b, ta, tb)
+    prog, got = run(pa_a @ pa_b, binds, "cpu")
+    assert_same(got, np_a @ np_b, f"{shape_a} @ {shape_b} {np.dtype(dtype).name} T={ta, tb}")
+    forms = sorted(i.form for i in prog.kernels.values())
+    packed = int(np.prod(batch)) * m * n * k >= CPU_MATMUL_WORK
+    assert forms == (["pack", "pack", "packed matmul"] if packed else ["thread"]), forms
+
+
+@needs_opencl
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint8])
+@pytest.mark.parametrize("shapes,ta,tb", [
+    (((64, 48), (48, 32)), False, False),          # whole blocks: no predicate
+    (((65, 33), (33, 17)), False, False),          # one past the blocks on both sides
+    (((37, 50), (50, 45)), True, True),            # both read transposed
+    (((5, 19, 40), (40, 23)), False, False),       # B broadcast over the batch
+    (((40, 23), (3, 23, 41)), False, False),       # A broadcast
+    (((2, 3, 31, 20), (2, 3, 20, 33)), False, False)])     # two batch axes
+def test_cpu_packed_blocks_at_their_edges(shapes, ta, tb, dtype):
+    rng = np.random.default_rng(6)
+    pa_a, pa_b, np_a, np_b, binds = operands(rng, dtype, *shapes, ta, tb)
+    prog, got = run(pa_a @ pa_b, binds, "cpu")
+    assert_same(got, np_a @ np_b, f"{shapes} {np.dtype(dtype).name}")
+    (info,) = [i for i in prog.kernels.values() if i.form == "packed matmul"]
+    assert info.rule == "cpu: packed register tiles"
+    vector = {np.dtype(np.float32): "float8", np.dtype(np.float64): "double4"}
+    if np.dtype(dtype) in vector:       # the accumulators and B's panel are vectors
+        assert f"{vector[np.dtype(dtype)]} acc[" in prog.source
+
+
+@needs_opencl
+def test_cpu_matmul_wraps_integers_like_numpy():
+    """uint8 and int32 products and sums overflow and wrap, as NumPy's do."""
+    rng = np.random.default_rng(7)
+    for dtype, lo, hi in ((np.uint8, 0, 256), (np.int32, 2 ** 20, 2 ** 24)):
+        va = rng.integers(lo, hi, (33, 40)).astype(dtype)
+        vb = rng.integers(lo, hi, (40, 35)).astype(dtype)
+        a, b = pa.placeholder("a", va.shape, dtype), pa.placeholder("b", vb.shape, dtype)
+        _, got = run(a @ b, {"a": va, "b": vb}, "cpu")
+        assert_same(got, va @ vb, np.dtype(dtype).name)
+
+
+@needs_opencl
+def test_cpu_matmul_takes_a_user_schedule():
+    """The product's loops are the block's (ib, jb, k): a user schedule can
+    group blocks into work-groups and unroll k; the result is unchanged."""
+    from polyarray.schedules import Split, Tag, WorkGroup
+    rng = np.random.default_rng(8)
+    va, vb = (random_array(rng, s, np.float32) for s in ((70, 60), (60, 50)))
+    a, b = pa.placeholder("a", va.shape, np.float32), pa.placeholder("b", vb.shape, np.float32)
+    prog = pa.compile(a @ b, target="opencl", device_kind="cpu")
+    (name,) = [n for n, i in prog.kernels.items() if i.form == "packed matmul"]
+    steps = [WorkGroup(2, "ib"), Tag("jb", "g.1"), Split("k", 4, inner_tag="unr")]
+    user = pa.compile(a @ b, target="opencl", device_kind="cpu", schedule={name: steps})
+    assert_same(user(a=va, b=vb), va @ vb)
+    assert list(user.kernels[name].schedule) == steps
+
+
+@needs_opencl
 @pytest.mark.parametrize("kind", ["gpu", "cpu"])
 @pytest.mark.parametrize("shapes", [((100, 70), (70, 130)),       # 64 x 64 register tiles
                                     ((129, 65), (65, 200)),       # one past the tiles
@@ -99,6 +172,9 @@ def test_gram_and_covariance_of_one_buffer(n, d, kind):
     assert_same(got["cov"], xv.T @ xv, "cov")
     if kind == "gpu":       # no copies: the two contractions are the only kernels
         assert sorted(i.form for i in prog.kernels.values()) == ["tiled matmul"] * 2
+    elif min(n * n * d, d * d * n) >= 1 << 15:     # each operand packed from the one buffer
+        forms = sorted(i.form for i in prog.kernels.values())
+        assert forms == ["pack"] * 4 + ["packed matmul"] * 2, forms
 
 
 @needs_opencl

@@ -404,7 +404,11 @@ def test_policy_table_names_the_row_of_a_1000_square_matmul():
                     Device(cpu=False))
     assert skinny.rule == "matmul: split-K (few tiles, long K)"
     assert skinny.params["split"] * skinny.params["chunk"] >= 4096
-    assert choose(square, Device(cpu=True)).rule == "cpu: contraction as a reduction > cpu: thread"
+    cpu = choose(square, Device(cpu=True))
+    assert (cpu.form, cpu.rule) == (Form.PACKED_MATMUL, "cpu: packed register tiles")
+    assert cpu.params == dict(rows=4, vectors=2, lanes=8)      # float8 accumulators
+    tiny = Contraction(3, 7, 5, True, False, Reduction(21, 5, True, "sum"))
+    assert choose(tiny, Device(cpu=True)).rule == "cpu: contraction as a reduction > cpu: thread"
 
 
 @needs_opencl

@@ -10,5 +10,6 @@ in ``parts`` and the loopy reduction operations in ``reduction_ops``.
   split_columns   few outputs along the contiguous axes: column chunks
   matmul          tiled and register-tiled matrix products of any size,
                   batched, split-K, with an elementwise epilogue
+  cpu_matmul      CPU matrix products: packed operands, vector register blocks
   rows            fused row reductions with their elementwise readers
 """
