@@ -1,7 +1,7 @@
 """Autotuning: time candidate schedules on the real device, keep the fastest
 correct one per kernel, and remember the choice on disk.
 
-For each kernel with more than one candidate (``policy.tuning_candidates``,
+For each kernel with more than one candidate (``candidates.tuning_candidates``,
 from the facts its builder recorded in ``KernelInfo.facts``), every
 candidate replaces that kernel's schedule (the other kernels keep their
 best so far); the program is run on fixed random inputs and its outputs
@@ -114,7 +114,7 @@ def stored_schedule(program):
 def default_candidates(info):
     """Candidate schedules for one kernel: the policy's for its form and
     facts, the default (the schedule in force) first."""
-    from polyarray.codegen.policy import tuning_candidates
+    from polyarray.codegen.candidates import tuning_candidates
     default = tuple(info.schedule)
     try:
         out = tuning_candidates(info.form, info.facts)
