@@ -237,11 +237,11 @@ class KernelBuilder(Mapper):
             # select (a shared subexpression), and must not read outside its
             # buffers there (a gather's index check would fire on garbage)
             local = idx[ax] - off if off else idx[ax]
-            if n != 1:
-                if off:
-                    local = p.Max((local, 0))
+            if n != 1:          # conditionals, not min/max: OpenCL's min(ulong, int)
+                if off:         # is ambiguous (a uint64 gather index, fuzzer seed 9342)
+                    local = p.If(p.Comparison(local, ">", 0), local, 0)
                 if off + n < total:
-                    local = p.Min((local, n - 1))
+                    local = p.If(p.Comparison(local, "<", n - 1), local, n - 1)
             sub[ax] = 0 if n == 1 else local
             pieces.append((off, self.value(arr, tuple(sub), within, reducing)[0]))
             off += n

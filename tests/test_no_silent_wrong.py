@@ -438,3 +438,19 @@ def test_split_column_partials_are_all_written(shape, kind):
     x = pa.placeholder("x", shape, np.float32)
     prog = pa.compile(x.sum(axis=0), target="opencl", device_kind=kind)
     assert_same(prog(x=xv), xv.sum(axis=0), f"{shape} {kind}")
+
+
+@pytest.mark.parametrize("index_dtype", [np.uint64, np.int64, np.int32])
+def test_gather_through_a_concatenation_with_any_index_dtype(index_dtype):
+    """The pieces of a concatenation are read at an index clamped into each
+    piece; with a uint64 gather index OpenCL's min/max were ambiguous and the
+    program did not build (fuzzer seed 9342)."""
+    ok, why = targets.availability("opencl")
+    if not ok:
+        pytest.skip(f"opencl: {why}")
+    a, b = pa.placeholder("a", (70,), np.float64), pa.placeholder("b", (70,), np.uint64)
+    i = pa.placeholder("i", (4,), index_dtype)
+    av, bv = np.arange(70.0), np.arange(70, dtype=np.uint64) * 3
+    iv = np.array([82, 111, 42, 70], index_dtype)
+    got = pa.compile(pa.concatenate([a, b])[i], target="opencl")(a=av, b=bv, i=iv)
+    assert_same(got, np.concatenate([av, bv])[iv])
