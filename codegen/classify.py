@@ -105,31 +105,34 @@ def parse_subscripts(subscripts: str) -> Subscripts:
     return Subscripts(ins, out, contracted, batch, i, j, k)
 
 
-def product_class(node) -> Contraction:
-    """The contraction facts of a matrix-product Einsum from the node alone
-    (for passes that run before buffers exist: ``one_buffer`` unknown, its
-    reduction view approximate); a non-product is ``matmul=False``."""
+def letter_sizes(node) -> dict:
+    """An Einsum's letters -> their sizes, from its operands' shapes."""
     sub = parse_subscripts(node.subscripts)
-    red = Reduction(node.size, 0, True, "sum")
+    return dict(zip("".join(sub.ins), (n for o in node.operands for n in o.shape)))
+
+
+def product_class(node, reduction=None, one_buffer=False) -> Contraction:
+    """The contraction facts of a matrix-product Einsum; a non-product is
+    ``matmul=False``.  From the node alone (for passes that run before
+    buffers exist) ``one_buffer`` is unknown and the reduction view
+    approximate; ``contraction_class`` gives both."""
+    sub = parse_subscripts(node.subscripts)
+    red = reduction or Reduction(node.size, 0, True, "sum")
     if node.dtype == BOOL or not sub.matmul:
         return Contraction(0, 0, 0, False, False, red)
-    size = dict(zip("".join(sub.ins), (n for o in node.operands for n in o.shape)))
-    return Contraction(size[sub.i], size[sub.j], size[sub.k], True, False,
-                       replace(red, R=size[sub.k]), math.prod(size[c] for c in sub.batch),
-                       node.dtype.itemsize)
+    size = letter_sizes(node)
+    return Contraction(size[sub.i], size[sub.j], size[sub.k], True, one_buffer,
+                       reduction or replace(red, R=size[sub.k]),
+                       math.prod(size[c] for c in sub.batch), node.dtype.itemsize)
 
 
 def contraction_class(node, spec, plan, buffers) -> Contraction:
     """The contraction facts of Einsum ``node`` (``spec``: its reduction view)."""
-    red = reduction_class(spec)
-    sub = parse_subscripts(node.subscripts)
-    if node.dtype == BOOL or not sub.matmul:
-        return Contraction(0, 0, 0, False, False, red)
-    size = dict(zip(node.subscripts.replace(",", "").split("->")[0],
-                    (n for o in node.operands for n in o.shape)))
-    a, b = (read_buffer(o, plan, buffers) for o in node.operands)
-    return Contraction(size[sub.i], size[sub.j], size[sub.k], True, a is b, red,
-                       math.prod(size[c] for c in sub.batch), node.dtype.itemsize)
+    one_buffer = False
+    if parse_subscripts(node.subscripts).matmul:    # two operands
+        a, b = (read_buffer(o, plan, buffers) for o in node.operands)
+        one_buffer = a is b
+    return product_class(node, reduction_class(spec), one_buffer)
 
 
 def read_buffer(operand, plan, buffers):
@@ -144,5 +147,5 @@ def rows_class(shape) -> Rows:
     return Rows(math.prod(shape[:-1]), shape[-1])
 
 
-__all__ = ["Contraction", "Subscripts", "parse_subscripts", "product_class", "Elementwise", "Reduction", "Rows", "contraction_class",
+__all__ = ["Contraction", "Subscripts", "letter_sizes", "parse_subscripts", "product_class", "Elementwise", "Reduction", "Rows", "contraction_class",
            "read_buffer", "reduction_class", "rows_class"]

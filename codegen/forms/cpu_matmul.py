@@ -31,7 +31,7 @@ import numpy as np
 import pymbolic.primitives as p
 
 from ..cfuncs import lower_call
-from ..classify import parse_subscripts, read_buffer
+from ..classify import letter_sizes, parse_subscripts, read_buffer
 from ..lower import KernelBuilder, ceil_div
 from ..policy import Form
 from ..schedule import Tag
@@ -44,7 +44,7 @@ ZERO, UPDATE, STORE = ("r_zero", "v_zero", "l_zero"), ("r", "v", "l"), ("r_out",
 def build(asm, name, node, choice):
     """Kernels ``<name>_pack_a``, ``<name>_pack_b``, then ``<name>``."""
     sub = parse_subscripts(node.subscripts)
-    size = dict(zip("".join(sub.ins), (n for o in node.operands for n in o.shape)))
+    size = letter_sizes(node)
     rows, vectors, lanes = (choice.params[x] for x in ("rows", "vectors", "lanes"))
     M, Nn, K = size[sub.i], size[sub.j], size[sub.k]
     batch = math.prod(size[c] for c in sub.batch) if sub.batch else 0

@@ -23,7 +23,7 @@ import math
 
 import pymbolic.primitives as p
 
-from ..classify import parse_subscripts, read_buffer
+from ..classify import letter_sizes, parse_subscripts, read_buffer
 from ..lower import KernelBuilder, decompose
 from ..schedule import Prefetch, RegisterTile, Split, Tag, Tile
 from ..policy import Form
@@ -35,7 +35,7 @@ def build(asm, name, node, choice, epilogue=()):
     """The kernel(s) of Einsum ``node``; ``epilogue``: one elementwise unit
     to store instead of the product (``passes/epilogue.py``)."""
     sub = parse_subscripts(node.subscripts)
-    size = dict(zip("".join(sub.ins), (n for o in node.operands for n in o.shape)))
+    size = letter_sizes(node)
     M, Nn, K = size[sub.i], size[sub.j], size[sub.k]
     split = choice.params.get("split", 1)       # split-K: chunks of K on grid axis 2
     user = asm.user_steps(name)

@@ -12,7 +12,7 @@ from loopy.symbolic import Reduction, TypeCast
 
 from polyarray.codegen.ir import nodes as N
 from ..cfuncs import BOOL, U8, lower_call, storage_dtype
-from ..classify import parse_subscripts
+from ..classify import letter_sizes, parse_subscripts
 from ..lower import KernelBuilder, decompose
 from ..passes.data import materialized_deps
 from ..policy import Form
@@ -78,9 +78,7 @@ def reduction_spec(node, transposed=()):
     else:
         sub = parse_subscripts(node.subscripts)
         ins, out, contracted = sub.ins, sub.out, sub.contracted
-        sizes = {}
-        for s, o in zip(ins, node.operands):
-            sizes.update(zip(s, o.shape))
+        sizes = letter_sizes(node)
         kept_shape = tuple(sizes[c] for c in out)
         red_shape = tuple(sizes[c] for c in contracted)
         # inner: the largest operand's contiguous axis is reduced (``A @ x``
