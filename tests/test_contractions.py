@@ -36,6 +36,19 @@ def operands(rng, dtype, shape_a, shape_b, ta, tb):
     return pa_a, pa_b, np_a, np_b, {"a": va, "b": vb}
 
 
+def random_product(kind, m, n, k, batch, broadcast, ta, tb, dtype, seed):
+    """Compile and check ``a @ b`` (``broadcast``: the operand without the
+    batch; ``ta``/``tb``: read transposed, 2-D only) in ``kind`` layouts."""
+    rng = np.random.default_rng(seed)
+    ta, tb = ta and not batch, tb and not batch     # x.T is 2-D
+    shape_a = (batch if broadcast != "a" else ()) + (m, k)
+    shape_b = (batch if broadcast != "b" else ()) + (k, n)
+    pa_a, pa_b, np_a, np_b, binds = operands(rng, dtype, shape_a, shape_b, ta, tb)
+    prog, got = run(pa_a @ pa_b, binds, kind)
+    assert_same(got, np_a @ np_b, f"{shape_a} @ {shape_b} {np.dtype(dtype).name} T={ta, tb}")
+    return prog
+
+
 @needs_opencl
 @settings(max_examples=25)
 @given(m=st.integers(1, 67), n=st.integers(1, 67), k=st.integers(1, 67),
@@ -44,13 +57,7 @@ def operands(rng, dtype, shape_a, shape_b, ta, tb):
        seed=st.integers(0, 2 ** 16))
 def test_matmul_of_any_size_batch_layout_and_dtype(m, n, k, batch, broadcast, ta, tb, dtype,
                                                    seed):
-    rng = np.random.default_rng(seed)
-    ta, tb = ta and not batch, tb and not batch     # x.T is 2-D
-    shape_a = (batch if broadcast != "a" else ()) + (m, k)
-    shape_b = (batch if broadcast != "b" else ()) + (k, n)
-    pa_a, pa_b, np_a, np_b, binds = operands(rng, dtype, shape_a, shape_b, ta, tb)
-    prog, got = run(pa_a @ pa_b, binds, "gpu")
-    assert_same(got, np_a @ np_b, f"{shape_a} @ {shape_b} {np.dtype(dtype).name} T={ta, tb}")
+    prog = random_product("gpu", m, n, k, batch, broadcast, ta, tb, dtype, seed)
     (info,) = [i for i in prog.kernels.values() if "einsum" in i.name]
     assert info.form == "tiled matmul", info
 
@@ -67,13 +74,7 @@ def test_cpu_matmul_of_any_size_batch_layout_and_dtype(m, n, k, batch, broadcast
     reads and broadcast batches included), vector register blocks, a
     predicated store; tiny products are reductions."""
     from polyarray.codegen.policy import CPU_MATMUL_WORK
-    rng = np.random.default_rng(seed)
-    ta, tb = ta and not batch, tb and not batch
-    shape_a = (batch if broadcast != "a" else ()) + (m, k)
-    shape_b = (batch if broadcast != "b" else ()) + (k, n)
-    pa_a, pa_b, np_a, np_b, binds = operands(rng, dtype, shape_a, shape_b, ta, tb)
-    prog, got = run(pa_a @ pa_b, binds, "cpu")
-    assert_same(got, np_a @ np_b, f"{shape_a} @ {shape_b} {np.dtype(dtype).name} T={ta, tb}")
+    prog = random_product("cpu", m, n, k, batch, broadcast, ta, tb, dtype, seed)
     forms = sorted(i.form for i in prog.kernels.values())
     packed = int(np.prod(batch)) * m * n * k >= CPU_MATMUL_WORK
     assert forms == (["pack", "pack", "packed matmul"] if packed else ["thread"]), forms
