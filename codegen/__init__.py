@@ -93,7 +93,8 @@ class KernelInfo:
         if self.loopy_kernel is None:
             raise ValueError("no loopy kernel here (stripped for the disk cache); "
                              "use prog.kernels, whose kernels lower again on demand")
-        return loop_nest(self.loopy_kernel, self.callables, self.gsize, self.lsize)
+        return without_loopy_caches(loop_nest)(self.loopy_kernel, self.callables,
+                                               self.gsize, self.lsize)
 
     def __repr__(self):
         from .schedule import format_schedule
@@ -125,6 +126,24 @@ def data_nodes(order):
     return [n for n in order if isinstance(n, N.DataWrapper)]
 
 
+def without_loopy_caches(fn):
+    """Run ``fn`` with loopy's disk caches off.  polyarray caches whole
+    programs under its own keys (``program_key``); loopy's keys
+    (``LoopyKeyBuilder``) hash ``np.uint64(0)``, ``np.float64(0)`` and ``0``
+    alike, so a kernel that differs from a cached one only in a constant's
+    type got the cached kernel's code (a uint64 product rounded through
+    double: fuzzer seeds 85 and 167 of session 8)."""
+    from functools import wraps
+
+    @wraps(fn)
+    def run(*args, **kwargs):
+        import loopy as lp
+        with lp.CacheMode(False):
+            return fn(*args, **kwargs)
+    return run
+
+
+@without_loopy_caches
 def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=None) -> Lowered:
     """Lower output nodes to kernels for a loopy ``target``; ``cpu`` picks
     reduction layouts suited to CPU devices (contiguous per work-item);

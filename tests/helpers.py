@@ -43,7 +43,7 @@ def random_array(rng, shape, dtype, low=None, high=None, nonzero=False):
     info = np.iinfo(dtype)
     lo = max(info.min, -20 if low is None else int(low))
     hi = min(info.max, 20 if high is None else int(high))
-    a = rng.integers(lo, hi + 1, size=shape).astype(dtype)
+    a = rng.integers(lo, hi, size=shape, dtype=dtype, endpoint=True)
     if nonzero:
         a = np.where(a == 0, 1, a).astype(dtype)
     return a

@@ -170,10 +170,14 @@ def guard_reads(knl, guards):
     """Reads of array ``name`` at an index past ``guards[name]`` (a bound
     per axis, None: unbounded) give 0: ``a[x, y]`` becomes
     ``x < M && y < K ? a[x, y] : 0`` wherever the kernel reads ``a`` (in
-    its local-memory copies, after ``Prefetch``)."""
+    its local-memory copies, after ``Prefetch``).  The 0 has ``a``'s dtype:
+    an untyped one made loopy type ``uint64 ? : 0`` as double, rounding
+    every uint64 product (fuzzer seeds 85 and 167 of session 8)."""
     if not guards:
         return knl
     from loopy.symbolic import IdentityMapper
+    kern = knl.default_entrypoint
+    zero = {name: kern.arg_dict[name].dtype.numpy_dtype.type(0) for name in guards}
 
     class Guard(IdentityMapper):
         def map_subscript(self, expr, *args):
@@ -182,10 +186,9 @@ def guard_reads(knl, guards):
                 return super().map_subscript(expr, *args)
             conds = tuple(p.Comparison(x, "<", n)
                           for x, n in zip(expr.index_tuple, guards[name]) if n is not None)
-            return p.If(conds[0] if len(conds) == 1 else p.LogicalAnd(conds), expr, 0)
+            return p.If(conds[0] if len(conds) == 1 else p.LogicalAnd(conds), expr, zero[name])
 
     guard = Guard()
-    kern = knl.default_entrypoint
     insns = [insn.copy(expression=guard(insn.expression)) for insn in kern.instructions]
     return knl.with_kernel(kern.copy(instructions=insns))
 
