@@ -454,3 +454,33 @@ def test_gather_through_a_concatenation_with_any_index_dtype(index_dtype):
     iv = np.array([82, 111, 42, 70], index_dtype)
     got = pa.compile(pa.concatenate([a, b])[i], target="opencl")(a=av, b=bv, i=iv)
     assert_same(got, np.concatenate([av, bv])[iv])
+
+
+# -- x ** 0.5 is NumPy's sqrt --------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16])
+def test_power_one_half_is_sqrt_at_minus_inf_and_minus_zero(layout, dtype):
+    """NumPy computes ``x ** 0.5`` with an exponent of one value (a Python or
+    NumPy scalar, a one-element array) as sqrt: NaN at -inf, -0.0 at -0.0,
+    where C's pow gives inf and 0 (fuzzer seed 106, session 8).  An array of
+    exponents keeps pow's answers in both."""
+    xv = np.array([-np.inf, -0.0, np.inf, 4.0, -4.0, 0.25, np.nan, 2.0], dtype=np.float64)
+    if np.dtype(dtype).kind == "f":
+        xv = xv.astype(dtype)
+    else:
+        xv = np.array([0, 1, 4, 9, -4, 7, 100, 2], dtype)
+    x = pa.placeholder("x", xv.shape, dtype)
+    halves = np.full(xv.shape, 0.5)
+    outs = {"op": x ** 0.5, "ufunc": pa.power(x, 0.5), "np32": x ** np.float32(0.5),
+            "one": x ** np.array([0.5]), "new axis": x ** np.array([[0.5]]),
+            "array": x ** halves, "quarter": x ** 0.25}
+    got = run(layout, outs, x=xv)
+    with np.errstate(all="ignore"):
+        want = {"op": xv ** 0.5, "ufunc": np.power(xv, 0.5), "np32": xv ** np.float32(0.5),
+                "one": xv ** np.array([0.5]), "new axis": xv ** np.array([[0.5]]),
+                "array": xv ** halves, "quarter": xv ** 0.25}
+    for key in want:
+        assert_same(got[key], want[key], key)
+        real = ~np.isnan(want[key])           # (a NaN's sign is not NumPy's contract)
+        np.testing.assert_array_equal(np.signbit(got[key])[real], np.signbit(want[key])[real],
+                                      key)

@@ -85,7 +85,21 @@ def apply_ufunc(name, *args) -> N.IndexLambda:
     if name == "power" and out.kind in "iu" and is_python_scalar(ops[1]) \
             and ops[1] < 0:
         raise ValueError("Integers to negative integer powers are not allowed.")
+    if name == "power" and out.kind == "f" and isinstance(ops[0], N.Node) \
+            and _is_half(ops[1]):
+        # NumPy computes ``x ** 0.5`` (an exponent of one value) as sqrt: NaN
+        # at -inf and -0.0 at -0.0, where C's pow gives inf and 0 (fuzzer seed 106)
+        shape = broadcast_shapes(*(o.shape for o in ops if isinstance(o, N.Node)),
+                                 what="power: operands")
+        return build("sqrt", "sqrt", ops[:1], ins[:1], out, shape)
     return build(name, ufunc.__name__, ops, ins, out)
+
+
+def _is_half(exponent):
+    """A known exponent of one value: 0.5."""
+    if isinstance(exponent, N.DataWrapper):
+        return exponent.size == 1 and exponent.data.flat[0] == 0.5
+    return not isinstance(exponent, N.Node) and exponent == 0.5
 
 
 _COMPARISONS = {"less": (True, False, False, True), "less_equal": (True, False, False, True),
