@@ -250,6 +250,36 @@ class KernelBuilder(Mapper):
             expr = p.If(p.Comparison(idx[ax], "<", nxt), e, expr)
         return expr, node.dtype
 
+    def map_reduce(self, node, idx, within, reducing):
+        """A small reduction inlined into its reader (``passes/materialize``):
+        its terms unrolled and combined pairwise, in registers, with the
+        elementwise op of the same NumPy semantics (wrapping integer sums,
+        NaN-propagating max/min)."""
+        combine = _INLINE_COMBINE[node.op]
+        red = [node.array.shape[a] for a in node.axes]
+        terms = []
+        for r in range(math.prod(red)):
+            full, kept = [], iter(idx)
+            at = iter(decompose(r, red))
+            for d in range(node.array.ndim):
+                full.append(next(at) if d in node.axes else next(kept))
+            terms.append(self.value(node.array, tuple(full), within, reducing))
+        if not terms:
+            identity = {"sum": 0, "prod": 1, "any": 0, "all": 1}[node.op]
+            return storage_dtype(node.dtype).type(identity), node.dtype
+        while len(terms) > 1:
+            pairs = [lower_call(combine, [a, b], self.functions)
+                     for a, b in zip(terms[::2], terms[1::2])]
+            terms = pairs + terms[len(pairs) * 2:]
+        (expr, dt), = terms
+        if dt != node.dtype:
+            expr, dt = lower_call("cast_" + node.dtype.name, [(expr, dt)], self.functions)
+        return expr, dt
+
+
+_INLINE_COMBINE = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum",
+                   "any": "logical_or", "all": "logical_and"}
+
 
 def _reads(parent, child):
     """How many times ``parent``'s definition reads ``child``."""
@@ -263,7 +293,7 @@ def _computes(node):
     """Worth a temporary when shared: it does arithmetic, not just a read."""
     if isinstance(node, N.IndexLambda):
         return isinstance(node.expr, p.Call)
-    return isinstance(node, N.Concatenate)
+    return isinstance(node, (N.Concatenate, N.Reduce))
 
 
 class _ExprLowerer(ExprMapper):

@@ -95,6 +95,12 @@ CPU_MATMUL_VECTORS = 2
 CPU_MATMUL_WORK = 1 << 15
 MAX_INLINE = 400        # a reduction body inlining more nodes than this is materialized
 MAX_INLINE_DEPTH = 40   # ... or one deeper than this (code blow-up guard)
+# A reduction over at most this many values whose result only feeds other
+# reductions (through elementwise work of its own size) is not a kernel: its
+# terms are unrolled into the reading reduction's body, in registers, so
+# ``argmin(((x[:, None] - c[None]) ** 2).sum(axis=2), axis=1)`` is one kernel
+# that never stores the (points, centres) distances (passes/materialize.py)
+INLINE_REDUCTION_MAX = 16
 
 
 class Form(str, Enum):

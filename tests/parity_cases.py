@@ -141,6 +141,15 @@ case("argmax_method", lambda xp, a: a.argmax(axis=0), shapes=((6, 2),))
 case("sum_empty", lambda xp, a: xp.sum(a, axis=0), shapes=((0, 3),))
 case("max_empty_axis", lambda xp, a: xp.max(a, axis=0), shapes=((0, 3),))
 case("sum_0d", lambda xp, a: xp.sum(a), shapes=((),))
+# a small reduction read by another reduction: unrolled into its kernel
+case("nearest_centre", lambda xp, a, b: xp.argmin(((a[:, None, :] - b[None]) ** 2).sum(axis=2),
+                                                  axis=1), shapes=((7, 3), (4, 3)))
+case("sum_of_max", lambda xp, a: xp.sum(xp.max(a, axis=2), axis=1), shapes=_R3)
+case("max_of_sum", lambda xp, a: xp.max(xp.sum(a, axis=(0, 2)), axis=0), shapes=_R3)
+case("argmax_of_prod", lambda xp, a: xp.argmax(xp.prod(a, axis=0), axis=1), shapes=_R3,
+     ranges=((0.5, 1.5, False),))
+case("all_of_any", lambda xp, a: xp.all(xp.any(a, axis=1), axis=0), shapes=_R3)
+case("min_of_all", lambda xp, a: xp.min(xp.all(a, axis=2), axis=1), shapes=_R3)
 
 # -- linear algebra ------------------------------------------------------
 _SMALL = ((-3, 3, False), (-3, 3, False))

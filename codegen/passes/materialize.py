@@ -6,11 +6,17 @@
   which the schedules can tile and prefetch), except a transpose of a buffer
   (``x.T``), which the contraction reads in place: recorded here, once, in
   ``transposed`` (operand -> the buffer node it transposes).
+* A small reduction (``policy.INLINE_REDUCTION_MAX`` values or fewer) that
+  only feeds other reductions, through elementwise work of its own size, is
+  inlined into them (its terms unrolled: ``KernelBuilder.map_reduce``), so a
+  reduction over a reduction of a broadcast is one kernel.
 * Everything else is inlined into its consumers' kernel, except that a
   reduction body whose inlined expression tree would exceed ``MAX_INLINE``
   nodes (or ``MAX_INLINE_DEPTH`` levels) gets its input materialized.
 """
 from __future__ import annotations
+
+import math
 
 import pymbolic.primitives as p
 
@@ -23,11 +29,12 @@ from .data import is_input
 class _Roots(Mapper):
     """Marks kernel roots and the operands they need as buffers."""
 
-    def __init__(self, mat, transposed):
-        self.mat, self.transposed = mat, transposed
+    def __init__(self, mat, transposed, inlined):
+        self.mat, self.transposed, self.inlined = mat, transposed, inlined
 
     def map_reduce(self, n):
-        self.mat.add(id(n))
+        if id(n) not in self.inlined:
+            self.mat.add(id(n))
 
     def map_einsum(self, n):
         self.mat.add(id(n))
@@ -51,7 +58,7 @@ def materialize(outputs, order):
     """``(materialized ids, transposed operands)``."""
     mat = {id(o) for o in outputs if not is_input(o)}
     transposed = {}
-    roots = _Roots(mat, transposed)
+    roots = _Roots(mat, transposed, _small_reductions(outputs, order))
     for n in order:
         roots(n)
     # guard: reduction bodies must stay small when inlined
@@ -63,6 +70,34 @@ def materialize(outputs, order):
             mat.add(id(n.array))
             sizes = _inline_sizes(order, mat)
     return mat, transposed
+
+
+VALUE_REDUCTIONS = ("sum", "prod", "max", "min", "any", "all")
+
+
+def reduced_count(n):
+    """How many values each result of reduction ``n`` combines."""
+    return math.prod(n.array.shape[a] for a in n.axes)
+
+
+def _small_reductions(outputs, order):
+    """Ids of the reductions inlined into the reductions that read them:
+    small, and read only by reductions, through elementwise nodes of their
+    own size (so each value is read once per reading element, never
+    recomputed across a broadcast).  One pass in reverse order: O(N)."""
+    out_ids = {id(o) for o in outputs}
+    readers = {}
+    for n in order:
+        for c in dict.fromkeys(n.children()):
+            readers.setdefault(id(c), []).append(n)
+    only_reduced = {}
+    for n in reversed(order):           # readers before what they read
+        only_reduced[id(n)] = id(n) not in out_ids and all(
+            isinstance(r, N.Reduce) or (not isinstance(r, N.Einsum) and r.size == n.size
+                                        and only_reduced[id(r)])
+            for r in readers.get(id(n), ()))
+    return {id(n) for n in order if isinstance(n, N.Reduce) and n.op in VALUE_REDUCTIONS
+            and reduced_count(n) <= policy.INLINE_REDUCTION_MAX and only_reduced[id(n)]}
 
 
 def transposed_buffer(node, mat):
@@ -89,7 +124,8 @@ def _inline_sizes(order, materialized):
             size[id(n)] = (1, 1)
             continue
         kids = [size[id(c)] for c in n.children()]
-        s = 1 + sum(k[0] for k in kids)
+        terms = reduced_count(n) if isinstance(n, N.Reduce) else 1     # unrolled
+        s = 1 + terms * sum(k[0] for k in kids)
         d = 1 + max((k[1] for k in kids), default=0)
         size[id(n)] = (min(s, cap), min(d, cap))
     return size

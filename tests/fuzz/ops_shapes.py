@@ -214,3 +214,43 @@ def op_rows(b):
         return None         # a mean of big integers rounds in an order-dependent way
     rule = ("inexact",) if "exp" in form or ".sum(" in form and a.kind == "f" else ("same", [])
     return b.apply(form.format(a.var), [a.var], rule)
+
+
+def op_nested_reduce(b):
+    """A small reduction over a broadcast pair of points and centres, then a
+    reduction over another axis of its result: nearest-centre search and
+    its kin.  The inner reduction is unrolled into the outer one's kernel
+    (``passes/materialize.py``, ``KernelBuilder.map_reduce``), so this
+    checks that unrolling's NumPy semantics: wrapping integer sums,
+    NaN-propagating max/min, bools, empty axes."""
+    x = b.pick(lambda e: e.ndim == 2) or \
+        b.add_placeholder(shape=(b.A, b.choice([0, 1, 3, 8, 16, 17])))
+    if x.ndim != 2:
+        return None
+    n, d = x.shape
+    c = b.pick(lambda e: e.ndim == 2 and e.shape[1] == d and e is not x) or \
+        b.add_placeholder(shape=(b.choice([1, 3, 5, b.B]), d), dtype=x.dtype)
+    form, rule = b.choice([("({0}[:, None, :] - {1}[None])", ("same", [])),
+                           ("({0}[:, None, :] - {1}[None]) ** 2", ("pow", 2)),
+                           ("({0}[:, None, :] * {1}[None])", ("mul",)),
+                           ("({0}[:, None, :] != {1}[None])", ("move",)),
+                           ("xp.maximum({0}[:, None, :], {1}[None])", ("move",))])
+    if rule[0] == "pow" and x.kind == "b":
+        return None
+    pair = b.apply(form.format(x.var, c.var), [x.var, c.var], rule if rule[0] != "pow" else
+                   ("inexact",))
+    if pair is None:
+        return None
+    inner = b.choice(["sum", "sum", "max", "min", "prod", "any", "all"])
+    if inner in ("max", "min") and d == 0 or inner in ("any", "all") and not b.usable(pair, True):
+        return None
+    red = b.apply(f"{pair.var}.{inner}(axis=2)", [pair.var],
+                  {"sum": ("sum", [], (2,)), "prod": ("prod", [], (2,))}.get(inner, ("move",)))
+    if red is None or red.val.size == 0:
+        return None
+    outer = b.choice(["argmin", "argmax", "max", "min", "sum"])
+    if outer.startswith("arg") and not b.usable(red, True):
+        outer = "sum"
+    axis = b.choice([1, 1, 0])
+    rule = ("sum", [], (axis,)) if outer == "sum" else ("move",)
+    return b.apply(f"{red.var}.{outer}(axis={axis})", [red.var], rule)
