@@ -20,6 +20,7 @@ from .classify import Elementwise, contraction_class, reduction_class, rows_clas
 from .device import Device
 from .forms import cpu_matmul, elementwise, matmul, reduce, rows, split_columns, two_stage
 from .forms.parts import reduction_spec
+from .passes import inlined_terms
 from .policy import Form, choose
 from .schedule import (KernelContext, ScheduleError, apply_steps, build_options,
                        rename_arrays, user_names)
@@ -107,7 +108,8 @@ class Assembler:
         spec = reduction_spec(node, self.plan.transposed)
         spec.update(out=self.buffers[id(node)], out_dtype=node.dtype)
         cls = contraction_class(node, spec, self.plan, self.buffers) \
-            if isinstance(node, N.Einsum) else reduction_class(spec)
+            if isinstance(node, N.Einsum) else \
+            reduction_class(spec, inlined_terms(node.array, self.plan.materialized))
         choice = choose(cls, self.device)
         if choice.form is None:
             return

@@ -29,11 +29,13 @@ class Elementwise:
 @dataclass(frozen=True)
 class Reduction:
     """M outputs, each a reduction of R values; ``inner``: the reduced axes
-    include the contiguous one."""
+    include the contiguous one; ``terms``: unrolled terms per value (more
+    than 1 when small reductions are inlined into it)."""
     M: int
     R: int
     inner: bool
     op: str
+    terms: int = 1
 
 
 @dataclass(frozen=True)
@@ -60,8 +62,8 @@ class Rows:
     R: int
 
 
-def reduction_class(spec) -> Reduction:
-    return Reduction(spec["M"], spec["R"], spec["inner"], spec["op"])
+def reduction_class(spec, terms=1) -> Reduction:
+    return Reduction(spec["M"], spec["R"], spec["inner"], spec["op"], terms)
 
 
 @dataclass(frozen=True)

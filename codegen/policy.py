@@ -101,6 +101,12 @@ MAX_INLINE_DEPTH = 40   # ... or one deeper than this (code blow-up guard)
 # ``argmin(((x[:, None] - c[None]) ** 2).sum(axis=2), axis=1)`` is one kernel
 # that never stores the (points, centres) distances (passes/materialize.py)
 INLINE_REDUCTION_MAX = 16
+# ... and a reduction whose values each unroll this many terms or more (an
+# inlined reduction: distances to centres) runs a work-item per output when
+# there are enough outputs to fill the device: its elements are work, and a
+# work-group tree over them costs more than it shares (nearest centre, 10^6
+# points x 64 centres x 8 dimensions: 734 us as groups on the H100)
+HEAVY_TERMS = 4
 
 
 class Form(str, Enum):
@@ -348,6 +354,8 @@ RULES = (
          Form.TWO_STAGE, _two_stage),
     Rule("gpu: split columns", R, lambda c, d: not c.inner and c.M < FILL_THREADS
          and c.R >= LONG_COLUMNS, Form.SPLIT_COLUMNS, _split_columns),
+    Rule("gpu: heavy values, a work-item per output", R, lambda c, d: c.terms >= HEAVY_TERMS
+         and c.M >= FILL_THREADS, Form.THREAD, lambda c, d: dict(wg=_wg(c.M))),
     Rule("gpu: group", R, lambda c, d: ((c.inner and c.R >= GROUP_REDUCTION)
                                         or c.M < FEW_OUTPUTS) and c.R > 1,
          Form.GROUP, _group_size),

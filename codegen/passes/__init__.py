@@ -16,7 +16,7 @@ from .data import Group, Plan, Unit, is_input, materialized_deps
 from .epilogue import fuse_epilogues
 from .fuse_rows import fuse_rows
 from .group import group
-from .materialize import materialize, transposed_buffer
+from .materialize import inlined_terms, materialize, transposed_buffer
 
 
 def make_plan(outputs, device=None) -> Plan:
@@ -30,5 +30,6 @@ def make_plan(outputs, device=None) -> Plan:
     return Plan(order, mat, groups, list(outputs), transposed=transposed)
 
 
-__all__ = ["Group", "Plan", "Unit", "is_input", "make_plan", "materialized_deps",
+__all__ = ["Group", "Plan", "Unit", "inlined_terms", "is_input", "make_plan",
+           "materialized_deps",
            "transposed_buffer"]

@@ -100,6 +100,22 @@ def _small_reductions(outputs, order):
             and reduced_count(n) <= policy.INLINE_REDUCTION_MAX and only_reduced[id(n)]}
 
 
+def inlined_terms(node, mat):
+    """Unrolled terms per element of ``node``'s inlined expression: 1, plus
+    the values of each small reduction inlined into it (the policy runs a
+    heavy element on a work-item of its own, not a work-group tree)."""
+    terms, stack, seen = 1, [node], set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen or id(n) in mat or is_input(n):
+            continue
+        seen.add(id(n))
+        if isinstance(n, N.Reduce):
+            terms += reduced_count(n)
+        stack.extend(n.children())
+    return terms
+
+
 def transposed_buffer(node, mat):
     """The 2-D buffer (input or materialized node) that ``node`` transposes
     (``b.T``), or None.  Contractions read such operands in place: a matrix
