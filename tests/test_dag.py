@@ -158,3 +158,22 @@ def test_deterministic_across_hash_seeds():
                                    check=True, capture_output=True, text=True).stdout)
     assert outs[0] == outs[1] == outs[2]
     assert len(outs[0].splitlines()) > 5
+
+
+def test_show_of_a_program_lists_its_dag_and_kernels():
+    """``pa.show(prog)`` prints the DAG, then each kernel with its form and
+    the policy rule that chose it (it raised AttributeError before)."""
+    import io
+    from polyarray import targets
+    ok, why = targets.availability("opencl")
+    if not ok:
+        pytest.skip(f"opencl: {why}")
+    x = pa.placeholder("x", (100, 8), np.float32)
+    c = pa.placeholder("c", (5, 8), np.float32)
+    prog = pa.compile(pa.argmin(((x[:, None, :] - c[None]) ** 2).sum(axis=2), axis=1),
+                      target="opencl")
+    buf = io.StringIO()
+    pa.show(prog, file=buf)
+    text = buf.getvalue()
+    assert "argmin(" in text and "-> output 0" in text
+    assert "<kernel k0_argmin (thread [" in text        # one kernel: the sum is inlined
