@@ -20,7 +20,7 @@ from .classify import Elementwise, contraction_class, reduction_class, rows_clas
 from .device import Device
 from .forms import cpu_matmul, elementwise, matmul, reduce, rows, split_columns, two_stage
 from .forms.parts import reduction_spec
-from .passes import inlined_terms
+from .passes import inlined_terms, materialized_deps
 from .policy import Form, choose
 from .schedule import (KernelContext, ScheduleError, apply_steps, build_options,
                        rename_arrays, user_names)
@@ -109,7 +109,8 @@ class Assembler:
         spec.update(out=self.buffers[id(node)], out_dtype=node.dtype)
         cls = contraction_class(node, spec, self.plan, self.buffers) \
             if isinstance(node, N.Einsum) else \
-            reduction_class(spec, inlined_terms(node.array, self.plan.materialized))
+            reduction_class(spec, inlined_terms(node.array, self.plan.materialized),
+                            sum(d.size for d in materialized_deps(node, self.plan.materialized)))
         choice = choose(cls, self.device)
         if choice.form is None:
             return

@@ -30,12 +30,18 @@ class Elementwise:
 class Reduction:
     """M outputs, each a reduction of R values; ``inner``: the reduced axes
     include the contiguous one; ``terms``: unrolled terms per value (more
-    than 1 when small reductions are inlined into it)."""
+    than 1 when small reductions are inlined into it); ``kept_inner``: the
+    extent of the last kept axis when it is the contiguous one (xyz
+    components of an outer reduction), else 1; ``broadcast``: the reduced
+    values outnumber the buffer elements they are computed from (all-pairs
+    terms: computed, not loaded)."""
     M: int
     R: int
     inner: bool
     op: str
     terms: int = 1
+    kept_inner: int = 1
+    broadcast: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,8 +68,12 @@ class Rows:
     R: int
 
 
-def reduction_class(spec, terms=1) -> Reduction:
-    return Reduction(spec["M"], spec["R"], spec["inner"], spec["op"], terms)
+def reduction_class(spec, terms=1, read=None) -> Reduction:
+    """``read``: how many buffer elements the reduced values are computed
+    from (None: as many as there are values)."""
+    broadcast = read is not None and read < spec["M"] * spec["R"]
+    return Reduction(spec["M"], spec["R"], spec["inner"], spec["op"], terms,
+                     spec.get("kept_inner", 1), broadcast)
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,16 @@ CPU_TWO_STAGE_GROUPS = 4    # CPU two stages: up to this many work-groups per ou
 CPU_TWO_STAGE_CHUNK = 16    # each work-item reducing at least this many contiguous elements
 CPU_COLUMN_CHUNK = 64   # CPU split columns: short column chunks stay in cache across items
 GPU_COLUMN_CHUNK = 32   # GPU split columns: at least this many rows per chunk
+# GPU split columns over a broadcast (values computed from fewer buffer
+# elements) whose last kept axis is contiguous and this short or shorter (the
+# xyz of all-pairs forces, (d * w[:, :, None]).sum(axis=1)): a work-item
+# computes that axis's outputs together, in registers, so the loads they
+# share (w[j]) are made once; and chunks until BLOCKED_FILL work-items run
+# (its values are computed, not read: latency to hide).  Forces of 8192
+# bodies on the H100: 97 us -> 49 us (torch.compile 68 us).  Not for values
+# read from memory: a middle-axis sum of (4096, 4096, 4) went 0.45x torch
+KEPT_BLOCK = 4
+BLOCKED_FILL = FILL_THREADS * 8
 TRANSPOSE_TILE = 32     # tile edge of transposed elementwise kernels (GPU)
 TRANSPOSE_ROWS = 4      # rows of that tile per work-item (work-groups of 32 x 8)
 TILE = 16               # matmul tile edge (and depth); sizes are padded to tiles
@@ -199,9 +209,11 @@ def _split_columns(c, d):
         C = max(2, ceil_div(c.R, CPU_COLUMN_CHUNK))
         return dict(C=C, K=ceil_div(c.R, C), wg=_wg(c.M))
     rows = max(1, WG // c.M)
+    block = c.kept_inner if rows == 1 and c.broadcast and 1 < c.kept_inner <= KEPT_BLOCK else 1
     # enough chunks to fill the device
-    C = max(2, min(ceil_div(c.R, GPU_COLUMN_CHUNK * rows), FILL_THREADS * 2 // (c.M * rows)))
-    return dict(C=C, K=ceil_div(c.R, C * rows), wg=_wg(c.M), rows=rows)
+    fill = BLOCKED_FILL if block > 1 else FILL_THREADS * 2
+    C = max(2, min(ceil_div(c.R, GPU_COLUMN_CHUNK * rows), fill * block // (c.M * rows)))
+    return dict(C=C, K=ceil_div(c.R, C * rows), wg=_wg(c.M // block), rows=rows, block=block)
 
 
 def _group_size(c, d):

@@ -120,3 +120,33 @@ def test_random_sizes(n, k, d, layout, seed):
     prog, got, want = run(nearest, layout, x=x, c=c)
     assert len(prog.kernels) == 1
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.float64, np.bool_])
+@pytest.mark.parametrize("op", ["sum", "max", "argmin", "any"])
+@pytest.mark.parametrize("n,d", [(300, 3), (301, 2), (260, 4)])
+def test_broadcast_reductions_with_short_contiguous_axes_in_registers(n, d, op, dtype):
+    """An outer reduction over a broadcast whose last kept axis is short
+    and contiguous (the xyz of all-pairs work) computes that axis's outputs
+    in one work-item (``policy.KEPT_BLOCK``; GPU layout), with the values
+    NumPy gives, for every op and dtype, ragged sizes included."""
+    rng = np.random.default_rng(n + d)
+    pv = (rng.normal(size=(n, d)) * 4).astype(dtype)
+
+    def fn(ns, p):
+        pair = (p[None, :, :] != p[:, None, :]) if dtype == np.bool_ else \
+            p[None, :, :] - p[:, None, :]
+        return getattr(ns, op)(pair, axis=1)
+    prog, got, want = run(fn, "gpu", p=pv)
+    (first, *_) = prog.kernels.values()
+    assert first.schedule[0] == pa.schedules.Split("i", d, inner_tag="ilp"), first
+    assert_same(got, want)
+
+
+def test_a_middle_axis_sum_read_from_memory_is_not_blocked():
+    """Blocking the short contiguous axis is for computed values only: a
+    middle-axis sum of values read from memory keeps a work-item per output
+    (blocked, its reads were 0.45x torch's speed on the H100)."""
+    x = pa.placeholder("x", (300, 400, 3), np.float32)
+    prog = pa.compile(x.sum(axis=1), target="opencl", device_kind="gpu")
+    assert not any("ilp" in str(k.schedule) for k in prog.kernels.values()), prog.kernels

@@ -102,8 +102,9 @@ def reduction_spec(node, transposed=()):
         op = "sum"
     M = math.prod(kept_shape)
     R = math.prod(red_shape)
+    kept_inner = kept_shape[-1] if kept_shape and not inner and isinstance(node, N.Reduce) else 1
     return {"M": M, "R": R, "kept_shape": kept_shape, "red_shape": red_shape,
-            "inner": inner, "body": body, "op": op, "node": node}
+            "inner": inner, "body": body, "op": op, "node": node, "kept_inner": kept_inner}
 
 
 def body_at(kb, spec, i_expr, j_expr):

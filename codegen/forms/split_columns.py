@@ -8,7 +8,7 @@ import pymbolic.primitives as p
 
 from ..lower import KernelBuilder, pow2_floor
 from ..policy import Form
-from ..schedule import Tag, WorkGroup
+from ..schedule import Split, Tag, WorkGroup
 from .parts import body_at, combine
 from .reduction_ops import hoist_nested_pairs, reduction_expr, result_buffers
 
@@ -18,7 +18,9 @@ def build(asm, name, spec, choice):
 
     ``rows`` > 1 (few outputs, GPU): a work-group is ``rows`` x M work-items,
     item (r, i) reading output i's column at rows r, r + rows, ...: each
-    step of the group reads ``rows`` whole consecutive rows, coalesced."""
+    step of the group reads ``rows`` whole consecutive rows, coalesced.
+    ``block`` > 1: a work-item computes ``block`` consecutive outputs (a
+    short contiguous kept axis) in registers."""
     M, R, op = spec["M"], spec["R"], spec["op"]
     C, K, lw = choice.params["C"], choice.params["K"], choice.params["wg"]
     rows = choice.params.get("rows", 1)
@@ -45,8 +47,13 @@ def build(asm, name, spec, choice):
     # is stored, the neutral element where a chunk's range is empty (a
     # joint domain would skip those work-items, leaving partials unwritten)
     domains = [f"{{[{', '.join(inames)}]: {box}}}", f"{{[k]: 0 <= k < {K} and {bound}}}"]
-    steps = ((Tag("c", "g.0"), Tag("r", "l.1"), Tag("i", "l.0")) if rows > 1
-             else (WorkGroup(lw), Tag("c", "g.1")))
+    block = choice.params.get("block", 1)
+    if rows > 1:
+        steps = (Tag("c", "g.0"), Tag("r", "l.1"), Tag("i", "l.0"))
+    elif block > 1:         # a work-item per ``block`` outputs, in registers
+        steps = (Split("i", block, inner_tag="ilp"), WorkGroup(lw, "i_outer"), Tag("c", "g.1"))
+    else:
+        steps = (WorkGroup(lw), Tag("c", "g.1"))
     asm.finish(name + "_c1", kb, domains, {buf for buf, _ in parts}, steps, Form.SPLIT_COLUMNS,
                choice.rule, scheduled=hoist_nested_pairs)
     # few outputs of many partials: a work-group adds each output's partials
