@@ -144,13 +144,15 @@ def without_loopy_caches(fn):
 
 
 @without_loopy_caches
-def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=None) -> Lowered:
+def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=None,
+                  max_grid=None) -> Lowered:
     """Lower output nodes to kernels for a loopy ``target``; ``cpu`` picks
     reduction layouts suited to CPU devices (contiguous per work-item);
     ``schedules`` maps kernel names (or fnmatch patterns) to steps that
     replace those kernels' default schedules; ``max_work_group`` (the
     device's ``(work-items per group, (per axis 0, 1, 2))``) refuses larger
-    work-groups with a ScheduleError."""
+    work-groups with a ScheduleError, ``max_grid`` (work-groups per grid
+    axis) larger grids."""
     import loopy as lp
     from .schedule import install_ilp_order
     install_ilp_order()         # loopy's ilp loop order, fixed (schedule/ilp_order.py)
@@ -245,8 +247,9 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
                                       str(kp.form), schedule=kp.steps, rule=kp.rule,
                                       facts=kp.facts or {},
                                       loopy=(knl, tu.callables_table)))
-    from .schedule import check_work_groups
+    from .schedule import check_grid, check_work_groups
     check_work_groups(kernels, max_work_group)      # before any device compiler runs
+    check_grid(kernels, max_grid)
     if plan.checks:
         from .checks import ERROR_BUFFER
         n = len(plan.checks)

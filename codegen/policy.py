@@ -72,6 +72,10 @@ BLOCKED_FILL = FILL_THREADS * 8
 TRANSPOSE_TILE = 32     # tile edge of transposed elementwise kernels (GPU)
 TRANSPOSE_ROWS = 4      # rows of that tile per work-item (work-groups of 32 x 8)
 TILE = 16               # matmul tile edge (and depth); sizes are padded to tiles
+# CUDA grids have at most 65535 work-groups along y and z (g.1, g.2): the
+# tiled matmul puts its row tiles on g.1 and its batch on g.2, a transposed
+# elementwise tile its row tiles on g.1; past that, other forms run
+MAX_GRID_YZ = 65535
 REG_TILES = (128, 64)   # work-group tiles of register-tiled matmuls (16 x 16 work-items)
 BIG_TILES = 256         # enough 128 x 128 tiles to fill an H100's 132 SMs (2048^2 outputs)
 # Below that, 128 x 64 tiles: on an H100 (python .gpu/variants15.py) 1000^3 and 1536^3
@@ -187,7 +191,8 @@ def _requested_ilp(c, d):
 
 
 def _is_transposed(c, d):
-    return len(c.shape) == 2 and min(c.shape) >= TRANSPOSE_TILE and bool(c.transposed_reads)
+    return len(c.shape) == 2 and min(c.shape) >= TRANSPOSE_TILE \
+        and ceil_div(c.shape[0], TRANSPOSE_TILE) <= MAX_GRID_YZ and bool(c.transposed_reads)
 
 
 def _two_stage(c, d):
@@ -343,6 +348,12 @@ RULES = (
     Rule("cpu: contraction as a reduction", C, lambda c, d: d.cpu, then=_as_reduction),
     Rule("not a matrix product: a reduction", C, lambda c, d: not c.matmul,
          then=_as_reduction),
+    # a work-item per output: past the grid (rows of 16-row tiles, or the batch, beyond
+    # MAX_GRID_YZ work-groups), or a batch of matrices smaller than one tile (4 x 4
+    # matrices in 16 x 16 tiles idle 15/16 of the work-items)
+    Rule("matmul: past the grid, or tiny matrices in a batch: a reduction", C,
+         lambda c, d: c.batch > MAX_GRID_YZ or ceil_div(c.M, TILE) > MAX_GRID_YZ
+         or (c.batch > 1 and max(c.M, c.N) < TILE), then=_as_reduction),
     # any size: loops padded to the tiles, guarded reads, a predicated store
     Rule("matmul: split-K (few tiles, long K)", C, _split_k, Form.TILED_MATMUL,
          _split_k_params),

@@ -341,7 +341,8 @@ class CudaTarget(Target):
         skey = schedule_key(schedule)
         key = None if skey is None else key_digest(
             "cuda", program_key(outputs), lp.VERSION, code_version(), skey)
-        from polyarray.codegen.schedule import CUDA_MAX_WORK_GROUP
+        from polyarray.codegen.schedule import CUDA_MAX_GRID, CUDA_MAX_WORK_GROUP
         compiled = lower_or_load(_CACHE, key, outputs, lp.CudaTarget(),   # built on 1st call
-                                 schedules=schedule, max_work_group=CUDA_MAX_WORK_GROUP)
+                                 schedules=schedule, max_work_group=CUDA_MAX_WORK_GROUP,
+                                 max_grid=CUDA_MAX_GRID)
         return CudaExecutable(compiled, outputs, out, fast_math, schedule)

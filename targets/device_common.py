@@ -68,7 +68,7 @@ _INT = (int, np.integer)
 
 
 def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False,
-                  schedules=None, max_work_group=None) -> CompiledProgram:
+                  schedules=None, max_work_group=None, max_grid=None) -> CompiledProgram:
     """The lowered program from memory, disk or codegen.  ``build(source) ->
     handle`` compiles it now (None: the target builds on first call).  Device
     binaries are cached by pyopencl/pycuda themselves, keyed by source.
@@ -77,7 +77,7 @@ def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False,
     if key is None:
         from polyarray.codegen import lower_program
         lowered = lower_program(outputs, lp_target, cpu=cpu, schedules=schedules,
-                                max_work_group=max_work_group)
+                                max_work_group=max_work_group, max_grid=max_grid)
         handle = build(lowered.source) if (build and lowered.kernels) else None
         return CompiledProgram(lowered, handle, "built", time.perf_counter() - t0)
     hit = _MEMORY.get(key)
@@ -90,7 +90,7 @@ def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False,
     else:
         from polyarray.codegen import lower_program
         lowered = lower_program(outputs, lp_target, cpu=cpu, schedules=schedules,
-                                max_work_group=max_work_group)
+                                max_work_group=max_work_group, max_grid=max_grid)
         origin = "built"
         cache.put(key, {"lowered": _strip(lowered)})
     handle = build(lowered.source) if (build and lowered.kernels) else None

@@ -65,7 +65,10 @@ def test_matmul_of_any_size_batch_layout_and_dtype(m, n, k, batch, broadcast, ta
                                                    seed):
     prog = random_product("gpu", m, n, k, batch, broadcast, ta, tb, dtype, seed)
     (info,) = [i for i in prog.kernels.values() if "einsum" in i.name]
-    assert info.form == "tiled matmul", info
+    if batch and max(m, n) < 16:        # smaller than a tile: a work-item per output
+        assert info.rule.startswith("matmul: past the grid, or tiny matrices"), info
+    else:
+        assert info.form == "tiled matmul", info
 
 
 @needs_opencl
@@ -294,3 +297,48 @@ def test_split_k_of_a_batch_of_one():
     prog, got = run(a @ b, {"a": av, "b": bv}, "gpu")
     assert_same(got, av @ bv)
     assert {i.rule for i in prog.kernels.values()} == {"matmul: split-K (few tiles, long K)"}
+
+
+@pytest.mark.parametrize("kind", ["gpu", "cpu"])
+def test_batches_past_the_grid_and_tiny_matrices(kind):
+    """A batch of more than 65535 matrices (CUDA's grid z limit, where the
+    tiled matmul puts its batch) and a batch of matrices smaller than one
+    tile run a work-item per output, with NumPy's values; both once failed
+    to launch or idled 15/16 of their work-items."""
+    if not OPENCL_OK:
+        pytest.skip(f"opencl: {OPENCL_WHY}")
+    rng = np.random.default_rng(11)
+    for b, m, k, n in ((70000, 3, 4, 2), (70, 5, 5, 5)):
+        va = rng.integers(-4, 5, (b, m, k)).astype(np.float32)
+        vb = rng.integers(-4, 5, (b, k, n)).astype(np.float32)
+        a, bb = pa.placeholder("a", va.shape, np.float32), pa.placeholder("b", vb.shape,
+                                                                          np.float32)
+        prog, got = run(a @ bb, {"a": va, "b": vb}, kind)
+        assert_same(got, va @ vb, f"batch {b}")
+        if kind == "gpu":
+            (info,) = prog.kernels.values()
+            assert info.rule.startswith("matmul: past the grid, or tiny matrices"), info
+
+
+def test_cuda_grids_stay_inside_their_limits():
+    """CUDA code generation (no GPU needed): every default kernel's grid
+    fits CUDA's limits (y and z at most 65535 work-groups), and a user
+    schedule mapping a long loop to g.1 gets a ScheduleError naming the
+    kernel, the axis and the limit, before any compiler runs."""
+    cases = [pa.placeholder("a", (70000, 64, 64), np.float32)
+             @ pa.placeholder("b", (70000, 64, 64), np.float32),
+             pa.placeholder("t", (2100000, 16), np.float32)
+             @ pa.placeholder("u", (16, 16), np.float32),
+             pa.placeholder("x", (40, 3000000), np.float32).T * 2]
+    for expr in cases:
+        prog = pa.compile(expr, target="cuda")
+        for info in prog.kernels.values():
+            assert all(n <= 65535 for n in info.gsize[1:]), info
+    x = pa.placeholder("x", (40, 3000000), np.float32)
+    with pytest.raises(pa.ScheduleError, match=r"k0_\w+ has a grid of \d+ work-groups on "
+                                               r"axis g.1, more than the device's limit of "
+                                               r"65535"):
+        pa.compile(x * 2, target="cuda",
+                   schedule={"k0_*": (pa.schedules.Split("i", 64, outer_tag="g.1"),
+                                      pa.schedules.Split("i_inner", 32, outer_tag="g.0",
+                                                         inner_tag="l.0"))})

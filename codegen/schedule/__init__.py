@@ -24,9 +24,9 @@ from .base import (_TAG, KernelContext, ScheduleError, Step, _extent,  # noqa: F
                    _set_tag, _split, _tag_of, format_schedule, short_repr)
 from .build import ElementsPerItem, Layout, build_options  # noqa: F401
 from .ilp_order import install as install_ilp_order  # noqa: F401  (lower_program calls it)
-from .limits import (CUDA_MAX_WORK_GROUP, MAX_UNROLL, MAX_UNROLL_HINT,  # noqa: F401
-                     MAX_UNROLLED, _check_hints, _tags, _unrolled, apply_steps,
-                     check_unrolling, check_work_groups)
+from .limits import (CUDA_MAX_GRID, CUDA_MAX_WORK_GROUP, MAX_UNROLL,  # noqa: F401
+                     MAX_UNROLL_HINT, MAX_UNROLLED, _check_hints, _tags, _unrolled,
+                     apply_steps, check_grid, check_unrolling, check_work_groups)
 from .loops import (Coalesce, GroupReduce, Split, Tag, Tile, Unroll,  # noqa: F401
                     WorkGroup, coalesce_as_work_group)
 from .matmul import RegisterTile  # noqa: F401

@@ -28,6 +28,7 @@ MAX_UNROLL = 64          # iterations of one unrolled loop
 MAX_UNROLLED = 1024      # copies of one instruction made by the unrolled loops around it
 MAX_UNROLL_HINT = 512    # iterations a #pragma unroll (unr_hint) may ask the compiler for
 CUDA_MAX_WORK_GROUP = (1024, (1024, 1024, 64))      # (per block, per axis x, y, z)
+CUDA_MAX_GRID = (2**31 - 1, 65535, 65535)           # blocks per grid axis x, y, z
 
 
 def apply_steps(knl, steps, ctx):
@@ -127,3 +128,21 @@ def check_work_groups(kernels, max_work_group):
             f"{' x '.join(str(n) for n in axis_max)} per axis); its schedule is "
             f"{format_schedule(k.schedule)} -- split the loops mapped to l.0-l.2 smaller "
             "(e.g. WorkGroup(256))")
+
+
+def check_grid(kernels, max_grid):
+    """ScheduleError when a kernel's grid exceeds ``max_grid`` (work-groups
+    per axis g.0, g.1, g.2); None checks nothing.  The policy keeps its own
+    choices inside CUDA's y/z limit (``policy.MAX_GRID_YZ``); a user
+    schedule that maps a long loop to g.1 or g.2 gets this error."""
+    if max_grid is None:
+        return
+    for k in kernels:
+        over = [a for a, n in enumerate(k.gsize) if a < len(max_grid) and n > max_grid[a]]
+        if over:
+            a = over[0]
+            raise ScheduleError(
+                f"kernel {k.name} has a grid of {k.gsize[a]} work-groups on axis g.{a}, more "
+                f"than the device's limit of {max_grid[a]} (limits: "
+                f"{' x '.join(str(n) for n in max_grid)}); its schedule is "
+                f"{format_schedule(k.schedule)} -- map the longest loop to g.0")
