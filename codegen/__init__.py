@@ -164,7 +164,8 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
 
     check_device_dtypes(outputs)        # float16: a clear error before loopy (cache hits
     #                                     never get here: they were checked when lowered)
-    device = Device(cpu, max_work_group)
+    # the CUDA target alone can emit the FP64 tensor cores' mma (inline PTX)
+    device = Device(cpu, max_work_group, fp64_mma=isinstance(target, lp.CudaTarget))
     plan = make_plan(outputs, device)
     order = plan.order
     idx_dt = index_dtype_for(order)

@@ -18,7 +18,8 @@ from .cfuncs import HELPERS_PREAMBLE, storage_dtype
 from .checks import ERROR_BUFFER, callable_for
 from .classify import Elementwise, contraction_class, reduction_class, rows_class
 from .device import Device
-from .forms import cpu_matmul, elementwise, matmul, reduce, rows, split_columns, two_stage
+from .forms import (cpu_matmul, elementwise, matmul, mma_matmul, reduce, rows, split_columns,
+                    two_stage)
 from .forms.parts import reduction_spec
 from .passes import inlined_terms, materialized_deps
 from .policy import Form, choose
@@ -107,7 +108,8 @@ class Assembler:
         (``passes/epilogue.py`` chose them with the same policy)."""
         spec = reduction_spec(node, self.plan.transposed)
         spec.update(out=self.buffers[id(node)], out_dtype=node.dtype)
-        cls = contraction_class(node, spec, self.plan, self.buffers) \
+        cls = contraction_class(node, spec, self.plan, self.buffers,
+                                self.user_steps(name) is not None) \
             if isinstance(node, N.Einsum) else \
             reduction_class(spec, inlined_terms(node.array, self.plan.materialized),
                             sum(d.size for d in materialized_deps(node, self.plan.materialized)))
@@ -116,6 +118,9 @@ class Assembler:
             return
         if choice.form == Form.TILED_MATMUL:
             return matmul.build(self, name, node, choice, epilogue)
+        if choice.form == Form.MMA_MATMUL:      # never chosen with an epilogue
+            assert not epilogue, f"{name}: an epilogue, but the form {choice.form}"
+            return mma_matmul.build(self, name, node, choice)
         if choice.form == Form.PACKED_MATMUL:
             assert not epilogue, f"{name}: an epilogue, but the form {choice.form}"
             return cpu_matmul.build(self, name, node, choice)

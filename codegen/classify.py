@@ -49,8 +49,9 @@ class Contraction:
     """An einsum.  ``matmul``: a matrix product, batched or not (``batch``
     outputs of M x N, one contracted axis of K; not bool); ``one_buffer``:
     both operands read the same buffer (``a @ a``, ``x @ x.T``);
-    ``itemsize``: of the dtype; ``reduction``: the same contraction seen as
-    a reduction."""
+    ``itemsize`` and ``kind``: of the dtype; ``scheduled``: the user gave
+    its kernel a schedule; ``reduction``: the same contraction seen as a
+    reduction."""
     M: int
     N: int
     K: int
@@ -59,6 +60,8 @@ class Contraction:
     reduction: Reduction
     batch: int = 1
     itemsize: int = 4
+    kind: str = "f"
+    scheduled: bool = False
 
 
 @dataclass(frozen=True)
@@ -135,16 +138,18 @@ def product_class(node, reduction=None, one_buffer=False) -> Contraction:
     size = letter_sizes(node)
     return Contraction(size[sub.i], size[sub.j], size[sub.k], True, one_buffer,
                        reduction or replace(red, R=size[sub.k]),
-                       math.prod(size[c] for c in sub.batch), node.dtype.itemsize)
+                       math.prod(size[c] for c in sub.batch), node.dtype.itemsize,
+                       node.dtype.kind)
 
 
-def contraction_class(node, spec, plan, buffers) -> Contraction:
-    """The contraction facts of Einsum ``node`` (``spec``: its reduction view)."""
+def contraction_class(node, spec, plan, buffers, scheduled=False) -> Contraction:
+    """The contraction facts of Einsum ``node`` (``spec``: its reduction
+    view; ``scheduled``: its kernel has the user's schedule)."""
     one_buffer = False
     if parse_subscripts(node.subscripts).matmul:    # two operands
         a, b = (read_buffer(o, plan, buffers) for o in node.operands)
         one_buffer = a is b
-    return product_class(node, reduction_class(spec), one_buffer)
+    return replace(product_class(node, reduction_class(spec), one_buffer), scheduled=scheduled)
 
 
 def read_buffer(operand, plan, buffers):

@@ -1,8 +1,12 @@
 """The device facts that the policy (``policy.py``) reads.
 
-Today the one fact that changes a default is whether the device is a CPU
-(contiguous work per work-item, no local-memory tiles); ``max_work_group``
-is the device's limit, checked after lowering (``check_work_groups``)."""
+Two facts change defaults: whether the device is a CPU (contiguous work
+per work-item, no local-memory tiles), and whether float64 products may
+use the FP64 tensor cores' ``mma`` instruction (the CUDA target: the
+helper falls back to warp shuffles below sm_80, so it holds for any CUDA
+device, and OpenCL, even on an NVIDIA GPU, has no inline PTX).
+``max_work_group`` is the device's limit, checked after lowering
+(``check_work_groups``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,3 +16,4 @@ from dataclasses import dataclass
 class Device:
     cpu: bool = False                   # CPU layouts: contiguous memory per work-item
     max_work_group: tuple | None = None     # (work-items per group, (per axis 0, 1, 2))
+    fp64_mma: bool = False              # float64 products on warp-level DMMA (CUDA)

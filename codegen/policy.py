@@ -90,6 +90,16 @@ SPLIT_K_CHUNK = 128     # and K >= 2 chunks of this: split-K, to FILL_GROUPS wor
 # 0.66 and 0.56 (python -m benchmarks.matmul_sweep --vector).
 MATMUL_VECTOR = 4
 MATMUL_VECTOR_8 = 2     # 8-byte types: 2 x 8 bytes per shared load
+# float64 products on CUDA (forms/mma_matmul.py): work-group tiles (rows, columns) of
+# warp tiles (rows, columns) on the FP64 tensor cores, K in steps of MMA_DEPTH; products
+# narrower than MMA_MIN keep the 16 x 16 tiles.  MMA_BIG applies where BIG_TILES of its
+# tiles fill the device.  64 x 64 of 4 warps: 128 registers (4 work-groups per SM);
+# 128 x 128 of 8 warps of 64 x 32 needs 174 (one per SM).  Not yet measured: the
+# sweep of .gpu_probe_dmma.py times these and others on the H100.
+MMA_BIG = (64, 64, 32, 32)
+MMA_SMALL = (64, 64, 32, 32)
+MMA_DEPTH = 16
+MMA_MIN = 64
 GROUP_ROW = 64          # rows at least this long get a work-group each (GPU)
 # Work-group size and unrolling, measured on an H100 for softmax over (4096, 1024)
 # float32 (read + write over copy bandwidth): 128 work-items with every pass
@@ -138,6 +148,7 @@ class Form(str, Enum):
     COMBINE_THREAD = "combine (thread)"
     TILED_MATMUL = "tiled matmul"
     PACKED_MATMUL = "packed matmul"     # CPU: packed operands, vector register blocks
+    MMA_MATMUL = "mma matmul"           # CUDA float64: warp tiles on the FP64 tensor cores
     PACK = "pack"                       # ... copying one operand into its panels
     ROWS_THREAD = "rows (thread)"       # fused row reductions, a work-item per row
     ROWS_GROUP = "rows (group)"         # ... a work-group per row
@@ -300,6 +311,19 @@ def _small_tiles(c, d):
     return dict(schedule="tiles", tile=TILE, pad=_padded(c, TILE, TILE, TILE))
 
 
+def _fp64_mma(c, d):
+    return d.fp64_mma and c.kind == "f" and c.itemsize == 8 and not c.scheduled \
+        and min(c.M, c.N) >= MMA_MIN
+
+
+def _mma_tiles(c, d):
+    """The DMMA form's tiles: the large ones when they fill the device."""
+    big = _tiles(c, MMA_BIG[0], MMA_BIG[1]) >= BIG_TILES and min(c.M, c.N) >= MMA_BIG[0]
+    bm, bn, wm, wn = MMA_BIG if big else MMA_SMALL
+    return dict(block_m=bm, block_n=bn, warp_m=wm, warp_n=wn, depth=MMA_DEPTH,
+                pad=_padded(c, bm, bn, MMA_DEPTH))
+
+
 def _cpu_blocks(c, d):
     """The register block of a CPU matmul: vectors of CPU_VECTOR_BYTES, at
     most 8 lanes (integers' lanes are a loop, not a vector: their wrapping
@@ -357,6 +381,8 @@ RULES = (
     # any size: loops padded to the tiles, guarded reads, a predicated store
     Rule("matmul: split-K (few tiles, long K)", C, _split_k, Form.TILED_MATMUL,
          _split_k_params),
+    # CUDA float64: DMMA warp tiles (forms/mma_matmul.py), unless the user schedules it
+    Rule("matmul: float64 tensor cores", C, _fp64_mma, Form.MMA_MATMUL, _mma_tiles),
     Rule("matmul: 128 x 128 register tiles", C, _big_tiles, Form.TILED_MATMUL,
          _register_tiles(REG_TILES[0])),
     Rule("matmul: 128 x 64 register tiles", C, lambda c, d: c.itemsize <= 4

@@ -10,6 +10,7 @@ in ``parts`` and the loopy reduction operations in ``reduction_ops``.
   split_columns   few outputs along the contiguous axes: column chunks
   matmul          tiled and register-tiled matrix products of any size,
                   batched, split-K, with an elementwise epilogue
+  mma_matmul      CUDA float64 matrix products on the FP64 tensor cores (DMMA)
   cpu_matmul      CPU matrix products: packed operands, vector register blocks
   rows            fused row reductions with their elementwise readers
 """

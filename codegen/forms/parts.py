@@ -1,6 +1,7 @@
 """Pieces that several kernel forms share: the instructions of elementwise
 outputs, the flattened view of a reduction, the store of a reduced value,
-integer-safe products, and the kernel that combines partials."""
+integer-safe products, the kernel that combines partials, and the guarded
+reads and predicated store of matrix products of any size."""
 from __future__ import annotations
 
 import math
@@ -148,3 +149,45 @@ def combine(asm, name, spec, part, operation, acc_dt, n, index, form, rule, wg):
     steps = (GroupReduce("j", wg),) if form == Form.COMBINE_GROUP else (WorkGroup(wg),)
     asm.finish(name, kb, [f"{{[i, j]: 0 <= i < {M} and 0 <= j < {n}}}"],
                {spec["out"]}, steps, form, rule, scheduled=hoist_nested_pairs)
+
+
+def guard_reads(knl, guards):
+    """Reads of array ``name`` at an index past ``guards[name]`` (a bound
+    per axis, None: unbounded) give 0: ``a[x, y]`` becomes
+    ``x < M && y < K ? a[x, y] : 0`` wherever the kernel reads ``a`` (in
+    its local-memory copies, after ``Prefetch``).  The 0 has ``a``'s dtype:
+    an untyped one made loopy type ``uint64 ? : 0`` as double, rounding
+    every uint64 product (fuzzer seeds 85 and 167 of session 8)."""
+    if not guards:
+        return knl
+    from loopy.symbolic import IdentityMapper
+    kern = knl.default_entrypoint
+    zero = {name: kern.arg_dict[name].dtype.numpy_dtype.type(0) for name in guards}
+
+    class Guard(IdentityMapper):
+        def map_subscript(self, expr, *args):
+            name = getattr(expr.aggregate, "name", None)
+            if name not in guards:
+                return super().map_subscript(expr, *args)
+            conds = tuple(p.Comparison(x, "<", n)
+                          for x, n in zip(expr.index_tuple, guards[name]) if n is not None)
+            return p.If(conds[0] if len(conds) == 1 else p.LogicalAnd(conds), expr, zero[name])
+
+    guard = Guard()
+    insns = [insn.copy(expression=guard(insn.expression)) for insn in kern.instructions]
+    return knl.with_kernel(kern.copy(instructions=insns))
+
+
+def predicate_store(kern, out, bounds):
+    """Store ``out`` only where its index is below ``bounds`` (one per axis,
+    None: unbounded).  Applied to the preprocessed kernel, whose reduction
+    is realized: only the final store, not the accumulation, carries the
+    condition."""
+    insns = []
+    for insn in kern.instructions:
+        if out in insn.assignee_var_names():
+            idx = insn.assignee.index_tuple
+            insn = insn.copy(predicates=insn.predicates | frozenset(
+                p.Comparison(x, "<", n) for x, n in zip(idx, bounds) if n is not None))
+        insns.append(insn)
+    return kern.copy(instructions=insns)
