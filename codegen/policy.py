@@ -92,12 +92,14 @@ MATMUL_VECTOR = 4
 MATMUL_VECTOR_8 = 2     # 8-byte types: 2 x 8 bytes per shared load
 # float64 products on CUDA (forms/mma_matmul.py): work-group tiles (rows, columns) of
 # warp tiles (rows, columns) on the FP64 tensor cores, K in steps of MMA_DEPTH; products
-# narrower than MMA_MIN keep the 16 x 16 tiles.  MMA_BIG applies where BIG_TILES of its
-# tiles fill the device.  64 x 64 of 4 warps: 128 registers (4 work-groups per SM);
-# 128 x 128 of 8 warps of 64 x 32 needs 174 (one per SM).  Not yet measured: the
-# sweep of .gpu_probe_dmma.py times these and others on the H100.
-MMA_BIG = (64, 64, 32, 32)
-MMA_SMALL = (64, 64, 32, 32)
+# narrower than MMA_MIN keep the 16 x 16 tiles.  H100 sweep (session 8, ratio to cuBLAS
+# DGEMM at 1000^3 / 2048^3 / 4096^3): 64 x 64 of 8 warps of 32 x 16, depth 16: 0.46 /
+# 0.49 / 0.53 (the best worst case); of 4 warps of 32 x 32: 0.26 / 0.51 / 0.53; 128 x 64
+# and 128 x 128: 0.16-0.40 (registers: one work-group per SM); depth 32 past 48 KB of
+# shared memory for those.  FP64 FMAs in register tiles: 0.31 / 0.30 / 0.31.  512^3
+# keeps split-K with FMAs (0.82, the tensor-core form 0.57): that rule comes first
+MMA_BIG = (64, 64, 32, 16)
+MMA_SMALL = (64, 64, 32, 16)
 MMA_DEPTH = 16
 MMA_MIN = 64
 GROUP_ROW = 64          # rows at least this long get a work-group each (GPU)
