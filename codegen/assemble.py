@@ -18,8 +18,8 @@ from .cfuncs import HELPERS_PREAMBLE, storage_dtype
 from .checks import ERROR_BUFFER, callable_for
 from .classify import Elementwise, contraction_class, reduction_class, rows_class
 from .device import Device
-from .forms import (cpu_matmul, elementwise, matmul, mma_matmul, reduce, rows, split_columns,
-                    two_stage)
+from .forms import (cpu_matmul, elementwise, lanes, matmul, mma_matmul, reduce, rows,
+                    split_columns, two_stage)
 from .forms.parts import reduction_spec
 from .passes import inlined_terms, materialized_deps
 from .policy import Form, choose
@@ -130,7 +130,7 @@ class Assembler:
     # -- kernel parts -> loopy ----------------------------------------------------
     def finish(self, name, kb, domains, written, steps, form=Form.ELEMENTWISE, rule="",
                shapes=None, construct=None, scheduled=None, aliases=None, facts=None,
-               preprocessed=None):
+               preprocessed=None, index_dtype=None):
         """Make the loopy kernel and apply its schedule: the user's steps for
         this kernel if any, else ``steps`` (the default).  ``construct`` tags
         loops that the construction itself fixes; ``scheduled`` adjusts the
@@ -139,7 +139,8 @@ class Assembler:
         ``aliases``: extra arguments naming a buffer again; ``facts``: what
         the builder knows that steps read (``KernelContext.facts``);
         ``preprocessed`` adjusts the kernel after loopy's preprocessing
-        (realized reductions)."""
+        (realized reductions); ``index_dtype`` replaces the program's index
+        type in this kernel."""
         used = set()
         from loopy.symbolic import get_dependencies
         for insn in kb.instructions:
@@ -157,7 +158,7 @@ class Assembler:
                                      is_output=True))
         knl = lp.make_kernel(domains, kb.instructions, args + list(kb.temporaries.values()),
                              name=name, target=self.target, lang_version=(2018, 2),
-                             index_dtype=self.index_dtype,
+                             index_dtype=index_dtype or self.index_dtype,
                              preambles=[HELPERS_PREAMBLE])
         for f in sorted(kb.functions):
             knl = lp.register_callable(knl, f, callable_for(f))
@@ -211,6 +212,7 @@ _REDUCTIONS = {           # reduction form -> its builder
     Form.GROUP: reduce.single,
     Form.TWO_STAGE: two_stage.build,
     Form.SPLIT_COLUMNS: split_columns.build,
+    Form.LANES: lanes.build,
 }
 
 __all__ = ["Assembler", "KernelPlan"]

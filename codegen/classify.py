@@ -29,18 +29,18 @@ class Elementwise:
 @dataclass(frozen=True)
 class Reduction:
     """M outputs, each a reduction of R values; ``inner``: the reduced axes
-    include the contiguous one; ``terms``: unrolled terms per value (more
-    than 1 when small reductions are inlined into it); ``kept_inner``: the
-    extent of the last kept axis when it is the contiguous one (xyz
-    components of an outer reduction), else 1; ``broadcast``: the reduced
-    values outnumber the buffer elements they are computed from (all-pairs
-    terms: computed, not loaded)."""
+    include the contiguous one; ``run``: else, the outputs side by side
+    along it (the extent of the last kept axis; 0 when it is reduced);
+    ``terms``: unrolled terms per value (more than 1 when small reductions
+    are inlined into it); ``broadcast``: the reduced values outnumber the
+    buffer elements they are computed from (all-pairs terms: computed, not
+    loaded)."""
     M: int
     R: int
     inner: bool
     op: str
+    run: int = 0
     terms: int = 1
-    kept_inner: int = 1
     broadcast: bool = False
 
 
@@ -74,9 +74,9 @@ class Rows:
 def reduction_class(spec, terms=1, read=None) -> Reduction:
     """``read``: how many buffer elements the reduced values are computed
     from (None: as many as there are values)."""
+    run = spec["kept_shape"][-1] if spec["kept_shape"] and not spec["inner"] else 0
     broadcast = read is not None and read < spec["M"] * spec["R"]
-    return Reduction(spec["M"], spec["R"], spec["inner"], spec["op"], terms,
-                     spec.get("kept_inner", 1), broadcast)
+    return Reduction(spec["M"], spec["R"], spec["inner"], spec["op"], run, terms, broadcast)
 
 
 @dataclass(frozen=True)

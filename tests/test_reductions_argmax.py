@@ -1,6 +1,6 @@
 """argmax/argmin in one pass: a reduction of (value, index) pairs in every
-reduction form the policy chooses (thread, group, two stages and split
-columns with their combine kernels), on the GPU and CPU layouts of the
+reduction form the policy chooses (thread, group, two stages, split
+columns and CPU lanes, with their combine kernels), on the GPU and CPU layouts of the
 OpenCL target, against NumPy: the first index of the extremum, the first
 NaN if any, exact for integers and bools.  The suite's POLYARRAY_POISON=1
 makes a partial that a kernel leaves unwritten fail every time."""
@@ -33,10 +33,14 @@ FORMS = [
     ((600, 9), 0, "gpu", ("split-columns 1", "combine (group)")),       # rows side by side
     ((1000, 300), 0, "gpu", ("split-columns 1", "combine (thread)")),
     ((6, 500, 7), 1, "gpu", ("split-columns 1", "combine (group)")),    # the middle axis
-    ((5, 300), 1, "cpu", ("thread",)),
-    ((300, 30), 0, "cpu", ("split-columns 1", "combine (thread)")),
-    ((20011,), None, "cpu", ("two-stage 1", "combine (group)")),
-    ((40, 50, 30), None, "cpu", ("two-stage 1", "combine (group)")),
+    ((5, 300), 1, "cpu", ("lanes",)),
+    ((300, 30), 0, "cpu", ("lanes",)),
+    ((20011,), None, "cpu", ("lanes",)),
+    ((40, 50, 30), None, "cpu", ("lanes",)),
+    ((3, 100003), 1, "cpu", ("lanes", "combine (thread)")),     # chunks of lanes
+    ((2000, 300), 0, "cpu", ("lanes", "combine (thread)")),     # column chunks of lanes
+    ((600, 9), 0, "cpu", ("split-columns 1", "combine (thread)")),
+    ((300, 9), 1, "cpu", ("thread",)),
 ]
 
 

@@ -8,6 +8,7 @@ in ``parts`` and the loopy reduction operations in ``reduction_ops``.
   reduce          thread, group, neutral (argmax/argmin: one pass over pairs)
   two_stage       few outputs, long reductions: partials, then a combine
   split_columns   few outputs along the contiguous axes: column chunks
+  lanes           CPU: lanes of accumulators along the contiguous axis
   matmul          tiled and register-tiled matrix products of any size,
                   batched, split-K, with an elementwise epilogue
   mma_matmul      CUDA float64 matrix products on the FP64 tensor cores (DMMA)

@@ -103,9 +103,8 @@ def reduction_spec(node, transposed=()):
         op = "sum"
     M = math.prod(kept_shape)
     R = math.prod(red_shape)
-    kept_inner = kept_shape[-1] if kept_shape and not inner and isinstance(node, N.Reduce) else 1
     return {"M": M, "R": R, "kept_shape": kept_shape, "red_shape": red_shape,
-            "inner": inner, "body": body, "op": op, "node": node, "kept_inner": kept_inner}
+            "inner": inner, "body": body, "op": op, "node": node}
 
 
 def body_at(kb, spec, i_expr, j_expr):
@@ -115,15 +114,16 @@ def body_at(kb, spec, i_expr, j_expr):
     return spec["body"](kb, kept, red, j_expr)
 
 
-def write_result(kb, spec, lhs_index, red_expr, acc_dt, within):
+def write_result(kb, spec, lhs_index, red_expr, acc_dt, within, depends=()):
     """Store a reduced value in the output's storage dtype; of a (value,
-    index) pair (argmax/argmin), the index."""
+    index) pair (argmax/argmin), the index (``depends``: instructions the
+    store waits for)."""
     out = p.Subscript(p.Variable(spec["out"]), (lhs_index,))
     if isinstance(acc_dt, tuple):       # the value goes to a register nobody reads
         value = kb.fresh("v")
         kb.temporaries[value] = lp.TemporaryVariable(
             value, dtype=acc_dt[0], shape=(), address_space=lp.AddressSpace.PRIVATE)
-        kb.assign((p.Variable(value), out), red_expr, within)
+        kb.assign((p.Variable(value), out), red_expr, within, depends)
         return
     out_dt = np.dtype(spec["out_dtype"])
     res = red_expr
@@ -131,7 +131,7 @@ def write_result(kb, spec, lhs_index, red_expr, acc_dt, within):
         res = TypeCast(U8, red_expr)
     elif acc_dt != out_dt:
         res = TypeCast(storage_dtype(out_dt), red_expr)
-    kb.assign(out, res, within)
+    kb.assign(out, res, within, depends)
 
 
 def combine(asm, name, spec, part, operation, acc_dt, n, index, form, rule, wg):

@@ -1,11 +1,11 @@
-"""Two-stage reductions: few outputs, long reductions.
+"""Two-stage reductions (GPU): few outputs, long reductions.
 
-GPU: G work-groups per output, each reduces a contiguous chunk (K coalesced
+G work-groups per output, each reduces a contiguous chunk (K coalesced
 steps; a sequential loop per work-item, then a local-memory tree) to one
 partial; a second kernel reduces the G partials.  One partial per
 work-group keeps the second stage tiny (one partial per work-item made it
-17 us of 110 on an H100).  CPU: a contiguous chunk of K per work-item, T
-work-items per output.  The policy chooses T, K and G."""
+17 us of 110 on an H100).  The policy chooses K and G (a CPU's long
+reductions are ``lanes``)."""
 from __future__ import annotations
 
 import pymbolic.primitives as p
@@ -27,20 +27,12 @@ def build(asm, name, spec, choice):
     kb.analyze([spec["node"]])
     m, g, t, k = (p.Variable(v) for v in ("m", "g", "t", "k"))
     part = spec["out"] + "_part"
-    if prm["per_item"]:          # CPU: a contiguous chunk per work-item
-        T = prm["T"]
-        jflat = p.Sum((p.Product((K, p.Sum((p.Product((WG, g)), t)))), k))
-        bound = f"{K} * ({WG} * g + t) + k < {R}"
-        red, acc_dt = reduction_expr(op, ("k",), body_at(kb, spec, m, jflat), (jflat, R))
-        lin = p.Sum((p.Product((T, m)), p.Product((WG, g)), t))
-        n_part, inames = T, ["m", "g", "t"]
-    else:
-        jflat = p.Sum((p.Product((WG, p.Sum((p.Product((K, g)), k)))), t))
-        bound = f"{WG} * ({K} * g + k) + t < {R}"
-        inner, acc_dt = reduction_expr(op, ("k",), body_at(kb, spec, m, jflat), (jflat, R))
-        red = Reduction(inner.operation, ("t",), inner)
-        lin = p.Sum((p.Product((G, m)), g))
-        n_part, inames = G, ["m", "g"]
+    jflat = p.Sum((p.Product((WG, p.Sum((p.Product((K, g)), k)))), t))
+    bound = f"{WG} * ({K} * g + k) + t < {R}"
+    inner, acc_dt = reduction_expr(op, ("k",), body_at(kb, spec, m, jflat), (jflat, R))
+    red = Reduction(inner.operation, ("t",), inner)
+    lin = p.Sum((p.Product((G, m)), g))
+    n_part, inames = G, ["m", "g"]
     parts = result_buffers(part, acc_dt)
     for buf, dt in parts:
         asm.add_buffer(buf, M * n_part, dt)
