@@ -1,0 +1,139 @@
+"""The measured numbers the policy table (``policy.py``) reads: work-group
+sizes, tile shapes, and every threshold between kernel forms, each with a
+note of the measurement behind it.  ``policy`` re-exports them, and its
+rules read them when they run (``benchmarks/sweep.py`` sets some on the
+policy module and re-lowers)."""
+from __future__ import annotations
+
+WG = 256                # default work-group size
+ELEMENTWISE_ILP = 4     # elements per work-item in large GPU elementwise kernels: one
+#                         per work-item reached 0.76 of copy on an H100, four 0.96
+#                         (benchmarks/probe_bandwidth.py)
+ILP_MIN_GROUPS = 64     # "large": at least this many work-groups of ELEMENTWISE_ILP elements
+MANY_OUTPUTS = 1024     # enough outputs to fill a device one per work-item
+FILL_THREADS = 1 << 16  # work-items needed to keep a large GPU busy
+LONG_REDUCTION = 4096   # worth two stages when outputs are few
+FEW_OUTPUTS = 64        # fewer outputs than this: a work-group each (GPU)
+GROUP_REDUCTION = 64    # contiguous reductions at least this long get a work-group (GPU)
+GROUP_ITEMS = 8         # ... of at most R / GROUP_ITEMS work-items: on an H100, A @ v for
+WARP = 32               # A 65536 x 784 took 145 us with 256 (0.48 of copy bandwidth)
+PAIR_GROUP_ITEMS = 64   # argmax/argmin: each tree step combines (value, index) pairs in
+#                         two arrays, so fewer work-items with more values each: argmax over
+#                         axis 1 of 4096^2 f32 on the H100, 64 work-items 40.7 us, 256 44.8 us
+LONG_COLUMNS = 256      # outer reductions at least this long are split into column chunks
+# First stage of a two-stage reduction on a GPU: at most TWO_STAGE_GROUPS work-groups,
+# each reducing a contiguous chunk in at least TWO_STAGE_STEPS coalesced steps.  On an
+# H100, a full sum of 2^26 float32 took 91.8 us in its first stage with 512 grid-strided
+# work-groups (48% of warps active) and 89.4 us as 8192 contiguous chunks (ncu).
+TWO_STAGE_GROUPS = 8192
+TWO_STAGE_STEPS = 16
+CPU_COLUMN_CHUNK = 64   # CPU split columns: short column chunks stay in cache across items
+# CPU reductions (forms/lanes.py; PoCL 3.1, AMD EPYC AVX2, 2 cores, against NumPy).  A
+# reduced contiguous axis gets CPU_LANES register accumulators per work-item: the sum over
+# axis 1 of (7, 125000) f32 took 469 us with one (``thread``: dependent adds), 73-82 us
+# with 16, no less with 32.  A kept one gets a private array of up to CPU_KEPT_LANES
+# outputs, each row read in one contiguous run: 3000^2 f32 over axis 0 took 2.9 ms, 4.5
+# with 512 lanes, 3.9 as 16-lane strips.  Below CPU_ONE_GROUP elements, one work-group:
+# PoCL's second thread wakes 20-50 us late (two 3 us work-groups took 31-56 us, one 5 us);
+# (375, 375) over axis 0 took 44 us in one, 66 us in 8.  Above it CPU_GROUPS (2 to 16
+# within noise), a task's range cut in chunks when there are fewer tasks, and in chunks
+# of at most CPU_CHUNK_STEPS steps per lane for accuracy (a float accumulator's error
+# grows with its additions: axis 0 of (20000, 257) f32 was 5.8e-4 off in 8 chunks, 2.6e-4
+# in 20, 1.6e-4 in 79; NumPy's own 1.4e-3, and tests compare with NumPy).
+CPU_LANES = 16
+CPU_KEPT_LANES = 4096
+CPU_ONE_GROUP = 1 << 18
+CPU_GROUPS = 8
+CPU_CHUNK_STEPS = 256
+GPU_COLUMN_CHUNK = 32   # GPU split columns: at least this many rows per chunk
+# GPU split columns over a broadcast (values computed from fewer buffer
+# elements) whose last kept axis is contiguous and this short or shorter (the
+# xyz of all-pairs forces, (d * w[:, :, None]).sum(axis=1)): a work-item
+# computes that axis's outputs together, in registers, so the loads they
+# share (w[j]) are made once; and chunks until BLOCKED_FILL work-items run
+# (its values are computed, not read: latency to hide).  Forces of 8192
+# bodies on the H100: 97 us -> 49 us (torch.compile 68 us).  Not for values
+# read from memory: a middle-axis sum of (4096, 4096, 4) went 0.45x torch
+KEPT_BLOCK = 4
+BLOCKED_FILL = FILL_THREADS * 8
+TRANSPOSE_TILE = 32     # tile edge of transposed elementwise kernels (GPU)
+TRANSPOSE_ROWS = 4      # rows of that tile per work-item (work-groups of 32 x 8)
+TILE = 16               # matmul tile edge (and depth); sizes are padded to tiles
+# CUDA grids have at most 65535 work-groups along y and z (g.1, g.2): the
+# tiled matmul puts its row tiles on g.1 and its batch on g.2, a transposed
+# elementwise tile its row tiles on g.1; past that, other forms run
+MAX_GRID_YZ = 65535
+REG_TILES = (128, 64)   # work-group tiles of register-tiled matmuls (16 x 16 work-items)
+BIG_TILES = 256         # enough 128 x 128 tiles to fill an H100's 132 SMs (2048^2 outputs)
+# Below that, 128 x 64 tiles: on an H100 (python .gpu/variants15.py) 1000^3 and 1536^3
+# reached 0.76 and 0.75 of cuBLAS with them, 0.69 with 64 x 64; 4096 x 64 x 4096 (K too
+# short for 128 x 128 tiles' stores) 0.71, against 0.61 with 128 x 128.
+DEEP_K = 256
+FILL_GROUPS = 264       # work-groups that fill an H100 twice over (132 SMs): half of it or less
+SPLIT_K_CHUNK = 128     # and K >= 2 chunks of this: split-K, to FILL_GROUPS work-groups
+# Register-tiled matmuls: 8 x 8 outputs per work-item in groups of MATMUL_VECTOR (16-byte
+# shared loads) on 128 x 128 tiles, else 4 x 4 on 64 x 64.  At 4096^3 on an H100 these
+# reach 0.87 and 0.60 of cuBLAS; the strided register tiles of the first version reached
+# 0.66 and 0.56 (python -m benchmarks.matmul_sweep --vector).
+MATMUL_VECTOR = 4
+MATMUL_VECTOR_8 = 2     # 8-byte types: 2 x 8 bytes per shared load
+# float64 products on CUDA (forms/mma_matmul.py): work-group tiles (rows, columns) of
+# warp tiles (rows, columns) on the FP64 tensor cores, K in steps of MMA_DEPTH; products
+# narrower than MMA_MIN keep the 16 x 16 tiles.  H100 sweep (session 8, ratio to cuBLAS
+# DGEMM at 1000^3 / 2048^3 / 4096^3): 64 x 64 of 8 warps of 32 x 16, depth 16: 0.46 /
+# 0.49 / 0.53 (the best worst case); of 4 warps of 32 x 32: 0.26 / 0.51 / 0.53; 128 x 64
+# and 128 x 128: 0.16-0.40 (registers: one work-group per SM); depth 32 past 48 KB of
+# shared memory for those.  FP64 FMAs in register tiles: 0.31 / 0.30 / 0.31.  512^3
+# keeps split-K with FMAs (0.82, the tensor-core form 0.57): that rule comes first
+MMA_BIG = (64, 64, 32, 16)
+MMA_SMALL = (64, 64, 32, 16)
+MMA_DEPTH = 16
+MMA_MIN = 64
+GROUP_ROW = 64          # rows at least this long get a work-group each (GPU)
+# Work-group size and unrolling, measured on an H100 for softmax over (4096, 1024)
+# float32 (read + write over copy bandwidth): 128 work-items with every pass
+# unrolled 0.94; 256 unrolled 0.75; 256 not unrolled 0.75; 1024: 0.23.
+# Smaller groups fit more rows per SM, unrolled passes keep 8 loads in flight.
+ROW_GROUP = 128
+ROW_UNROLL = 16         # unroll each pass when it has at most this many steps
+ROW_FUSE_MAX = 16384    # longest row a fused row kernel keeps in one work-group
+# CPU matmuls (packed operands, forms/cpu_matmul.py): a work-item accumulates a block of
+# CPU_MATMUL_ROWS rows x CPU_MATMUL_VECTORS vectors of CPU_VECTOR_BYTES (AVX2: float8,
+# double4).  On PoCL (AMD EPYC, AVX2), one thread, 512^3 and 1000^3 float32, 4 x 16 and
+# 6 x 16 blocks ran at 0.94-1.0 of NumPy's OpenBLAS on one thread; 8 x 8 at 0.72; 3 x 32
+# (15 live vectors) at 0.46; float64 4 x 8: 1.0.  Skinny products too (2 x 2048 x 2048:
+# 3.2 GFLOP/s against 0.6 as a reduction; 2048 x 2048 x 1: 2.1 against 1.5).  Below
+# CPU_MATMUL_WORK multiply-adds, both take tens of microseconds (three launches against
+# one) and the one reduction kernel compiles several times faster: a reduction.
+CPU_VECTOR_BYTES = 32
+CPU_MATMUL_ROWS = 4
+CPU_MATMUL_VECTORS = 2
+CPU_MATMUL_WORK = 1 << 15
+MAX_INLINE = 400        # a reduction body inlining more nodes than this is materialized
+MAX_INLINE_DEPTH = 40   # ... or one deeper than this (code blow-up guard)
+# A reduction over at most this many values whose result only feeds other
+# reductions (through elementwise work of its own size) is not a kernel: its
+# terms are unrolled into the reading reduction's body, in registers, so
+# ``argmin(((x[:, None] - c[None]) ** 2).sum(axis=2), axis=1)`` is one kernel
+# that never stores the (points, centres) distances (passes/materialize.py)
+INLINE_REDUCTION_MAX = 16
+# ... and a reduction whose values each unroll this many terms or more (an
+# inlined reduction: distances to centres) runs a work-item per output when
+# there are enough outputs to fill the device: its elements are work, and a
+# work-group tree over them costs more than it shares (nearest centre, 10^6
+# points x 64 centres x 8 dimensions: 734 us as groups on the H100)
+HEAVY_TERMS = 4
+
+
+__all__ = ["WG", "ELEMENTWISE_ILP", "ILP_MIN_GROUPS", "MANY_OUTPUTS", "FILL_THREADS",
+           "LONG_REDUCTION", "FEW_OUTPUTS", "GROUP_REDUCTION", "GROUP_ITEMS", "WARP",
+           "PAIR_GROUP_ITEMS", "LONG_COLUMNS", "TWO_STAGE_GROUPS", "TWO_STAGE_STEPS",
+           "CPU_COLUMN_CHUNK", "CPU_LANES", "CPU_KEPT_LANES", "CPU_ONE_GROUP",
+           "CPU_GROUPS", "CPU_CHUNK_STEPS", "GPU_COLUMN_CHUNK", "KEPT_BLOCK",
+           "BLOCKED_FILL", "TRANSPOSE_TILE", "TRANSPOSE_ROWS", "TILE", "MAX_GRID_YZ",
+           "REG_TILES", "BIG_TILES", "DEEP_K", "FILL_GROUPS", "SPLIT_K_CHUNK",
+           "MATMUL_VECTOR", "MATMUL_VECTOR_8", "MMA_BIG", "MMA_SMALL", "MMA_DEPTH",
+           "MMA_MIN", "GROUP_ROW", "ROW_GROUP", "ROW_UNROLL", "ROW_FUSE_MAX",
+           "CPU_VECTOR_BYTES", "CPU_MATMUL_ROWS", "CPU_MATMUL_VECTORS",
+           "CPU_MATMUL_WORK", "MAX_INLINE", "MAX_INLINE_DEPTH", "INLINE_REDUCTION_MAX",
+           "HEAVY_TERMS"]
