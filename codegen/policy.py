@@ -18,7 +18,8 @@ the reads past 1000 guarded, and K cut into 3 chunks of 336 (128 such
 tiles would fill less than one work-group per SM of an H100), added by a
 second kernel.
 
-Thresholds are module constants (``benchmarks/sweep.py`` sets some of them
+Thresholds are ``thresholds.py``'s constants, re-exported here
+(``benchmarks/sweep.py`` sets some of them on this module
 and re-lowers): the rules read them when they run.
 """
 from __future__ import annotations
