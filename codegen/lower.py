@@ -41,6 +41,13 @@ def decompose(flat, shape):
     return tuple(idx)
 
 
+def interleave(kept, reduced, axes, ndim):
+    """The full index of a reduction's input: ``reduced`` on ``axes``,
+    ``kept`` on the other axes, in order."""
+    kept, reduced = iter(kept), iter(reduced)
+    return tuple(next(reduced) if d in axes else next(kept) for d in range(ndim))
+
+
 def linearize(idx, shape):
     """C-order linear index of ``idx`` in ``shape``."""
     stride = 1
@@ -255,18 +262,13 @@ class KernelBuilder(Mapper):
         its terms unrolled and combined pairwise, in registers, with the
         elementwise op of the same NumPy semantics (wrapping integer sums,
         NaN-propagating max/min)."""
-        combine = _INLINE_COMBINE[node.op]
+        combine = INLINE_COMBINE[node.op]
         red = [node.array.shape[a] for a in node.axes]
-        terms = []
-        for r in range(math.prod(red)):
-            full, kept = [], iter(idx)
-            at = iter(decompose(r, red))
-            for d in range(node.array.ndim):
-                full.append(next(at) if d in node.axes else next(kept))
-            terms.append(self.value(node.array, tuple(full), within, reducing))
+        terms = [self.value(node.array, interleave(idx, decompose(r, red), node.axes,
+                                                   node.array.ndim), within, reducing)
+                 for r in range(math.prod(red))]
         if not terms:
-            identity = {"sum": 0, "prod": 1, "any": 0, "all": 1}[node.op]
-            return storage_dtype(node.dtype).type(identity), node.dtype
+            return storage_dtype(node.dtype).type(IDENTITY[node.op]), node.dtype
         while len(terms) > 1:
             pairs = [lower_call(combine, [a, b], self.functions)
                      for a, b in zip(terms[::2], terms[1::2])]
@@ -277,8 +279,12 @@ class KernelBuilder(Mapper):
         return expr, dt
 
 
-_INLINE_COMBINE = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum",
-                   "any": "logical_or", "all": "logical_and"}
+# the elementwise op that combines two values of each reduction an inlined
+# small reduction can be (``passes/materialize`` inlines only these), and the
+# value of an empty one
+INLINE_COMBINE = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum",
+                  "any": "logical_or", "all": "logical_and"}
+IDENTITY = {"sum": 0, "prod": 1, "any": 0, "all": 1}
 
 
 def _reads(parent, child):
@@ -375,4 +381,5 @@ def ceil_div(a, b):
     return -(-a // b)
 
 
-__all__ = ["KernelBuilder", "decompose", "linearize", "pow2_floor", "ceil_div"]
+__all__ = ["IDENTITY", "INLINE_COMBINE", "KernelBuilder", "ceil_div", "decompose",
+           "interleave", "linearize", "pow2_floor"]

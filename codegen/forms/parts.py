@@ -14,7 +14,7 @@ from loopy.symbolic import Reduction, TypeCast
 from polyarray.codegen.ir import nodes as N
 from ..cfuncs import BOOL, U8, lower_call, storage_dtype
 from ..classify import letter_sizes, parse_subscripts
-from ..lower import KernelBuilder, decompose
+from ..lower import KernelBuilder, decompose, interleave
 from ..passes.data import materialized_deps
 from ..policy import Form
 from ..schedule import GroupReduce, WorkGroup
@@ -71,10 +71,7 @@ def reduction_spec(node, transposed=()):
         inner = bool(x.ndim) and (x.ndim - 1) in axes
 
         def body(kb, kept, red, jflat):
-            idx, ki, ri = [], iter(kept), iter(red)
-            for d in range(x.ndim):
-                idx.append(next(ri) if d in axes else next(ki))
-            return kb.value(x, tuple(idx), kb.inames, reducing=True)
+            return kb.value(x, interleave(kept, red, axes, x.ndim), kb.inames, reducing=True)
         op = node.op
     else:
         sub = parse_subscripts(node.subscripts)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pymbolic.primitives as p
 
 from ..cfuncs import storage_dtype
-from ..lower import KernelBuilder
+from ..lower import IDENTITY, KernelBuilder
 from ..policy import Form
 from ..schedule import GroupReduce, WorkGroup
 from .parts import body_at, write_result
@@ -41,7 +41,7 @@ def single(asm, name, spec, choice):
 
 def neutral(asm, name, spec, choice):
     """The identity of ``sum``/``prod``/``any``/``all`` in every output."""
-    value = {"sum": 0, "prod": 1, "any": 0, "all": 1}[spec["op"]]
+    value = IDENTITY[spec["op"]]
     kb = KernelBuilder(asm.plan, asm.buffers, ["i"])
     i = p.Variable("i")
     kb.assign(p.Subscript(p.Variable(spec["out"]), (i,)),

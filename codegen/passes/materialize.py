@@ -23,6 +23,7 @@ import pymbolic.primitives as p
 from polyarray.codegen.ir import nodes as N
 from polyarray.codegen.ir.mapper import Mapper
 from .. import policy
+from ..lower import INLINE_COMBINE
 from .data import is_input
 
 
@@ -72,9 +73,6 @@ def materialize(outputs, order):
     return mat, transposed
 
 
-VALUE_REDUCTIONS = ("sum", "prod", "max", "min", "any", "all")
-
-
 def reduced_count(n):
     """How many values each result of reduction ``n`` combines."""
     return math.prod(n.array.shape[a] for a in n.axes)
@@ -96,7 +94,7 @@ def _small_reductions(outputs, order):
             isinstance(r, N.Reduce) or (not isinstance(r, N.Einsum) and r.size == n.size
                                         and only_reduced[id(r)])
             for r in readers.get(id(n), ()))
-    return {id(n) for n in order if isinstance(n, N.Reduce) and n.op in VALUE_REDUCTIONS
+    return {id(n) for n in order if isinstance(n, N.Reduce) and n.op in INLINE_COMBINE
             and reduced_count(n) <= policy.INLINE_REDUCTION_MAX and only_reduced[id(n)]}
 
 
