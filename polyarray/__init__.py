@@ -45,12 +45,16 @@ from .api import NonConcreteBooleanIndexError, take
 from .program import (Program, compile, set_default_target, get_default_target,
                       target)
 from .show import show, format_dag
+from .protocols import (LazyValueError, Device, get_array_module, array_namespace,  # noqa: E402
+                        array_namespace_info as __array_namespace_info__)
+from .jit import jit, Jitted                    # noqa: E402
 
 from polyarray.codegen.schedule import ScheduleError   # noqa: E402
 from . import schedules, testing                # noqa: E402,F401
 
 newaxis = None
 __version__ = "0.1.0"
+__array_api_version__ = "2023.12"
 
 
 def memory_stats(target=None) -> dict:

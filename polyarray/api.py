@@ -23,7 +23,13 @@ def array(obj, dtype=None) -> Array:
 
 
 def asarray(obj, dtype=None) -> Array:
-    """Like ``array``, but returns polyarray arrays unchanged."""
+    """Like ``array``, but returns polyarray arrays unchanged, and reads
+    another library's CUDA array (CuPy, torch, JAX, ...) in place: a
+    device-resident leaf that sees later in-place changes to it."""
+    from polyarray.targets.foreign import is_foreign_cuda
+    if not isinstance(obj, Array) and is_foreign_cuda(obj):
+        leaf = Array(C.device_leaf(obj))
+        return leaf if dtype is None else leaf.astype(dtype)
     return array(obj, dtype)
 
 

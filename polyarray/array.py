@@ -30,8 +30,6 @@ def _same_or_new(x, node):
 
 class Array:
     __slots__ = ("_node", "__weakref__")
-    # NumPy must hand mixed operations (``ndarray + Array``) to us.
-    __array_ufunc__ = None
 
     def __init__(self, node: N.Node):
         if not isinstance(node, N.Node):
@@ -78,24 +76,9 @@ class Array:
             raise TypeError("iteration over a 0-d array")
         return (self[i] for i in range(self.shape[0]))
 
-    def __bool__(self):
-        raise TypeError(
-            "the truth value of a lazy polyarray array is unknown until it is "
-            "evaluated; use pa.where(...) to select, or evaluate it first "
-            "(bool(x.to_numpy(...)))")
-
-    def _no_concrete(self, what):
-        raise TypeError(f"{what}() of a lazy polyarray array needs its value; "
-                        "evaluate it first (e.g. x.to_numpy(...))")
-
-    def __float__(self):
-        self._no_concrete("float")
-
-    def __int__(self):
-        self._no_concrete("int")
-
-    def __index__(self):
-        self._no_concrete("index")
+    # __bool__, __float__, __int__, __index__, __array__, __array_ufunc__,
+    # __array_function__, item, tolist, __dlpack__ ...: polyarray.protocols
+    # (they evaluate, so they live above polyarray.program)
 
     def __setitem__(self, key, value):
         raise TypeError("polyarray arrays are immutable expressions; build a "

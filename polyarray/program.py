@@ -14,7 +14,8 @@ import numpy as np
 
 from .codegen.ir import nodes as N
 from .array import Array
-from .ops.inputs import binding_array, describe_dtype
+from .ops.inputs import binding_array, describe_dtype, python_binding
+from .targets.foreign import host_array_of
 
 _CONTEXT_TARGET = contextvars.ContextVar("polyarray_target", default=None)
 _DEFAULT_TARGET = None
@@ -231,8 +232,15 @@ class Program:
         prepared = {}
         for name, ph in self._sorted_placeholders:
             value = bindings[name]
+            if isinstance(value, (bool, int, float, list, tuple)):
+                value = python_binding(value, name, ph.dtype)
             if isinstance(value, np.ndarray):   # subclasses, byte order
                 value = binding_array(value, name, ph.dtype)
+            elif not isinstance(value, (np.generic, Array)):
+                value = self._target.import_binding(value)   # device arrays of any library
+                if not self._target.binding_info(value):       # another library's host array
+                    host = host_array_of(value)
+                    value = value if host is None else binding_array(host, name, ph.dtype)
             info = info_of(value)
             if info is None:
                 raise TypeError(
@@ -256,7 +264,11 @@ class Program:
         return before the device finishes, as in CuPy)."""
         self._exe.synchronize()
 
-    def __call__(self, /, **bindings):      # positional-only: a placeholder may be 'self'
+    def __call__(self, /, *args, **bindings):   # positional-only: a placeholder may be 'self'
+        """Run with ``bindings`` (placeholder name -> array); positional
+        arguments bind the placeholders in ``prog.placeholders`` order."""
+        if args:
+            bindings = self._positional(args, bindings)
         fast = self._exe.fast_call
         if fast is not None:
             results = fast(bindings)
@@ -264,6 +276,18 @@ class Program:
                 return self._pack(results)
         prepared = self.check_bindings(bindings)
         return self._pack(self._exe.run(prepared))
+
+    def _positional(self, args, bindings):
+        names = list(self.placeholders)
+        if len(args) > len(names):
+            raise TypeError(f"this program takes {len(names)} positional binding(s) "
+                            f"({', '.join(names) or 'none'}), got {len(args)}")
+        for name, value in zip(names, args):
+            if name in bindings:
+                raise TypeError(f"placeholder {name!r} is bound twice: by position and "
+                                "by name")
+            bindings[name] = value
+        return bindings
 
     def _pack(self, results):
         if self._kind == "single":

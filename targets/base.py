@@ -33,6 +33,19 @@ class Target:
         """``(available: bool, reason: str)`` without side effects."""
         raise NotImplementedError
 
+    def import_binding(self, value):
+        """``value`` as this target binds it (called first, for anything
+        that is not a NumPy array).  Another library's CUDA array is refused
+        here with an error that says what to do; the CUDA target reads it in
+        place and the NumPy target copies it to the host."""
+        from .foreign import is_foreign_cuda
+        if is_foreign_cuda(value):
+            raise TypeError(
+                f"a {type(value).__module__.split('.')[0]} CUDA array cannot be bound on the "
+                f"{self.name} target, which cannot read CUDA memory; compile for "
+                "target='cuda' (which reads it in place) or pass a host copy")
+        return value
+
     def binding_info(self, value):
         """``(shape, dtype)`` if ``value`` is an array this target accepts."""
         raise NotImplementedError

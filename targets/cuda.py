@@ -15,50 +15,13 @@ import numpy as np
 
 from .base import Target
 from .cache import DiskCache, code_version, key_digest
-from .deferred_checks import DeferredChecks, checked_array_type
+from . import cuda_driver, cuda_interop, foreign
+from .deferred_checks import checked_array_type
 from .device_common import DeviceExecutable, host_array, lower_or_load, valid_lowered_entry
 
 _CACHE = DiskCache("cuda", valid=valid_lowered_entry)
-_STATE = {}
-
-
-def _driver():
-    """(driver module, device), or TargetUnavailableError saying why not."""
-    from . import TargetUnavailableError as Unavailable
-    if "error" in _STATE:
-        raise Unavailable(f"CUDA is unavailable: {_STATE['error']}")
-    if "drv" not in _STATE:
-        try:
-            import pycuda.driver as drv
-        except ImportError as e:
-            # say what is missing: the GPU, or (where there is one) pycuda
-            import glob
-            gpu = glob.glob("/proc/driver/nvidia/gpus/*") or glob.glob("/dev/nvidia[0-9]*")
-            _STATE["error"] = (f"pycuda is not installed ({e}) although this machine has "
-                               "an NVIDIA GPU: pip install 'polyarray[cuda]'" if gpu
-                               else "no CUDA GPU on this machine")
-            raise Unavailable(f"CUDA is unavailable: {_STATE['error']}") from None
-        try:
-            drv.init()
-            if drv.Device.count() == 0:
-                raise RuntimeError("no CUDA device")
-            import pycuda.autoprimaryctx  # noqa: F401
-        except Exception as e:      # noqa: BLE001  (driver missing, no GPU, ...)
-            _STATE["error"] = f"no usable CUDA GPU ({str(e).splitlines()[0]})"
-            raise Unavailable(f"CUDA is unavailable: {_STATE['error']}") from None
-        _STATE["drv"] = drv
-        _STATE["device"] = drv.Context.get_device()
-    return _STATE["drv"], _STATE["device"]
-
-
-def _pool():
-    if "pool" not in _STATE:
-        import pycuda.driver as drv
-        import pycuda.tools
-        from .poison import poisoned
-        _STATE["pool"] = poisoned(pycuda.tools.DeviceMemoryPool(),
-                                  lambda buf, n: drv.memset_d8(int(buf), 0xFF, n))
-    return _STATE["pool"]
+_driver, _pool = cuda_driver.driver, cuda_driver.pool
+_STATE = cuda_driver.STATE
 
 
 class CudaExecutable(DeviceExecutable):
@@ -193,6 +156,8 @@ class CudaExecutable(DeviceExecutable):
                           f"({nbytes / 2**30:.2f} GiB) on the device") from None
 
     def _upload(self, arr, live=None):
+        if isinstance(arr, foreign.CudaView):       # a device-resident data leaf
+            return arr if arr.c_contiguous else cuda_interop.contiguous_copy(arr, live)
         arr = host_array(arr)
         buf = self._alloc(max(arr.nbytes, 1), live if live is not None else [])
         if arr.nbytes:
@@ -208,7 +173,7 @@ class CudaExecutable(DeviceExecutable):
         for pname, bname in self._inputs:
             v = bindings[pname]
             bufs[bname] = v.gpudata if type(v) is gpuarray or isinstance(v, gpuarray) \
-                else self._upload(v, live)
+                else v if type(v) is foreign.CudaView else self._upload(v, live)
         for name, nbytes in self._allocs:
             bufs[name] = self._alloc(nbytes, live)
         pack = self._pack_args
@@ -273,14 +238,15 @@ class CudaExecutable(DeviceExecutable):
         _DEFERRED.resolve()
 
 
-_DEFERRED = DeferredChecks()
+_DEFERRED = cuda_driver.DEFERRED
 
 
 def _result_type():
     """The GPUArray subclass of device results (``deferred_checks``)."""
     if "result_type" not in _STATE:
         import pycuda.gpuarray as ga
-        _STATE["result_type"] = checked_array_type(ga.GPUArray, _DEFERRED)
+        cls = _STATE["result_type"] = checked_array_type(ga.GPUArray, _DEFERRED)
+        cls.__dlpack__, cls.__dlpack_device__ = cuda_interop.dlpack, cuda_interop.dlpack_device
     return _STATE["result_type"]
 
 
@@ -309,10 +275,14 @@ class CudaTarget(Target):
         _driver()
         return pool_stats(_pool())
 
+    def import_binding(self, value):
+        """Another library's CUDA array, read in place (``cuda_interop``)."""
+        return cuda_interop.import_binding(value)
+
     def binding_info(self, value):
         if type(value) is _STATE.get("result_type"):      # the per-call fast path
             return value.shape, value.dtype
-        if isinstance(value, (np.ndarray, np.generic)):
+        if isinstance(value, (np.ndarray, np.generic, foreign.CudaView)):
             return value.shape, value.dtype
         ga = sys.modules.get("pycuda.gpuarray")
         if ga is not None and isinstance(value, ga.GPUArray):
@@ -322,10 +292,8 @@ class CudaTarget(Target):
     def prepare_binding(self, value):
         if isinstance(value, np.ndarray):
             return value if value.flags.c_contiguous else np.ascontiguousarray(value)
-        if isinstance(value, np.generic):
-            return value
-        if not value.flags.c_contiguous:
-            raise ValueError("device array bindings must be C-contiguous")
+        if isinstance(value, foreign.CudaView):
+            return value if value.c_contiguous else cuda_interop.contiguous_copy(value)
         return value
 
     def compile(self, outputs, out="numpy", fast_math=False, schedule=None, **options):

@@ -29,7 +29,8 @@ class NumpyNodeEvaluator(Mapper):
         return bindings[node.name]
 
     def map_data_wrapper(self, node, values, bindings):
-        return node.data
+        data = node.data        # a device-resident leaf (targets.foreign): a host copy
+        return data if isinstance(data, np.ndarray) else np.asarray(data)
 
     def map_index_lambda(self, node, values, bindings):
         env = {name: values[id(child)] for name, child in node.bindings}
@@ -107,6 +108,12 @@ class NumpyTarget(Target):
     @classmethod
     def availability(cls):
         return True, "NumPy is always available"
+
+    def import_binding(self, value):
+        """Another library's CUDA array: a host copy (the reference reads
+        host memory)."""
+        from .foreign import cuda_view, is_foreign_cuda, to_host
+        return to_host(cuda_view(value)) if is_foreign_cuda(value) else value
 
     def binding_info(self, value):
         if isinstance(value, (np.ndarray, np.generic)):

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import polyarray as pa
+from helpers import assert_same
 
 
 def test_incompatible_shapes_name_both():
@@ -64,7 +65,11 @@ def test_lazy_boolean_mask_points_to_where():
 
 def test_lazy_truth_value_refused():
     a = pa.placeholder("a", (4,), np.float32)
-    with pytest.raises(TypeError, match="truth value"):
+    with pytest.raises(pa.LazyValueError, match=r"bool\(\) needs the value of a lazy array "
+                       r"that depends on the placeholder\(s\) a, .*test_errors.py:\d+: "
+                       r"bool\(a.sum\(\) > 0\)"):
+        bool(a.sum() > 0)
+    with pytest.raises(ValueError, match="more than one element is ambiguous"):
         bool(a > 0)
     with pytest.raises(TypeError, match="immutable"):
         a[0] = 1.0
@@ -99,10 +104,14 @@ def test_wrong_dtype_states_expected_and_got(prog):
 
 
 def test_non_array_binding(prog):
-    with pytest.raises(TypeError, match=r"'x' must be an array.*got list"):
-        prog(x=[[1.0] * 3] * 2, n=np.int64(1))
-    with pytest.raises(TypeError, match=r"'n' must be an array.*got int"):
-        prog(x=np.ones((2, 3), np.float32), n=1)
+    with pytest.raises(TypeError, match=r"'x' must be an array.*got str"):
+        prog(x="abc", n=np.int64(1))
+    with pytest.raises(TypeError, match=r"'n' must be an array.*got dict"):
+        prog(x=np.ones((2, 3), np.float32), n={})
+    # lists and Python scalars bind when their values fit the placeholder's dtype
+    assert_same(prog(x=[[1.0] * 3] * 2, n=1)["y"], np.ones((2, 3), np.float32) * 2.0 + np.int64(1))
+    with pytest.raises(ValueError, match="inhomogeneous"):
+        prog(x=[[1.0] * 3, [1.0]], n=1)
 
 
 def test_failed_call_changes_nothing(prog):

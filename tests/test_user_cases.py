@@ -80,7 +80,8 @@ def test_device_array_calls_check_bindings_on_every_path(device_target):
     with pytest.raises(TypeError, match="unexpected binding 'z'"):
         prog(x=xd, y=yd, z=yd)
     with pytest.raises(TypeError, match="binding for placeholder 'x' must be an array"):
-        prog(x=[1.0] * 16, y=yd)
+        prog(x="1.0", y=yd)
+    assert_same(prog(x=[1.0] * 16, y=yd)["t"].get(), 1 - yv)    # a list: converted
     assert_same(prog(x=xd, y=yd)["s"].get(), xv * np.float32(2) + yv)
 
 

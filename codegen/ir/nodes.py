@@ -172,7 +172,8 @@ class Placeholder(Node):
 @dataclass(frozen=True, eq=False, repr=False)
 class DataWrapper(Node):
     mapper_method = "map_data_wrapper"
-    data: Any               # a read-only, C-contiguous numpy.ndarray
+    data: Any   # a read-only, C-contiguous numpy.ndarray, or (pa.asarray of another
+    #             library's CUDA array) a targets.foreign.CudaView read in place
     content_digest: str
 
     def _intern_key(self):

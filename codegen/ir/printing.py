@@ -24,6 +24,8 @@ def _fmt_type(node):
 
 
 def _const(value):
+    if isinstance(value, np.floating):
+        return str(value)       # the shortest digits of its own type: float32 0.1 is "0.1"
     if isinstance(value, np.generic):
         return repr(value.item())
     return repr(value)
@@ -51,6 +53,8 @@ class _Renderer(Mapper):
     @_cut_deep
     def map_index_lambda(self, node, depth):
         env = dict(node.bindings)
+        if not node.bindings and "(" in node.op:
+            return node.op      # a constant of indices, as it was made: arange(0, 5, 1)
         if is_call(node.expr):
             return self.expr(node.expr, env, depth)
         if node.bindings:
@@ -105,7 +109,7 @@ class _Repr(_Renderer):
         return node.name
 
     def map_data_wrapper(self, node, depth):
-        if node.size <= 4:
+        if node.size <= 4 and isinstance(node.data, np.ndarray):
             return np.array2string(node.data, separator=", ")
         return f"<data {_fmt_type(node)}>"
 

@@ -7,6 +7,7 @@ uses them instead of copying a buffer to the device.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import numbers
 import operator
@@ -46,6 +47,22 @@ def _wrap_data(data: np.ndarray) -> N.DataWrapper:
     h = hashlib.sha256(data.dtype.str.encode() + repr(data.shape).encode())
     h.update(data.tobytes())
     return N.DataWrapper.make(data.shape, data.dtype, data, h.hexdigest())
+
+
+_DEVICE_LEAVES = itertools.count()
+
+
+def device_leaf(obj) -> N.DataWrapper:
+    """A leaf that reads another library's CUDA array in place (a
+    ``targets.foreign.CudaView``): the CUDA target binds its memory, the
+    other targets copy it to the host.  It is a view: later in-place
+    changes to ``obj`` are seen.  Its digest names this leaf, not values
+    (reading them would cost the copy this avoids)."""
+    from polyarray.targets.foreign import cuda_view
+    view = cuda_view(obj)
+    check_dtype(view.dtype, "pa.asarray")
+    return N.DataWrapper.make(view.shape, view.dtype, view,
+                              f"device:{view.library}:{next(_DEVICE_LEAVES)}:{view.ptr:x}")
 
 
 def array(obj, dtype=None) -> N.DataWrapper:
@@ -91,7 +108,7 @@ def full(shape, fill_value, dtype=None) -> N.Node:
     dtype = check_dtype(dtype, "full")
     with np.errstate(all="ignore"):
         value = np.asarray(fill_value).astype(dtype)[()]
-    return constant(shape, dtype, value, f"full({value!r})")
+    return constant(shape, dtype, value, f"full({value!s})")
 
 
 def zeros(shape, dtype=np.float64) -> N.Node:

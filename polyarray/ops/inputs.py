@@ -81,3 +81,25 @@ def binding_array(value, name: str, expected: np.dtype):
             and native_dtype(value.dtype) == expected:
         value = native_array(value)
     return value
+
+
+def python_binding(value, name: str, expected: np.dtype) -> np.ndarray:
+    """A Python scalar or (nested) list bound to a placeholder: an array of
+    the placeholder's dtype when the conversion keeps every value (``2`` to
+    float32, ``[1.5, 2]`` to float64), else an array of NumPy's own dtype for
+    it, which the shared dtype check then refuses, naming both."""
+    try:
+        arr = np.asarray(value)
+    except ValueError as e:         # ragged lists
+        raise ValueError(f"binding for placeholder {name!r}: {e}") from None
+    if arr.dtype == expected or arr.dtype.kind not in "biuf":
+        return arr
+    if arr.dtype.kind == "f" and expected.kind in "iub":
+        return arr                  # 2.0 is not an integer binding, as in NumPy casting
+    with np.errstate(all="ignore"):
+        converted = arr.astype(expected)
+        back = converted.astype(arr.dtype)
+    same = np.array_equal(back, arr, equal_nan=arr.dtype.kind == "f")
+    if expected == np.bool_ and arr.dtype != np.bool_:
+        same = False                # 1 is not True: NumPy's bool casting is not safe
+    return converted if same else arr

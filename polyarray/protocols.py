@@ -1,0 +1,366 @@
+"""NumPy's dispatch protocols and the eager hooks of ``pa.Array``.
+
+* ``np.exp(x)``, ``ndarray + x`` (``__array_ufunc__``) and ``np.dot``,
+  ``np.sum``, ``np.where``, ... (``__array_function__``) build lazy nodes
+  through the ``pa`` function of the same name, so NumPy code runs
+  unchanged on polyarray arrays.  A NumPy function polyarray lacks raises a
+  ``TypeError`` naming it: never an object array of scalar expressions.
+* The eager hooks (``np.asarray(x)``, ``bool``, ``float``, ``int``,
+  ``__index__``, ``item``, ``tolist``, ``__dlpack__``) evaluate an
+  expression with no placeholders on the default target, as one program.
+  On an expression with unbound placeholders they raise ``LazyValueError``
+  naming them and the user's line (``pa.jit`` relies on it: a function
+  that branches on a traced value fails there, clearly).
+
+They need compilation, so they live here, above ``polyarray.program``, and
+are attached to ``Array`` at import, as ``evaluate`` is.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+from .array import Array
+from .codegen.ir import nodes as N
+from .program import compile as _compile, get_default_target
+
+
+class LazyValueError(TypeError):
+    """A Python value (``bool``, ``float``, an index, a NumPy array) of an
+    expression whose placeholders are not bound yet."""
+
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_NUMPY = os.path.dirname(np.__file__)
+
+
+def user_line() -> str:
+    """``file:line: source`` of the innermost caller outside polyarray and
+    NumPy (where a lazy value was asked for)."""
+    import linecache
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith((_HERE, _NUMPY, "<polyarray")):
+        f = f.f_back
+    if f is None:
+        return "?"
+    src = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+    return f"{f.f_code.co_filename}:{f.f_lineno}: {src}"
+
+
+def concrete(x: Array, what: str) -> np.ndarray:
+    """The value of ``x`` (a NumPy array), computed on the default target."""
+    unbound = N.placeholders([x.node])
+    if unbound:
+        names = ", ".join(sorted(unbound))
+        raise LazyValueError(
+            f"{what} needs the value of a lazy array that depends on the placeholder(s) "
+            f"{names}, which are bound only when the program runs (at {user_line()}). "
+            "Use pa.where(...) instead of branching on it, pass it as a static argument "
+            "to pa.jit, or evaluate it with bindings first")
+    return np.asarray(_compile(x, target=get_default_target())())
+
+
+def _scalar(x, what, kind):
+    if x.size != 1:
+        raise TypeError(f"only arrays of one element can be converted to Python "
+                        f"{kind}s; this one has shape {x.shape}")
+    return concrete(x, what).reshape(())
+
+
+def _bool(self):
+    if self.size > 1:      # NumPy's error, before any evaluation
+        raise ValueError("The truth value of an array with more than one element is "
+                         "ambiguous. Use a.any() or a.all()")
+    return bool(_scalar(self, "bool()", "bool"))
+
+
+def _float(self):
+    return float(_scalar(self, "float()", "scalar"))
+
+
+def _int(self):
+    return int(_scalar(self, "int()", "scalar"))
+
+
+def _complex(self):
+    return complex(_scalar(self, "complex()", "scalar"))
+
+
+def _index(self):
+    if self.dtype.kind not in "iu" or self.ndim:
+        raise TypeError(f"only 0-d integer arrays can be used as an index, not "
+                        f"{self.dtype.name} of shape {self.shape}")
+    return int(concrete(self, "an index (__index__)"))
+
+
+def _item(self, *args):
+    """``ndarray.item``: one element as a Python scalar (evaluates)."""
+    return concrete(self, "item()").item(*args)
+
+
+def _tolist(self):
+    """``ndarray.tolist`` (evaluates)."""
+    return concrete(self, "tolist()").tolist()
+
+
+def _array(self, dtype=None, copy=None):
+    if sys._getframe(1).f_globals.get("__name__", "").startswith("numpy.ma"):
+        raise TypeError("a numpy.ma.MaskedArray cannot be combined with a polyarray array: "
+                        "polyarray has no masked arrays, and using its data would silently "
+                        "ignore the mask; pass np.ma.filled(value, fill_value) explicitly")
+    if copy is False:
+        raise ValueError("a lazy polyarray array has no memory to share: "
+                         "np.asarray(x, copy=False) cannot avoid computing it")
+    value = concrete(self, "np.asarray() (__array__)")
+    return value if dtype is None else value.astype(dtype, copy=False)
+
+
+# -- __array_ufunc__ -------------------------------------------------------------
+
+_REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
+           "logical_and": "all", "logical_or": "any", "fmax": "nanmax", "fmin": "nanmin"}
+_ACCUMULATE = {"add": "cumsum", "multiply": "cumprod"}
+
+
+def _pa():
+    return sys.modules["polyarray"]
+
+
+def _foreign(values):
+    """Operands that neither polyarray nor NumPy can take part in."""
+    return [v for v in values if not isinstance(
+        v, (Array, np.ndarray, np.generic, int, float, bool, complex, list, tuple))]
+
+
+def _no_out(out, what):
+    if out is not None and not (isinstance(out, tuple) and all(o is None for o in out)):
+        raise NotImplementedError(
+            f"{what}(..., out=...): polyarray arrays are immutable expressions and cannot "
+            "be written into; use the returned array")
+
+
+def _array_ufunc(self, ufunc, method, *inputs, out=None, **kwargs):
+    if _foreign(inputs):
+        return NotImplemented
+    name = ufunc.__name__
+    _no_out(out, f"numpy.{name}")
+    pa = _pa()
+    if method == "__call__":
+        fn = getattr(pa, name, None)
+        if fn is None or not callable(fn):
+            raise TypeError(f"numpy.{name} is not supported by polyarray")
+        dtype = kwargs.pop("dtype", None)
+        _no_kwargs(kwargs, f"numpy.{name}")
+        if dtype is not None:       # NumPy computes in ``dtype``: cast the operands
+            inputs = [pa.astype(pa.asarray(x), dtype) if isinstance(x, (Array, np.ndarray))
+                      else x for x in inputs]
+        return fn(*inputs)
+    if method == "reduce" and name in _REDUCE and hasattr(pa, _REDUCE[name]):
+        axis = kwargs.pop("axis", 0)
+        return getattr(pa, _REDUCE[name])(inputs[0], axis=axis, **kwargs)
+    if method == "accumulate" and name in _ACCUMULATE and hasattr(pa, _ACCUMULATE[name]):
+        axis = kwargs.pop("axis", 0)
+        return getattr(pa, _ACCUMULATE[name])(inputs[0], axis=axis, **kwargs)
+    if method == "outer" and hasattr(pa, name) and len(inputs) == 2:
+        _no_kwargs(kwargs, f"numpy.{name}.outer")
+        a, b = (x if isinstance(x, Array) else pa.asarray(x) for x in inputs)
+        return getattr(pa, name)(pa.reshape(a, a.shape + (1,) * b.ndim), b)
+    raise TypeError(f"numpy.{name}.{method} is not supported by polyarray")
+
+
+def _no_kwargs(kwargs, what):
+    bad = {k: v for k, v in kwargs.items()
+           if not (k in ("casting", "order", "subok", "signature") and v in (None, "K", True,
+                                                                              "same_kind"))}
+    if bad:
+        raise TypeError(f"{what}: polyarray does not support the keyword(s) "
+                        f"{', '.join(sorted(bad))}")
+
+
+# -- __array_function__ ----------------------------------------------------------
+
+def _result_type(*xs):
+    return np.result_type(*[x.dtype if isinstance(x, Array) else x for x in xs])
+
+
+def _can_cast(from_, to, casting="safe"):
+    return np.can_cast(from_.dtype if isinstance(from_, Array) else from_, to, casting)
+
+
+# NumPy functions that only read metadata (answered without evaluating)
+_METADATA = {
+    "shape": lambda a: a.shape if isinstance(a, Array) else np.shape(a),
+    "ndim": lambda a: a.ndim if isinstance(a, Array) else np.ndim(a),
+    "size": lambda a, axis=None: (a.size if axis is None else a.shape[axis])
+    if isinstance(a, Array) else np.size(a, axis),
+    "result_type": _result_type,
+    "can_cast": _can_cast,
+    "iscomplexobj": lambda x: False,
+    "isrealobj": lambda x: True,
+    "copy": lambda a, order="K", subok=False: a,
+    "asanyarray": lambda a, dtype=None, order=None, **kw: a if dtype is None else a.astype(dtype),
+}
+
+
+def numpy_implementation(func):
+    """The polyarray function that implements NumPy's ``func``, or None."""
+    name = getattr(func, "__name__", None)
+    module = getattr(func, "__module__", "") or ""
+    if module.startswith("numpy.linalg"):
+        namespace = getattr(_pa(), "linalg", None)
+    elif module in ("numpy", "numpy._core.fromnumeric", "numpy._core.numeric",
+                    "numpy._core.multiarray") or module.startswith("numpy._core") \
+            or module.startswith("numpy.lib"):
+        if name in _METADATA:
+            return _METADATA[name]
+        namespace = _pa()
+    else:
+        return None
+    impl = getattr(namespace, name, None) if namespace is not None else None
+    if impl is None or impl is func or isinstance(impl, type) or not callable(impl):
+        return None
+    return impl
+
+
+def _array_function(self, func, types, args, kwargs):
+    if any(not issubclass(t, (Array, np.ndarray)) for t in types):
+        return NotImplemented
+    impl = numpy_implementation(func)
+    if impl is None:
+        name = f"{func.__module__.split('._')[0]}.{func.__name__}"
+        raise TypeError(f"{name} is not supported on polyarray arrays (it has no polyarray "
+                        "implementation); docs/numpy_differences.md lists what is")
+    if "out" in kwargs:
+        _no_out(kwargs.pop("out"), f"numpy.{func.__name__}")
+    return impl(*args, **kwargs)
+
+
+# -- the array API's attributes --------------------------------------------------
+
+class Device:
+    """Where a lazy array is computed: a target, chosen when it is evaluated
+    (``pa.target(...)`` / ``pa.compile(target=...)``)."""
+    __slots__ = ("target",)
+
+    def __init__(self, target):
+        self.target = str(target)
+
+    def __eq__(self, other):
+        return isinstance(other, Device) and other.target == self.target
+
+    def __hash__(self):
+        return hash(("polyarray.Device", self.target))
+
+    def __repr__(self):
+        return f"Device({self.target!r})"
+
+
+def _device(self):
+    return Device(get_default_target())
+
+
+def _to_device(self, device, /, *, stream=None):
+    target = device.target if isinstance(device, Device) else device
+    if target != get_default_target():
+        raise ValueError(f"a lazy array is computed on the target it is evaluated on; "
+                         f"to compute on {target!r}, evaluate inside "
+                         f"`with pa.target({target!r}):` or compile with target={target!r}")
+    return self
+
+
+def _array_namespace(self, /, *, api_version=None):
+    if api_version not in (None, "2021.12", "2022.12", "2023.12"):
+        raise ValueError(f"unsupported array API version {api_version!r}; polyarray "
+                         "implements 2023.12")
+    return _pa()
+
+
+def _dlpack_device(self):
+    from polyarray.targets import foreign
+    if get_default_target() == "cuda":
+        return (foreign.CUDA, 0)
+    return (foreign.CPU, 0)
+
+
+def _dlpack(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+    target = get_default_target()
+    concrete(self, "__dlpack__")        # the clear error for unbound placeholders
+    if target == "cuda":
+        result = _compile(self, target="cuda", out="device")()
+    else:
+        result = np.asarray(_compile(self, target=target)())
+    kwargs = {"stream": stream} if stream is not None else {}
+    return result.__dlpack__(**kwargs)
+
+
+def _m_t(self):
+    return _pa().matrix_transpose(self)
+
+
+_HOOKS = {
+    "__array_ufunc__": _array_ufunc, "__array_function__": _array_function,
+    "__array__": _array, "__bool__": _bool, "__float__": _float, "__int__": _int,
+    "__complex__": _complex, "__index__": _index, "item": _item, "tolist": _tolist,
+    "__array_namespace__": _array_namespace, "__dlpack__": _dlpack,
+    "__dlpack_device__": _dlpack_device, "to_device": _to_device,
+    "device": property(_device), "mT": property(_m_t),
+}
+for _name, _hook in _HOOKS.items():
+    setattr(Array, _name, _hook)
+del _name, _hook
+
+
+# -- choosing a namespace from arguments ----------------------------------------
+
+def get_array_module(*args):
+    """``polyarray`` if any argument is a polyarray array, else ``numpy``
+    (CuPy's ``get_array_module``), so generic code can write ``xp.exp(x)``."""
+    return _pa() if any(isinstance(a, Array) for a in args) else np
+
+
+def array_namespace(*arrays):
+    """The array API's choice: ``polyarray`` for polyarray arrays (mixed
+    with NumPy ones or not), ``numpy`` for NumPy arrays only."""
+    if not arrays:
+        raise TypeError("array_namespace() needs at least one array")
+    return get_array_module(*arrays)
+
+
+class ArrayNamespaceInfo:
+    """``pa.__array_namespace_info__()``: what this namespace supports."""
+
+    def capabilities(self):
+        # boolean masks need concrete data; output shapes that depend on
+        # values (unique, nonzero) are computed eagerly
+        return {"boolean indexing": False, "data-dependent shapes": False,
+                "max dimensions": None}
+
+    def default_device(self):
+        return Device(get_default_target())
+
+    def devices(self):
+        from polyarray import targets
+        return [Device(t) for t in targets.available_targets()]
+
+    def default_dtypes(self, *, device=None):
+        return {"real floating": np.dtype(np.float64), "complex floating": None,
+                "integral": np.dtype(np.int64), "indexing": np.dtype(np.int64)}
+
+    def dtypes(self, *, device=None, kind=None):
+        groups = {"bool": ["bool"],
+                  "signed integer": ["int8", "int16", "int32", "int64"],
+                  "unsigned integer": ["uint8", "uint16", "uint32", "uint64"],
+                  "real floating": ["float32", "float64"], "complex floating": []}
+        groups["integral"] = groups["signed integer"] + groups["unsigned integer"]
+        groups["numeric"] = groups["integral"] + groups["real floating"]
+        kinds = [kind] if isinstance(kind, str) or kind is None else list(kind)
+        names = []
+        for k in kinds:
+            names += (groups["bool"] + groups["numeric"]) if k is None else groups[k]
+        return {n: np.dtype(n) for n in names}
+
+
+def array_namespace_info():
+    return ArrayNamespaceInfo()

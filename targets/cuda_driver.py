@@ -1,0 +1,59 @@
+"""The CUDA driver, shared by the CUDA target's modules: pycuda imported
+lazily (through ``pycuda.autoprimaryctx``, so that CuPy, PyTorch and JAX
+share the primary context), the memory pool, and the device's ordinal."""
+from __future__ import annotations
+
+from .deferred_checks import DeferredChecks
+
+# the CUDA target's device-result calls whose check flags are unread
+DEFERRED = DeferredChecks()
+
+STATE = {}
+
+
+def driver():
+    """(driver module, device), or TargetUnavailableError saying why not."""
+    from . import TargetUnavailableError as Unavailable
+    if "error" in STATE:
+        raise Unavailable(f"CUDA is unavailable: {STATE['error']}")
+    if "drv" not in STATE:
+        try:
+            import pycuda.driver as drv
+        except ImportError as e:
+            # say what is missing: the GPU, or (where there is one) pycuda
+            import glob
+            gpu = glob.glob("/proc/driver/nvidia/gpus/*") or glob.glob("/dev/nvidia[0-9]*")
+            STATE["error"] = (f"pycuda is not installed ({e}) although this machine has "
+                               "an NVIDIA GPU: pip install 'polyarray[cuda]'" if gpu
+                               else "no CUDA GPU on this machine")
+            raise Unavailable(f"CUDA is unavailable: {STATE['error']}") from None
+        try:
+            drv.init()
+            if drv.Device.count() == 0:
+                raise RuntimeError("no CUDA device")
+            import pycuda.autoprimaryctx  # noqa: F401
+        except Exception as e:      # noqa: BLE001  (driver missing, no GPU, ...)
+            STATE["error"] = f"no usable CUDA GPU ({str(e).splitlines()[0]})"
+            raise Unavailable(f"CUDA is unavailable: {STATE['error']}") from None
+        STATE["drv"] = drv
+        STATE["device"] = drv.Context.get_device()
+    return STATE["drv"], STATE["device"]
+
+
+def pool():
+    if "pool" not in STATE:
+        import pycuda.driver as drv
+        import pycuda.tools
+        from .poison import poisoned
+        STATE["pool"] = poisoned(pycuda.tools.DeviceMemoryPool(),
+                                  lambda buf, n: drv.memset_d8(int(buf), 0xFF, n))
+    return STATE["pool"]
+
+
+def device_ordinal() -> int:
+    """The CUDA device ordinal of the context polyarray runs in."""
+    if "ordinal" not in STATE:
+        drv, dev = driver()
+        STATE["ordinal"] = next((i for i in range(drv.Device.count())
+                                 if drv.Device(i).pci_bus_id() == dev.pci_bus_id()), 0)
+    return STATE["ordinal"]

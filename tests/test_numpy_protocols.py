@@ -1,0 +1,128 @@
+"""NumPy code unchanged (issue 16): NumPy's functions, ufuncs and operators
+build lazy nodes on polyarray arrays; concrete expressions evaluate eagerly
+as one program; nothing ever becomes an object array."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polyarray as pa
+from helpers import assert_same, random_array
+
+
+def _check(target, build, *inputs):
+    """``build`` run on NumPy arrays and on placeholders (compiled for
+    ``target``) gives the same results."""
+    rng = np.random.default_rng(0)
+    values = [random_array(rng, shape, dtype) for shape, dtype in inputs]
+    names = [f"in{k}" for k in range(len(inputs))]
+    lazy = [pa.placeholder(n, v.shape, v.dtype) for n, v in zip(names, values)]
+    outs = build(*lazy)
+    outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+    assert all(isinstance(o, pa.Array) for o in outs), [type(o) for o in outs]
+    got = pa.compile(outs, target=target)(**dict(zip(names, values)))
+    expect = build(*values)
+    expect = list(expect) if isinstance(expect, (tuple, list)) else [expect]
+    for g, e in zip(got, expect):
+        assert_same(g, np.asarray(e))
+
+
+F32 = ((5, 3), np.float32)
+
+
+def test_numpy_functions_and_ufuncs_build_nodes(target):
+    _check(target, lambda x, y: (
+        np.exp(x), np.sum(x, axis=0), np.mean(x), np.where(x > 0, x, 0), np.dot(x, y.T),
+        np.concatenate([x, y]), np.maximum(x, 0.5), np.add.reduce(x, axis=1),
+        np.multiply.outer(x[:, 0], y[0]), np.transpose(x), np.reshape(x, (15,)),
+        np.stack([x, y], axis=1), np.clip(x, -1, 1), np.sqrt(np.abs(x)), np.var(x, axis=1),
+        np.argmax(x, axis=0), np.einsum("ij,kj->ik", x, y), np.matmul(x, y.T),
+        np.exp(x, dtype=np.float64), np.tensordot(x, y, axes=([0], [0]))),
+        F32, F32)
+
+
+def test_mixed_ndarray_operands_build_nodes(target):
+    c = np.linspace(-1, 1, 3).astype(np.float32)
+    _check(target, lambda x: (c + x, c * x, c @ x.T, c > x, np.float32(2) * x, x ** 2,
+                              2.0 ** x, c - x, x == c), F32)
+
+
+def test_int_and_bool_dtypes_follow_numpy(target):
+    _check(target, lambda a, m: (np.sum(a, axis=0), np.bitwise_and(a, 6), a // 3,
+                                 np.logical_not(m), np.any(m, axis=1), np.where(m, a, -a),
+                                 np.left_shift(a, 1) if hasattr(pa, "left_shift") else a),
+           ((4, 6), np.int8), ((4, 6), np.bool_))
+
+
+def test_unsupported_numpy_functions_raise_naming_them():
+    x = pa.placeholder("x", (4,), np.float32)
+    with pytest.raises(TypeError, match=r"numpy.fft.fft is not supported"):
+        np.fft.fft(x)
+    with pytest.raises(TypeError, match=r"numpy.gcd is not supported by polyarray"):
+        np.gcd(x.astype(np.int32), 3)
+    with pytest.raises(NotImplementedError, match="immutable"):
+        np.exp(x, out=np.empty(4, np.float32))
+    with pytest.raises(NotImplementedError, match="immutable"):
+        np.sum(x, out=np.empty((), np.float32))
+
+
+def test_no_object_arrays_ever():
+    x = pa.placeholder("x", (5, 3), np.float32)
+    for fn in (lambda: np.asarray(x), lambda: np.array([x, x]), lambda: float(x[0, 0]),
+               lambda: int(x.sum()), lambda: x.tolist(), lambda: x.item(0)):
+        with pytest.raises(pa.LazyValueError, match=r"placeholder\(s\) x"):
+            fn()
+    with pytest.raises(ValueError, match="copy"):
+        np.asarray(pa.asarray(np.ones(3)), copy=False)
+
+
+def test_concrete_expressions_evaluate_as_one_program():
+    data = np.arange(300 * 300, dtype=np.float64).reshape(300, 300)
+    a = pa.array(data)
+    got = np.asarray(a * 2)
+    assert got.dtype == np.float64 and got.shape == (300, 300)
+    np.testing.assert_array_equal(got, data * 2)
+    assert float(a.sum()) == data.sum() and int(a[1, 2]) == 302
+    assert bool((a > -1).all()) is True
+    assert a[0, :3].tolist() == [0.0, 1.0, 2.0] and a.item(5) == 5.0
+    assert list(range(10))[pa.array(np.int64(3))] == 3
+    with pytest.raises(TypeError, match="integer"):
+        [0][pa.array(1.5)]
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(a > 0)
+
+
+def test_metadata_functions_do_not_evaluate():
+    x = pa.placeholder("x", (5, 3), np.float32)
+    assert np.shape(x) == (5, 3) and np.ndim(x) == 2 and np.size(x) == 15
+    assert np.result_type(x, np.float64) == np.float64
+    assert np.copy(x) is x
+
+
+def test_array_api_attributes(target):
+    x = pa.placeholder("x", (2, 3, 4), np.float32)
+    assert x.mT.shape == (2, 4, 3)
+    assert x.__array_namespace__() is pa
+    with pytest.raises(ValueError, match="2023.12"):
+        x.__array_namespace__(api_version="2099.01")
+    with pa.target(target):
+        assert x.device == pa.Device(target) and x.to_device(x.device) is x
+    assert pa.__array_api_version__ == "2023.12"
+    info = pa.__array_namespace_info__()
+    assert info.default_dtypes()["real floating"] == np.float64
+    assert "float32" in info.dtypes() and "uint8" in info.dtypes(kind="integral")
+    assert pa.get_array_module(x, np.ones(2)) is pa and pa.get_array_module(np.ones(2)) is np
+    assert pa.array_namespace(np.ones(2), x) is pa
+
+
+def test_dlpack_of_a_concrete_expression_on_the_host():
+    with pa.target("numpy"):
+        got = np.from_dlpack(pa.array(np.arange(4.0)) * 3)
+    np.testing.assert_array_equal(got, np.arange(4.0) * 3)
+
+
+def test_repr_reads_as_written():
+    x = pa.placeholder("x", (3,), np.float32)
+    assert repr(pa.arange(5) + 1).endswith("expr=(arange(0, 5, 1) + 1))")
+    assert repr(x + 0.1).endswith("expr=(x + 0.1))")           # float32 digits
+    assert repr(pa.full(2, np.float32(0.1))).endswith("expr=full(0.1))")
