@@ -115,6 +115,9 @@ class Lowered:
     index_dtype: str = "int32"
     checks: tuple = ()             # run-time checks, by slot of the error buffer
     translation_unit: object = field(default=None, repr=False)
+    # seconds per stage of the lowering (plan, kernels, codegen), for the log;
+    # None in a disk-cache entry
+    stages: dict = field(default=None, repr=False, compare=False)
 
 
 def index_dtype_for(order):
@@ -127,18 +130,20 @@ def data_nodes(order):
 
 
 def without_loopy_caches(fn):
-    """Run ``fn`` with loopy's disk caches off.  polyarray caches whole
-    programs under its own keys (``program_key``); loopy's keys
-    (``LoopyKeyBuilder``) hash ``np.uint64(0)``, ``np.float64(0)`` and ``0``
-    alike, so a kernel that differs from a cached one only in a constant's
-    type got the cached kernel's code (a uint64 product rounded through
-    double: fuzzer seeds 85 and 167 of session 8)."""
+    """Run ``fn`` with loopy's disk caches off, and the warnings of loopy
+    and islpy logged (``logs.routed_warnings``), not shown to users.
+    polyarray caches whole programs under its own keys (``program_key``);
+    loopy's keys (``LoopyKeyBuilder``) hash ``np.uint64(0)``,
+    ``np.float64(0)`` and ``0`` alike, so a kernel that differs from a cached
+    one only in a constant's type got the cached kernel's code (a uint64
+    product rounded through double: fuzzer seeds 85 and 167 of session 8)."""
     from functools import wraps
 
     @wraps(fn)
     def run(*args, **kwargs):
         import loopy as lp
-        with lp.CacheMode(False):
+        from .logs import routed_warnings
+        with lp.CacheMode(False), routed_warnings(log, "lowering"):
             return fn(*args, **kwargs)
     return run
 
@@ -162,11 +167,14 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     from polyarray.codegen.dtype_checks import check_device_dtypes
     from .passes import make_plan
 
+    from time import perf_counter as clock
+    t0 = clock()
     check_device_dtypes(outputs)        # float16: a clear error before loopy (cache hits
     #                                     never get here: they were checked when lowered)
     # the CUDA target alone can emit the FP64 tensor cores' mma (inline PTX)
     device = Device(cpu, max_work_group, fp64_mma=isinstance(target, lp.CudaTarget))
     plan = make_plan(outputs, device)
+    stages = {"plan": clock() - t0}     # seconds, logged by the target (logs.log_duration)
     order = plan.order
     idx_dt = index_dtype_for(order)
     buffers, specs, inputs, data = {}, {}, {}, {}
@@ -202,6 +210,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     ngroups = sum(1 for g in plan.groups if g.size > 0)
     if ngroups > 4:
         log.info("polyarray: lowering %d kernels", ngroups)
+    t0 = clock()
     for gi, g in enumerate(plan.groups):
         if g.size == 0:
             continue
@@ -221,6 +230,8 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
         if name not in specs:
             specs[name] = BufferSpec(size, sdt, (size,), sdt, "temp")
 
+    stages["kernels"] = clock() - t0         # policy, forms, schedules
+    t0 = clock()
     kernels, tu, source = [], None, ""
     if asm.kernels:
         if len(asm.kernels) > 4:
@@ -258,8 +269,9 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
                                          "errors")
     used = {a for k in kernels for a in k.args}     # fused row reductions need no buffer
     specs = {n: b for n, b in specs.items() if b.role != "temp" or n in used}
+    stages["codegen"] = clock() - t0        # loopy: merge, preprocess, generate code
     return Lowered(source, kernels, specs, inputs, data, out_names, idx_dt.name,
-                   tuple(plan.checks), tu)
+                   tuple(plan.checks), tu, stages)
 
 
 def _names_comment(inputs):

@@ -18,6 +18,7 @@ import loopy as lp
 from loopy.kernel.instruction import make_assignment
 
 from polyarray.codegen.ir import nodes as N
+from polyarray.codegen.ir.expr import binding_reads
 from polyarray.codegen.ir.mapper import Mapper
 from .cfuncs import BOOL, U8, lower_call, special_constant, storage_dtype
 from .checks import checked_call
@@ -290,8 +291,8 @@ IDENTITY = {"sum": 0, "prod": 1, "any": 0, "all": 1}
 def _reads(parent, child):
     """How many times ``parent``'s definition reads ``child``."""
     if isinstance(parent, N.IndexLambda):
-        return sum(repr(parent.expr).count(f"Variable('{name}')")
-                   for name, c in parent.bindings if c is child)
+        reads = binding_reads(parent.expr)
+        return sum(len(reads.get(name, ())) for name, c in parent.bindings if c is child)
     return 1
 
 

@@ -111,6 +111,15 @@ CPU_MATMUL_VECTORS = 2
 CPU_MATMUL_WORK = 1 << 15
 MAX_INLINE = 400        # a reduction body inlining more nodes than this is materialized
 MAX_INLINE_DEPTH = 40   # ... or one deeper than this (code blow-up guard)
+# A computing node whose expression its readers' kernels would hold more than this many
+# times (read at several index maps: x[i] and x[i ^ j]) gets a buffer
+# (passes/materialize.py).  Without it, a chain of such reads grows geometrically: 8
+# stages that each read the last one at two permuted places were 22 KB of OpenCL in one
+# kernel, 20 stages would be ~90 MB; with it, 20 stages are 10 kernels and 4.4 KB.  8 is
+# not measured: a value recomputed a few times from cached reads should cost less than a
+# store, a reload and a launch.  (A node that gathers is a buffer as soon as it is read
+# at two gathered places: the levels of pa.sort)
+MAX_INLINE_COPIES = 8
 # A reduction over at most this many values whose result only feeds other
 # reductions (through elementwise work of its own size) is not a kernel: its
 # terms are unrolled into the reading reduction's body, in registers, so
@@ -135,5 +144,6 @@ __all__ = ["WG", "ELEMENTWISE_ILP", "ILP_MIN_GROUPS", "MANY_OUTPUTS", "FILL_THRE
            "MATMUL_VECTOR", "MATMUL_VECTOR_8", "MMA_BIG", "MMA_SMALL", "MMA_DEPTH",
            "MMA_MIN", "GROUP_ROW", "ROW_GROUP", "ROW_UNROLL", "ROW_FUSE_MAX",
            "CPU_VECTOR_BYTES", "CPU_MATMUL_ROWS", "CPU_MATMUL_VECTORS",
-           "CPU_MATMUL_WORK", "MAX_INLINE", "MAX_INLINE_DEPTH", "INLINE_REDUCTION_MAX",
+           "CPU_MATMUL_WORK", "MAX_INLINE", "MAX_INLINE_DEPTH", "MAX_INLINE_COPIES",
+           "INLINE_REDUCTION_MAX",
            "HEAVY_TERMS"]

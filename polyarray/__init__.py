@@ -7,7 +7,13 @@
 >>> y.shape, y.dtype
 ((3,), dtype('float32'))
 """
+import logging as _logging
 import os as _os
+
+# polyarray logs through "polyarray" and its children (polyarray.codegen.logs
+# says what and at which level), and adds no handler but this one: nothing
+# is printed unless the application configures logging
+_logging.getLogger("polyarray").addHandler(_logging.NullHandler())
 
 # Installed, codegen/ and targets/ are the subpackages polyarray.codegen and
 # polyarray.targets (setup.py's package_dir).  In a source tree that is not
@@ -40,14 +46,31 @@ from .api import (sum, prod, mean, max, min, amax, amin, any, all, var,
 from .api import dot, matmul, vdot, inner, outer, tensordot, einsum
 from .api import (reshape, transpose, permute_dims, matrix_transpose,
                   broadcast_to, broadcast_arrays, expand_dims, squeeze,
-                  concatenate, stack, flip, moveaxis, swapaxes, ravel)
+                  concatenate, concat, stack, flip, moveaxis, swapaxes, ravel)
 from .api import NonConcreteBooleanIndexError, take
+from .api_more import (signbit, deg2rad, rad2deg, radians, degrees, reciprocal,  # noqa: F401
+                       cbrt, exp2, hypot, copysign, logaddexp, fmax, fmin, heaviside,
+                       float_power, left_shift, right_shift, bitwise_left_shift,
+                       bitwise_right_shift, nan_to_num, isclose, allclose)
+from .api_more import (atleast_1d, atleast_2d, atleast_3d, hstack, vstack, dstack,  # noqa: F401
+                       column_stack, unstack, meshgrid, tile, repeat, kron, roll, diff,
+                       pad, take_along_axis, diag, diagonal, trace, tril, triu, cross,
+                       vecdot)
+from .api_more import (nansum, nanprod, nanmax, nanmin, nanmean, ptp, average,  # noqa: F401
+                       count_nonzero, nonzero, argwhere, flatnonzero, unique,
+                       unique_values, unique_counts, unique_inverse, unique_all)
+from .api_more import result_type, can_cast, finfo, iinfo, isdtype   # noqa: F401
+from .ops.eager import LazyValueError, ConcretizationError     # noqa: F401
+from . import linalg                           # noqa: F401  (the public namespace)
+from .sorting import (sort, argsort, searchsorted, cumsum, cumprod, cumulative_sum,
+                      cumulative_prod)
 from .program import (Program, compile, set_default_target, get_default_target,
                       target)
 from .show import show, format_dag
-from .protocols import (LazyValueError, Device, get_array_module, array_namespace,  # noqa: E402
+from .protocols import (Device, get_array_module, array_namespace,  # noqa: E402
                         array_namespace_info as __array_namespace_info__)
 from .jit import jit, Jitted                    # noqa: E402
+from .environment import print_environment_info
 
 from polyarray.codegen.schedule import ScheduleError   # noqa: E402
 from . import schedules, testing                # noqa: E402,F401
@@ -55,6 +78,12 @@ from . import schedules, testing                # noqa: E402,F401
 newaxis = None
 __version__ = "0.1.0"
 __array_api_version__ = "2023.12"
+
+# the array API's spellings beside NumPy's
+acos, acosh, asin, asinh = arccos, arccosh, arcsin, arcsinh
+atan, atan2, atanh = arctan, arctan2, arctanh
+bitwise_invert = invert
+pow = power     # noqa: A001
 
 
 def memory_stats(target=None) -> dict:
@@ -68,3 +97,8 @@ def available_targets():
     """Targets that can run on this machine, best first."""
     from polyarray import targets
     return targets.available_targets()
+
+
+# last: ``bool`` is the array API's name for NumPy's bool dtype, and would
+# shadow the builtin in anything above that this module ran
+bool = bool_    # noqa: A001

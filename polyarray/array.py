@@ -14,7 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from .codegen.ir import nodes as N
-from .ops import elementwise, indexing, linalg, reductions, shapes
+from .ops import arrange, eager, elementwise, indexing, linalg, matrices, ordering
+from .ops import reductions, scans, shapes, ufuncs
+from .ops.axes import no_out
+from .ops.reductions import NoValue
 
 
 def node_of(x):
@@ -133,14 +136,30 @@ class Array:
     def __invert__(self):
         return Array(elementwise.apply_ufunc("invert", self._node))
 
+    def __lshift__(self, other):
+        return Array(ufuncs.left_shift(self._node, node_of(other)))
+
+    def __rlshift__(self, other):
+        return Array(ufuncs.left_shift(node_of(other), self._node))
+
+    def __rshift__(self, other):
+        return Array(ufuncs.right_shift(self._node, node_of(other)))
+
+    def __rrshift__(self, other):
+        return Array(ufuncs.right_shift(node_of(other), self._node))
+
     def __matmul__(self, other):
         return Array(linalg.matmul(self._node, node_of(other)))
 
     def __rmatmul__(self, other):
         return Array(linalg.matmul(node_of(other), self._node))
 
-    # -- methods mirroring ndarray ---------------------------------------
-    def astype(self, dtype):
+    # -- methods mirroring ndarray (NumPy's signatures; ``out`` must be None)
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        """``copy`` is accepted: a lazy array is never written in place."""
+        if not np.can_cast(self.dtype, dtype, casting):
+            raise TypeError(f"Cannot cast array data from {self.dtype!r} to "
+                            f"{np.dtype(dtype)!r} according to the rule {casting!r}")
         return Array(elementwise.astype(self._node, dtype))
 
     def __getitem__(self, key):
@@ -151,18 +170,23 @@ class Array:
     def T(self):
         return Array(shapes.transpose(self._node))
 
+    @property
+    def mT(self):
+        return Array(shapes.matrix_transpose(self._node))
+
     def transpose(self, *axes):
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
             axes = axes[0]
         return Array(shapes.transpose(self._node, axes or None))
 
-    def reshape(self, *shape, order="C"):
+    def reshape(self, *shape, order="C", copy=None):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
-        return Array(shapes.reshape(self._node, tuple(shape), order=order))
+        return Array(shapes.reshape(self._node, tuple(shape),
+                                    order="C" if order == "A" else order))
 
-    def ravel(self):
-        return Array(shapes.ravel(self._node))
+    def ravel(self, order="C"):
+        return Array(shapes.ravel(self._node, order))
 
     flatten = ravel
 
@@ -172,29 +196,101 @@ class Array:
     def swapaxes(self, axis1, axis2):
         return Array(shapes.swapaxes(self._node, axis1, axis2))
 
-    def clip(self, min=None, max=None):
+    def clip(self, min=None, max=None, out=None, **kwargs):    # noqa: A002
+        no_out(out, "clip")
+        if kwargs:
+            raise TypeError(f"clip: unsupported keyword arguments {sorted(kwargs)}")
         return _same_or_new(self, elementwise.clip(self._node, node_of(min), node_of(max)))
 
-    def round(self, decimals=0):
+    def round(self, decimals=0, out=None):
+        no_out(out, "round")
         return _same_or_new(self, elementwise.round(self._node, decimals))
 
-    def _red(name):
-        def method(self, axis=None, keepdims=False, **kw):
-            return Array(getattr(reductions, name)(self._node, axis=axis, keepdims=keepdims,
-                                                   **kw))
-        method.__name__ = name
-        return method
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue,
+            where=True):
+        no_out(out, "sum")
+        return Array(reductions.sum(self._node, axis, dtype, keepdims, initial,
+                                    node_of(where)))
 
-    sum, prod, mean = _red("sum"), _red("prod"), _red("mean")
-    max, min, any, all = _red("max"), _red("min"), _red("any"), _red("all")
-    var, std = _red("var"), _red("std")
-    del _red
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue,
+             where=True):
+        no_out(out, "prod")
+        return Array(reductions.prod(self._node, axis, dtype, keepdims, initial,
+                                     node_of(where)))
 
-    def argmax(self, axis=None):
-        return Array(reductions.argmax(self._node, axis))
+    def max(self, axis=None, out=None, keepdims=False, initial=NoValue, where=True):
+        no_out(out, "max")
+        return Array(reductions.max(self._node, axis, keepdims, initial, node_of(where)))
 
-    def argmin(self, axis=None):
-        return Array(reductions.argmin(self._node, axis))
+    def min(self, axis=None, out=None, keepdims=False, initial=NoValue, where=True):
+        no_out(out, "min")
+        return Array(reductions.min(self._node, axis, keepdims, initial, node_of(where)))
 
-    def dot(self, other):
-        return Array(linalg.dot(self._node, node_of(other)))
+    def any(self, axis=None, out=None, keepdims=False, *, where=True):
+        no_out(out, "any")
+        return Array(reductions.any(self._node, axis, keepdims, node_of(where)))
+
+    def all(self, axis=None, out=None, keepdims=False, *, where=True):
+        no_out(out, "all")
+        return Array(reductions.all(self._node, axis, keepdims, node_of(where)))
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+        no_out(out, "mean")
+        return Array(reductions.mean(self._node, axis, dtype, keepdims, node_of(where)))
+
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+            correction=NoValue):
+        no_out(out, "var")
+        return Array(reductions.var(self._node, axis, dtype, ddof, keepdims, node_of(where),
+                                    correction))
+
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+            correction=NoValue):
+        no_out(out, "std")
+        return Array(reductions.std(self._node, axis, dtype, ddof, keepdims, node_of(where),
+                                    correction))
+
+    def argmax(self, axis=None, out=None, *, keepdims=False):
+        no_out(out, "argmax")
+        return Array(reductions.argmax(self._node, axis, keepdims))
+
+    def argmin(self, axis=None, out=None, *, keepdims=False):
+        no_out(out, "argmin")
+        return Array(reductions.argmin(self._node, axis, keepdims))
+
+    def dot(self, b, out=None):
+        no_out(out, "dot")
+        return Array(linalg.dot(self._node, node_of(b)))
+
+    def take(self, indices, axis=None, out=None, mode="raise"):
+        no_out(out, "take")
+        return Array(indexing.take(self._node, node_of(indices), axis, mode))
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        return Array(matrices.diagonal(self._node, offset, axis1, axis2))
+
+    def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+        no_out(out, "trace")
+        return Array(matrices.trace(self._node, offset, axis1, axis2, dtype))
+
+    def repeat(self, repeats, axis=None):
+        return Array(arrange.repeat(self._node, node_of(repeats), axis))
+
+    def nonzero(self):
+        """Eager, as ``pa.nonzero`` (the result's shape depends on the values)."""
+        values = eager.concrete(self._node, "nonzero", lambda n: Array(n).evaluate())
+        return tuple(Array(n) for n in eager.nonzero(values))
+
+    def sort(self, axis=-1, kind=None, order=None, *, stable=None):
+        """NumPy's ``ndarray.sort`` sorts in place; polyarray arrays are immutable."""
+        raise TypeError("polyarray arrays are immutable, so Array.sort cannot sort in "
+                        "place: use pa.sort(x, axis=...), which returns a sorted array")
+
+    def argsort(self, axis=-1, kind=None, order=None, *, stable=None):
+        return Array(ordering.argsort(self._node, axis, kind, order, stable=stable))
+
+    def cumsum(self, axis=None, dtype=None, out=None):
+        return Array(scans.cumsum(self._node, axis, dtype, out))
+
+    def cumprod(self, axis=None, dtype=None, out=None):
+        return Array(scans.cumprod(self._node, axis, dtype, out))

@@ -182,14 +182,16 @@ class Program:
         steps = self.schedule[kernel_name] + (Transform(fn),)
         return self.with_schedule({kernel_name: steps})
 
-    def tune(self, candidates=None, budget_s=30.0, repeat=10, log=print):
+    def tune(self, candidates=None, budget_s=30.0, repeat=10, log=None, progress=None):
         """Time candidate schedules of each kernel on the device and return
         the program with the fastest correct ones, within ``budget_s``
         seconds (None: no limit); later compiles of this DAG on this device
-        use them (see ``polyarray.tuning``)."""
+        use them (see ``polyarray.tuning``).  Progress goes to the
+        ``polyarray.tune`` logger (or ``log(line)``, e.g. ``log=print``),
+        and to a tqdm bar in a terminal (``progress=True``: always)."""
         from .tuning import tune_program
         return tune_program(self, candidates=candidates, budget_s=budget_s, repeat=repeat,
-                            log=log)
+                            log=log, progress=progress)
 
     def tuning_report(self) -> str:
         """Every candidate's time from the tuning that produced this program."""

@@ -24,12 +24,9 @@ import numpy as np
 
 from .array import Array
 from .codegen.ir import nodes as N
+from .ops.eager import LazyValueError
 from .program import compile as _compile, get_default_target
 
-
-class LazyValueError(TypeError):
-    """A Python value (``bool``, ``float``, an index, a NumPy array) of an
-    expression whose placeholders are not bound yet."""
 
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -295,17 +292,13 @@ def _dlpack(self, /, *, stream=None, max_version=None, dl_device=None, copy=None
     return result.__dlpack__(**kwargs)
 
 
-def _m_t(self):
-    return _pa().matrix_transpose(self)
-
-
 _HOOKS = {
     "__array_ufunc__": _array_ufunc, "__array_function__": _array_function,
     "__array__": _array, "__bool__": _bool, "__float__": _float, "__int__": _int,
     "__complex__": _complex, "__index__": _index, "item": _item, "tolist": _tolist,
     "__array_namespace__": _array_namespace, "__dlpack__": _dlpack,
     "__dlpack_device__": _dlpack_device, "to_device": _to_device,
-    "device": property(_device), "mT": property(_m_t),
+    "device": property(_device),
 }
 for _name, _hook in _HOOKS.items():
     setattr(Array, _name, _hook)

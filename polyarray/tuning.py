@@ -28,10 +28,17 @@ change kernels) is read by every later ``pa.compile`` of the same DAG for
 the same device (``stored_schedule``): it compiles the tuned schedule, and
 its kernels say ``origin == "tuned"``.  Opt out with ``pa.compile(..., tuned=False)``, or
 for a whole process with ``POLYARRAY_USE_TUNED=0``.
+
+Progress is reported through the ``polyarray.tune`` logger at INFO (or to a
+``log(line)`` callable, e.g. ``log=print``), and as a tqdm bar where tqdm is
+installed (the ``progress`` extra) and stderr is a terminal, or when asked
+(``progress=True``).
 """
 from __future__ import annotations
 
+import logging
 import os
+import sys
 import time
 
 from polyarray.codegen.schedule import ScheduleError, Transform, format_schedule, parse_schedule
@@ -47,6 +54,7 @@ MAX_BATCH = 10          # this many (back-to-back calls hide the launch latency)
 _NO_KERNEL_OPTIONS = ("out", "device", "device_kind")
 
 _CACHE = None
+_LOG = logging.getLogger("polyarray.tune")
 
 
 def _cache():
@@ -123,11 +131,15 @@ def default_candidates(info):
     return [default] + [c for c in out if tuple(c) != default]
 
 
-def tune_program(program, candidates=None, budget_s=DEFAULT_BUDGET_S, repeat=10, log=print):
+def tune_program(program, candidates=None, budget_s=DEFAULT_BUDGET_S, repeat=10, log=None,
+                 progress=None):
     """The tuned program (see the module docstring).  ``candidates``: kernel
-    name -> list of schedules, overriding ``default_candidates``."""
+    name -> list of schedules, overriding ``default_candidates``; ``log``:
+    a callable given each report line (None: the polyarray.tune logger);
+    ``progress``: a tqdm bar (None: where stderr is a terminal)."""
     from polyarray.codegen import program_key
     from polyarray.targets.cache import code_version, key_digest
+    log = _LOG.info if log is None else log
     if program.target_name == "numpy":
         raise ScheduleError("the numpy target runs no kernels: nothing to tune")
     t_start = time.perf_counter()
@@ -152,20 +164,25 @@ def tune_program(program, candidates=None, budget_s=DEFAULT_BUDGET_S, repeat=10,
     todo = [t for t in todo if len(t[2]) > 1]
     end = None if budget_s is None else t_start + budget_s
     skipped = 0
-    for left, (kname, info, cands) in zip(range(len(todo), 0, -1), todo):
-        now = time.perf_counter()
-        deadline = None if end is None else now + max(0.0, end - now) / left
-        rows, complete = _tune_kernel(run, best, kname, [tuple(c) for c in cands], deadline,
-                                      repeat, log)
-        report["complete"] &= complete
-        skipped += sum(status == SKIPPED for _, status in rows.values())
-        timed = [(t, s) for s, (t, status) in rows.items() if status == "ok"]   # the last round
-        if timed:
-            s_best = min(timed)[1]
-            best[kname] = parse_schedule(s_best)
-            report["kernels"][kname] = {
-                "candidates": [(s, t, status) for s, (t, status) in rows.items()],
-                "chosen": s_best, "default": format_schedule(info.schedule)}
+    bar = _Progress(sum(len(t[2]) for t in todo), progress)
+    try:
+        for left, (kname, info, cands) in zip(range(len(todo), 0, -1), todo):
+            now = time.perf_counter()
+            deadline = None if end is None else now + max(0.0, end - now) / left
+            rows, complete = _tune_kernel(run, best, kname, [tuple(c) for c in cands],
+                                          deadline, repeat, log, bar)
+            report["complete"] &= complete
+            skipped += sum(status == SKIPPED for _, status in rows.values())
+            # the last round
+            timed = [(t, s) for s, (t, status) in rows.items() if status == "ok"]
+            if timed:
+                s_best = min(timed)[1]
+                best[kname] = parse_schedule(s_best)
+                report["kernels"][kname] = {
+                    "candidates": [(s, t, status) for s, (t, status) in rows.items()],
+                    "chosen": s_best, "default": format_schedule(info.schedule)}
+    finally:
+        bar.close()
     if not report["complete"]:
         log(f"polyarray tune: the budget of {budget_s:g} s was spent after "
             f"{time.perf_counter() - t_start:.1f} s: {skipped} candidates skipped"
@@ -232,13 +249,14 @@ class _Runner:
                            warmup=warmup, min_time=0.0, batch=batch)
 
 
-def _tune_kernel(run, best, kname, cands, deadline, repeat, log):
+def _tune_kernel(run, best, kname, cands, deadline, repeat, log, bar):
     """Check and time ``cands`` for kernel ``kname`` until ``deadline``:
     ``({schedule text: (seconds or None, status)}, whether it finished)``."""
     def spent():
         return deadline is not None and time.perf_counter() > deadline
     rows, progs, batch = {}, {}, {}
     for n, steps in enumerate(cands, 1):
+        bar.step(kname)
         text = format_schedule(steps)
         if text in rows:
             continue
@@ -286,6 +304,40 @@ def _tune_kernel(run, best, kname, cands, deadline, repeat, log):
         if len(alive) <= 2:
             break
     return rows, complete
+
+
+class _Progress:
+    """A tqdm bar over the candidates: where tqdm is installed, and stderr
+    (where tqdm writes) is a terminal or ``progress`` is True."""
+
+    def __init__(self, total, progress):
+        self.bar = None
+        if not total or progress is False or (progress is None and not _terminal()):
+            return
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            if progress:
+                _LOG.warning("polyarray tune: progress=True needs tqdm "
+                             "(pip install 'polyarray[progress]')")
+            return
+        self.bar = tqdm(total=total, desc="polyarray tune", unit="candidate", leave=False)
+
+    def step(self, kernel):
+        if self.bar is not None:
+            self.bar.set_postfix_str(kernel, refresh=False)
+            self.bar.update(1)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):    # replaced or closed
+        return False
 
 
 def format_report(report) -> str:

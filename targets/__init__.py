@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 
+from .base import BuildError  # noqa: F401  (the device compiler refused a program)
+
 # name -> "module:Class"; the order is the preference for the default target
 REGISTRY = {
     "cuda": "polyarray.targets.cuda:CudaTarget",

@@ -9,6 +9,11 @@ the same errors for the same mistakes.
 from __future__ import annotations
 
 
+class BuildError(RuntimeError):
+    """The device compiler refused a generated program; the message holds
+    what the compiler said."""
+
+
 class Executable:
     """A compiled program: ``run(bindings) -> list of outputs``."""
 

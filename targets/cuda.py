@@ -9,7 +9,9 @@ CuPy, PyTorch and JAX share the primary context.
 """
 from __future__ import annotations
 
+import logging
 import sys
+import time
 
 import numpy as np
 
@@ -22,6 +24,13 @@ from .device_common import DeviceExecutable, host_array, lower_or_load, valid_lo
 _CACHE = DiskCache("cuda", valid=valid_lowered_entry)
 _driver, _pool = cuda_driver.driver, cuda_driver.pool
 _STATE = cuda_driver.STATE
+log = logging.getLogger("polyarray.cuda")
+# loopy declares a loop of one iteration as a constant (``int const j_outer
+# = 0;``) that the body may not read (177: declared but never referenced),
+# and the value half of an argmax pair goes to a register nobody reads (550:
+# set but never used).  Both are loopy's codegen and cost nothing; nvcc
+# prints nothing else for our kernels (tests/test_cuda_codegen.py checks it).
+NVCC_OPTIONS = ("-diag-suppress=177,550",)
 
 
 class CudaExecutable(DeviceExecutable):
@@ -36,14 +45,12 @@ class CudaExecutable(DeviceExecutable):
         """First call: build the module (cached per source) and the launch plan."""
         drv, dev = _driver()
         self._drv = drv
-        from pycuda.compiler import SourceModule
         major, minor = dev.compute_capability()
-        options = ["--use_fast_math"] if self.fast_math else []
         key = (self.lowered.source, major, minor, self.fast_math)
         modules = _STATE.setdefault("modules", {})
         if key not in modules and self.lowered.kernels:
-            modules[key] = SourceModule(self.lowered.source, no_extern_c=True,
-                                        options=options, arch=f"sm_{major}{minor}")
+            modules[key] = build_module(self.lowered.source, f"sm_{major}{minor}",
+                                        self.fast_math)
         mod = modules.get(key)
         self.pool = _pool()
         self._fixed = {name: self._upload(arr) for name, arr in self._data_arrays.items()}
@@ -239,6 +246,30 @@ class CudaExecutable(DeviceExecutable):
 
 
 _DEFERRED = cuda_driver.DEFERRED
+
+
+def build_module(source, arch, fast_math=False):
+    """pycuda's ``SourceModule`` of ``source``, quietly: what nvcc prints is
+    logged (pycuda would turn it into a UserWarning), and a failed build
+    raises ``BuildError`` with nvcc's output."""
+    from pycuda.driver import CompileError
+    from polyarray.codegen.logs import log_duration, routed_warnings
+    from .base import BuildError
+    options = [*NVCC_OPTIONS] + (["--use_fast_math"] if fast_math else [])
+    t0 = time.perf_counter()
+    try:
+        with routed_warnings(log, "nvcc", everything=True):
+            from pycuda.compiler import SourceModule
+            module = SourceModule(source, no_extern_c=True, options=options, arch=arch)
+    except CompileError as e:
+        said = "\n".join(s.strip() for s in (getattr(e, "stderr", None),
+                                              getattr(e, "stdout", None)) if s and s.strip())
+        command = " ".join(getattr(e, "command_line", None) or ())
+        raise BuildError(f"nvcc could not compile the generated CUDA source (prog.source)"
+                         + (f"; command: {command}" if command else "")
+                         + f":\n{said or e}") from e
+    log_duration(log, f"built the CUDA module for {arch}", time.perf_counter() - t0)
+    return module
 
 
 def _result_type():

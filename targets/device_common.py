@@ -32,7 +32,7 @@ class CompiledProgram:
 def _strip(lowered):
     """A picklable copy without the loopy objects."""
     kernels = [dataclasses.replace(k, loopy=None) for k in lowered.kernels]
-    return dataclasses.replace(lowered, kernels=kernels, translation_unit=None)
+    return dataclasses.replace(lowered, kernels=kernels, translation_unit=None, stages=None)
 
 
 def valid_lowered_entry(entry) -> bool:
@@ -78,7 +78,7 @@ def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False,
         from polyarray.codegen import lower_program
         lowered = lower_program(outputs, lp_target, cpu=cpu, schedules=schedules,
                                 max_work_group=max_work_group, max_grid=max_grid)
-        handle = build(lowered.source) if (build and lowered.kernels) else None
+        handle = _build(build, lowered, t0)
         return CompiledProgram(lowered, handle, "built", time.perf_counter() - t0)
     hit = _MEMORY.get(key)
     if hit is not None:
@@ -93,12 +93,25 @@ def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False,
                                 max_work_group=max_work_group, max_grid=max_grid)
         origin = "built"
         cache.put(key, {"lowered": _strip(lowered)})
-    handle = build(lowered.source) if (build and lowered.kernels) else None
+    handle = _build(build, lowered, t0, origin)
     compiled = CompiledProgram(lowered, handle, origin, time.perf_counter() - t0)
-    if origin == "built":
-        log.debug("compiled %d kernels in %.3f s", len(lowered.kernels), compiled.seconds)
     _MEMORY[key] = compiled
     return compiled
+
+
+def _build(build, lowered, t0, origin="built"):
+    """``build(lowered.source)`` (None: no build now, or no kernels); logs
+    the compile's stages (``codegen.logs.log_duration``: INFO past a second)."""
+    from polyarray.codegen.logs import log_duration
+    t1 = time.perf_counter()
+    handle = build(lowered.source) if (build and lowered.kernels) else None
+    t2 = time.perf_counter()
+    stages = dict(lowered.stages or {}) if origin == "built" else {"cache": t1 - t0}
+    if handle is not None:
+        stages["device build"] = t2 - t1
+    n = len(lowered.kernels)
+    log_duration(log, f"compiled {n} kernel{'' if n == 1 else 's'} ({origin})", t2 - t0, stages)
+    return handle
 
 
 def clear_memory_cache():

@@ -42,7 +42,7 @@ def _probe(device):
     key = device.int_ptr
     if key not in _CONTEXTS:
         ctx = cl.Context([device])
-        cl.Program(ctx, _PROBE_SRC).build()
+        OpenCLTarget._build(ctx, _PROBE_SRC)
         _CONTEXTS[key] = ctx
     return _CONTEXTS[key]
 
@@ -375,9 +375,21 @@ class OpenCLTarget(Target):
 
     @staticmethod
     def _build(ctx, source):
-        """Build ``source`` (pyopencl caches the binary on disk)."""
+        """Build ``source`` (pyopencl caches the binary on disk).  What the
+        compiler says goes to the log, not to the user: pyopencl's
+        CompilerWarning and the build log (a failed build raises with it)."""
         import pyopencl as cl
+        from polyarray.codegen.logs import routed_warnings
         # pyopencl keeps built binaries in its own disk cache, keyed by source
         # and device, so a second process rebuilds nothing
-        return cl.Program(ctx, source).build()
+        with routed_warnings(log, "the OpenCL build", everything=True):
+            prg = cl.Program(ctx, source).build()
+        for dev in ctx.devices:
+            try:
+                said = prg.get_build_info(dev, cl.program_build_info.LOG) or ""
+            except cl.Error:        # a driver without build logs
+                continue
+            if said.strip():
+                log.debug("the OpenCL compiler on %s said:\n%s", dev.name, said.strip())
+        return prg
 

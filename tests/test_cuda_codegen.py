@@ -1,6 +1,8 @@
 """CUDA without a GPU: for every parity case, generate the CUDA source and
-compile it with ``nvcc -cubin -arch=sm_90``.  A compile error fails the test,
-naming the case and showing its source.
+compile it with ``nvcc -cubin -arch=sm_90`` and the target's flags
+(``targets.cuda.NVCC_OPTIONS``).  A compile error, or anything nvcc prints
+(a warning would reach the user's log), fails the test, naming the case and
+showing its source.
 
 Generating the sources (loopy) costs more than compiling them.  The cases run
 in batches, one test each: one nvcc run per batch (each program in its own C++
@@ -25,6 +27,7 @@ import pytest
 import polyarray as pa
 from helpers import CORE_DTYPES
 from parity_cases import CASES
+from polyarray.targets.cuda import NVCC_OPTIONS
 
 NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA compiler) is not on PATH")
@@ -62,8 +65,16 @@ def _nvcc(source, workdir, name):
     path = os.path.join(workdir, name + ".cu")
     with open(path, "w") as f:
         f.write(source)
-    return subprocess.run([NVCC, "-cubin", "-arch=sm_90", "-o", path + ".cubin", path],
-                          capture_output=True, text=True)
+    return subprocess.run([NVCC, "-cubin", "-arch=sm_90", *NVCC_OPTIONS, "-o", path + ".cubin",
+                           path], capture_output=True, text=True)
+
+
+def _trouble(r):
+    """What is wrong with an nvcc run: it failed, or it printed something
+    (with the target's flags, nvcc says nothing about our kernels)."""
+    said = (r.stdout + r.stderr).strip()
+    return f"nvcc failed:\n{said}" if r.returncode else (f"nvcc printed:\n{said}" if said
+                                                         else None)
 
 
 def _namespaced(k, source):
@@ -86,26 +97,26 @@ def _compile_batch(names, cache_dir):
         if source:
             sources.append((name, source))
     combined = "".join(_namespaced(k, s) for k, (_, s) in enumerate(sources))
-    stamp = cache_dir and os.path.join(
-        cache_dir, hashlib.sha256((NVCC + combined).encode()).hexdigest())
+    stamp = cache_dir and os.path.join(cache_dir, hashlib.sha256(
+        (NVCC + " ".join(NVCC_OPTIONS) + combined).encode()).hexdigest())
     if not sources or (stamp and os.path.exists(stamp)):
         return results
     with tempfile.TemporaryDirectory() as d:
         r = _nvcc(combined, d, "batch")
-        if r.returncode == 0:
+        if _trouble(r) is None:
             if stamp:
                 open(stamp, "w").close()
             return results
         culprits = 0
         for name, source in sources:          # find and show the culprit
-            one = _nvcc(source, d, "one")
-            if one.returncode != 0:
+            trouble = _trouble(_nvcc(source, d, "one"))
+            if trouble:
                 culprits += 1
-                results[name] = f"nvcc failed:\n{one.stderr}\n--- source ---\n{source}"
+                results[name] = f"{trouble}\n--- source ---\n{source}"
         if not culprits:
             for name, _ in sources:
-                results[name] = ("nvcc failed on the combined batch "
-                                 f"{[n for n, _ in sources]} only:\n{r.stderr[:3000]}")
+                results[name] = (f"on the combined batch {[n for n, _ in sources]} only: "
+                                 f"{_trouble(r)[:3000]}")
     return results
 
 
@@ -141,6 +152,40 @@ def compile_batch(request):
 def test_every_parity_case_compiles_with_nvcc(batch, compile_batch):
     failures = {name: why for name, why in compile_batch(batch).items() if why}
     assert not failures, "\n\n".join(f"case {name}: {why}" for name, why in failures.items())
+
+
+@needs_nvcc
+def test_nvcc_prints_nothing_for_the_usual_forms():
+    """The kernel forms at sizes where the GPU policy picks its big forms
+    (elementwise with elements per work-item, a transposed tile, group,
+    two-stage and split-column reductions, fused rows, register-tiled,
+    split-K and float64 tensor-core matmuls, an epilogue, argmax,
+    concatenation, integer reductions): nvcc, with the target's flags,
+    prints nothing, so a build on a GPU logs nothing and warns nothing."""
+    import loopy as lp
+    from polyarray.codegen import lower_program
+    f32 = np.float32
+    x, y = pa.placeholder("x", (300, 5000), f32), pa.placeholder("y", (5000, 700), f32)
+    v, c = pa.placeholder("v", (1 << 20,), f32), pa.placeholder("c", (4096, 64), f32)
+    d, g = pa.placeholder("d", (2048, 256), np.float64), pa.placeholder("g", (2048, 2048), f32)
+    i = pa.placeholder("i", (1000, 33), np.int32)
+    e = pa.exp(x - x.max(axis=1, keepdims=True))
+    programs = [[pa.exp(v) * 2.0 + 1.0, pa.where(v > 0, v, 0.0)], [c.T + 1.0],
+                [x.sum(axis=1), x.sum(axis=0), v.sum(), v.max(), g.sum(axis=1)],
+                [e / e.sum(axis=1, keepdims=True)], [x @ y], [c[:20, :30] @ c[:30, :20]],
+                [d @ d.T], [pa.tanh(x @ y + 1.0)],
+                [pa.argmax(x, axis=1), pa.argmin(v), pa.argmax(i, axis=0)],
+                [pa.concatenate([c, c * 2.0], axis=1), pa.concatenate([v, v])],
+                [i.sum(axis=0), (i * i).sum(axis=1), pa.any(i > 3, axis=1)]]
+    lowered = [lower_program([o.node for o in outs], lp.CudaTarget()) for outs in programs]
+    forms = {k.form for low in lowered for k in low.kernels}
+    assert forms >= {"elementwise", "thread", "group", "two-stage 1", "combine (group)",
+                     "split-columns 1", "combine (thread)", "rows (group)", "tiled matmul",
+                     "mma matmul"}, forms
+    combined = "".join(_namespaced(k, low.source) for k, low in enumerate(lowered))
+    with tempfile.TemporaryDirectory() as tmp:
+        r = _nvcc(combined, tmp, "forms")
+    assert _trouble(r) is None, _trouble(r)
 
 
 def test_cuda_codegen_needs_no_gpu():

@@ -139,7 +139,8 @@ def test_device_choice_by_substring(monkeypatch):
 
 
 _CACHE_SCRIPT = textwrap.dedent("""
-    import json, sys, time, numpy as np, polyarray as pa
+    import json, logging, sys, time, numpy as np, polyarray as pa
+    logging.basicConfig()       # polyarray's warnings (a corrupted entry) on stderr
     from polyarray import codegen
     calls = []
     real = codegen.lower_program

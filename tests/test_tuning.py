@@ -2,6 +2,8 @@
 later compiles of a tuned DAG using the tuning cache (and the opt-outs), and
 candidates from the facts each builder records, for the matmul forms that
 codegen's facts describe (batched, split-K, one buffer read twice)."""
+import logging
+import sys
 import types
 
 import numpy as np
@@ -78,6 +80,41 @@ def test_a_spent_budget_keeps_the_default(cache):
     assert_same(tuned(**binds), want)
     # nothing was measured: later compiles keep the default
     assert all(k.origin == "policy" for k in pa.compile(out, target="opencl").kernels.values())
+
+
+def test_tuning_reports_through_the_log_and_a_progress_bar(cache, monkeypatch, capsys, caplog):
+    """By default the tuner prints nothing: its lines go to the
+    polyarray.tune logger, and a tqdm bar (where tqdm is installed) counts
+    the candidates in a terminal or with ``progress=True``."""
+    bars = []
+
+    class FakeTqdm:             # tqdm is an optional extra: a stand-in records the calls
+        def __init__(self, total, **kwargs):
+            self.total, self.n, self.closed = total, 0, False
+            bars.append(self)
+
+        def update(self, n):
+            self.n += n
+
+        def set_postfix_str(self, s, refresh=True):
+            self.kernel = s
+
+        def close(self):
+            self.closed = True
+    monkeypatch.setitem(sys.modules, "tqdm.auto", types.SimpleNamespace(tqdm=FakeTqdm))
+    out, binds, want = _elementwise()
+    prog = pa.compile(out, target="opencl")
+    name = next(iter(prog.kernels))
+    with caplog.at_level(logging.INFO, logger="polyarray.tune"):
+        tuned = prog.tune(candidates={name: WGS[:2]}, repeat=2, progress=True)
+        prog.tune(candidates={name: WGS[:3]}, budget_s=0)      # not a terminal: no bar
+    assert capsys.readouterr() == ("", "")
+    lines = [r.getMessage() for r in caplog.records if r.name == "polyarray.tune"]
+    assert any(f"polyarray tune {name} [1/2]" in ln for ln in lines), lines
+    assert any("budget of 0 s was spent" in ln for ln in lines), lines
+    (bar,) = bars
+    assert (bar.total, bar.n, bar.kernel, bar.closed) == (2, 2, name, True)
+    assert_same(tuned(**binds), want)
 
 
 def test_later_compiles_use_the_tuned_schedule_unless_told_not_to(cache, monkeypatch):

@@ -57,6 +57,45 @@ def broadcast_indices(in_shape, out_shape) -> tuple:
     return tuple(idx)
 
 
+def binding_reads(expr) -> dict:
+    """Binding name -> the index tuple of each read of it in ``expr``, in
+    order, repeats included (a bare 0-d read is ``()``).  A walk of the whole
+    tree: pymbolic's ``repr`` elides subtrees past a few levels."""
+    found = {}
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, p.Subscript) and isinstance(e.aggregate, p.Variable):
+            index = e.index if isinstance(e.index, tuple) else (e.index,)
+            found.setdefault(e.aggregate.name, []).append(tuple(index))
+            stack.extend(index)
+        elif isinstance(e, p.Variable):
+            if e.name.startswith("_in"):
+                found.setdefault(e.name, []).append(())
+        elif isinstance(e, p.Call):
+            stack.extend(e.parameters)
+        elif isinstance(e, p.ExpressionNode):
+            stack.extend(c for c in _children(e))
+        elif isinstance(e, tuple):
+            stack.extend(e)
+    return found
+
+
+def _children(e):
+    """The sub-expressions of an arithmetic, comparison, logic or If node."""
+    if isinstance(e, p.If):
+        return (e.condition, e.then, e.else_)
+    if isinstance(e, p.Comparison):
+        return (e.left, e.right)
+    if isinstance(e, (p.FloorDiv, p.Remainder, p.Quotient)):
+        return (e.numerator, e.denominator)
+    if isinstance(e, p.LogicalNot):
+        return (e.child,)
+    if isinstance(e, p.Power):
+        return (e.base, e.exponent)
+    return getattr(e, "children", ())
+
+
 def is_call(expr, name=None) -> bool:
     return (isinstance(expr, p.Call) and isinstance(expr.function, p.Variable)
             and (name is None or expr.function.name == name))

@@ -10,6 +10,13 @@
   only feeds other reductions, through elementwise work of its own size, is
   inlined into them (its terms unrolled: ``KernelBuilder.map_reduce``), so a
   reduction over a reduction of a broadcast is one kernel.
+* A node that computes (a value op, a concatenation) and that its readers'
+  kernels would hold more than ``MAX_INLINE_COPIES`` times, or read at two
+  or more gathered indices, is materialized (``_many_copies``).  A node read
+  at several index maps (``x[i]`` and ``x[i ^ j]``, a binary search's
+  probes) is lowered once per index map, so a chain of such reads (the
+  stages of a sorting network, the levels of a merge sort) would grow
+  geometrically in source size, compile time and work.
 * Everything else is inlined into its consumers' kernel, except that a
   reduction body whose inlined expression tree would exceed ``MAX_INLINE``
   nodes (or ``MAX_INLINE_DEPTH`` levels) gets its input materialized.
@@ -21,6 +28,7 @@ import math
 import pymbolic.primitives as p
 
 from polyarray.codegen.ir import nodes as N
+from polyarray.codegen.ir.expr import binding_reads, index_vars
 from polyarray.codegen.ir.mapper import Mapper
 from .. import policy
 from ..lower import INLINE_COMBINE
@@ -62,6 +70,7 @@ def materialize(outputs, order):
     roots = _Roots(mat, transposed, _small_reductions(outputs, order))
     for n in order:
         roots(n)
+    _many_copies(order, mat)
     # guard: reduction bodies must stay small when inlined
     sizes = _inline_sizes(order, mat)
     for n in order:
@@ -71,6 +80,82 @@ def materialize(outputs, order):
             mat.add(id(n.array))
             sizes = _inline_sizes(order, mat)
     return mat, transposed
+
+
+def _many_copies(order, mat):
+    """Materialize each computing node that its readers' kernels would hold
+    more than ``policy.MAX_INLINE_COPIES`` times, or read at two or more
+    gathered indices (index maps that read data: a binary search's probes).
+
+    A node's copies: one per kernel root; for an inlined reader, the reader's
+    copies times the number of distinct index maps at which it reads the node.
+    A read at the reader's own index (same shape) shares the reader's copies
+    (a kernel computes a value used twice at one index once), so chains of
+    elementwise work count 1 however much they share.  A node inlined at a
+    gathered index carries that index's text into every use of its own index
+    variables, so gathers of gathers grow the source geometrically even when
+    the copies are few: a node that itself gathers is materialized when read
+    at two gathered indices, and an inlined node passes its gathered reads on
+    to what it reads.  Readers come before what they read in reversed
+    topological order: one pass, O(N)."""
+    gathering = _gathering(order, mat)
+    shared, extra, gathers = {}, {}, {}
+    for n in reversed(order):
+        if is_input(n):
+            continue
+        if id(n) in mat:
+            copies = 1
+        else:
+            copies = shared.get(id(n), 0) + extra.get(id(n), 0)
+            if _computes(n) and (copies > policy.MAX_INLINE_COPIES or (
+                    gathers.get(id(n), 0) > 1 and id(n) in gathering)):
+                mat.add(id(n))
+                copies = 1
+        passed = gathers.get(id(n), 0) if id(n) not in mat else 0   # inlined: passed on
+        for child, maps, own, data_maps in _index_maps(n):
+            if own:
+                shared[id(child)] = max(shared.get(id(child), 0), copies)
+            else:
+                extra[id(child)] = extra.get(id(child), 0) + copies * maps
+            if data_maps or passed:
+                gathers[id(child)] = gathers.get(id(child), 0) + copies * data_maps + passed
+
+
+def _gathering(order, mat):
+    """Ids of the nodes whose inlined expression reads something at an index
+    read from data (a gather), in the node itself or below it, down to the
+    buffers known so far.  Children first: one pass."""
+    found = set()
+    for n in order:
+        if not is_input(n) and any(data_maps or (id(c) in found and id(c) not in mat)
+                                   for c, _, _, data_maps in _index_maps(n)):
+            found.add(id(n))
+    return found
+
+
+def _computes(n):
+    """Work worth a buffer (``lower._computes``): a value op or a join, not a
+    view (a transpose, slice or gather, whose reads pass to what it reads)."""
+    if isinstance(n, N.IndexLambda):
+        return isinstance(n.expr, p.Call)
+    return isinstance(n, N.Concatenate)
+
+
+def _index_maps(n):
+    """``(child, distinct index maps of its reads, read only at n's own index,
+    distinct index maps that read data)`` per distinct child of ``n``.  A
+    concatenation reads each piece once, where the piece itself is."""
+    if not isinstance(n, N.IndexLambda):
+        own = isinstance(n, N.Concatenate)
+        return [(c, 1, own, 0) for c in dict.fromkeys(n.children())]
+    reads = binding_reads(n.expr)
+    maps = {}
+    for name, child in n.bindings:
+        maps.setdefault(id(child), (child, set()))[1].update(reads.get(name, ()))
+    own = index_vars(n.ndim)
+    return [(child, max(len(m), 1), m <= {()} or (m == {own} and child.shape == n.shape),
+             sum(1 for idx in m if binding_reads(idx)))
+            for child, m in maps.values()]
 
 
 def reduced_count(n):

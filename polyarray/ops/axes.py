@@ -6,6 +6,9 @@ iterable".  These wrappers convert every axis with ``operator.index`` first,
 so a float axis gives NumPy's C-level wording ("'float' object cannot be
 interpreted as an integer") in every function that takes ``axis``/``axes``.
 Booleans are refused as NumPy refuses them ("an integer is required").
+
+``out=`` is checked here too: NumPy's functions take it, and polyarray's
+accept it when it is None (``no_out``).
 """
 from __future__ import annotations
 
@@ -37,3 +40,12 @@ def normalize_axis_index(axis, ndim, msg_prefix=None) -> int:
 
 def normalize_axis_tuple(axis, ndim, argname=None, allow_duplicate=False) -> tuple:
     return _au.normalize_axis_tuple(axis_list(axis), ndim, argname, allow_duplicate)
+
+
+def no_out(out, name):
+    """NumPy's ``out=`` is accepted when None; an array there cannot be
+    written: a polyarray array is an immutable expression."""
+    if out is not None:
+        raise NotImplementedError(
+            f"{name}: out= is not supported (polyarray arrays are immutable expressions); "
+            "use the returned array")

@@ -8,7 +8,7 @@ import numbers
 import numpy as np
 
 from ..codegen.ir import nodes as N
-from ..codegen.ir.expr import binding_name, call, cast, index_var, read
+from ..codegen.ir.expr import binding_name, broadcast_indices, call, cast, index_var, read
 from .axes import normalize_axis_index
 from .creation import array, index_constant
 from .dtypes import INDEX_DTYPE
@@ -256,3 +256,47 @@ def take(a, indices, axis=None, mode="raise") -> N.IndexLambda:
         idx = clip(idx, 0, n - 1) if mode == "clip" else apply_ufunc("remainder", idx, n)
     key = (slice(None),) * axis + (idx,)
     return getitem(a, key, checked=mode == "raise")
+
+
+def take_along_axis(arr, indices, axis=-1) -> N.IndexLambda:
+    """``np.take_along_axis``: ``out[..., i, ...] = arr[..., indices[..., i,
+    ...], ...]`` along ``axis``, the other axes broadcast.  Data indices are
+    checked now; lazy ones when the program runs (NumPy's IndexError)."""
+    a = arr if isinstance(arr, N.Node) else array(arr)
+    idx = indices if isinstance(indices, N.Node) else array(indices)
+    if idx.dtype.kind not in "iu":
+        raise IndexError(f"`indices` must be an integer array (got dtype {idx.dtype})")
+    if axis is None:
+        if idx.ndim != 1:
+            raise ValueError("when axis=None, `indices` must have a single dimension.")
+        a, axis = reshape(a, (-1,)), 0
+    elif a.ndim != idx.ndim:
+        raise ValueError("`indices` and `arr` must have the same number of dimensions "
+                         f"(got shapes {idx.shape} and {a.shape})")
+    axis = normalize_axis_index(axis, a.ndim)
+    others = a.shape[:axis] + (1,) + a.shape[axis + 1:]
+    try:
+        shape = np.broadcast_shapes(others, idx.shape)
+    except ValueError:
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together "
+                         f"with shapes {idx.shape} (indices) and {a.shape} (arr, "
+                         f"axis {axis})") from None
+    n = a.shape[axis]
+    checked = True
+    if isinstance(idx, N.DataWrapper):
+        data = idx.data.astype(np.int64)
+        if data.size and (data.max() >= n or data.min() < -n):
+            bad = data.max() if data.max() >= n else data.min()
+            raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
+        idx, checked = index_constant(np.where(data < 0, data + n, data)), False
+    elif n == 0 and idx.size:
+        raise IndexError(f"index arrays of {idx.size} elements gather from axis {axis} "
+                         "with size 0: every index is out of bounds")
+    names = (binding_name(0), binding_name(1))
+    raw = read(names[1], broadcast_indices(idx.shape, shape))
+    if idx.dtype != INDEX_DTYPE:
+        raw = cast(INDEX_DTYPE, raw)
+    pos = [index_var(d) if m != 1 or shape[d] == 1 else 0 for d, m in enumerate(a.shape)]
+    pos[axis] = call("checked_index", raw, n, axis) if checked else raw
+    return N.IndexLambda.make(tuple(shape), a.dtype, read(names[0], pos),
+                              ((names[0], a), (names[1], idx)), f"take_along_axis[{axis}]")

@@ -6,6 +6,7 @@ contraction node.  ``outer`` has no reduction and stays elementwise.
 """
 from __future__ import annotations
 
+import operator
 import string
 
 import numpy as np
@@ -15,31 +16,72 @@ from .axes import axis_index, axis_list, normalize_axis_index
 from .creation import as_node
 from .dtypes import check_dtype
 from .elementwise import apply_ufunc, astype, broadcast_shapes
-from .shapes import broadcast_to, reshape
+from .shapes import broadcast_to, reshape, squeeze
 
 _LETTERS = string.ascii_letters
 
 
-def _parse(subscripts: str, nops: int):
+def _sublists(args):
+    """NumPy's operand-list form ``einsum(op0, sublist0, op1, sublist1, ...,
+    [sublistout])`` as a subscripts string and the operands."""
+    def letters(sub):
+        out = []
+        for v in sub:
+            if v is Ellipsis:
+                out.append("...")
+            elif 0 <= operator.index(v) < len(_LETTERS):
+                out.append(_LETTERS[operator.index(v)])
+            else:
+                raise ValueError(f"einsum: subscript is not within the valid range [0, 52): {v}")
+        return "".join(out)
+    ops, subs = list(args[0::2]), list(args[1::2])
+    out = None
+    if len(args) % 2:
+        out, ops = args[-1], ops[:-1]
+    text = ",".join(letters(s) for s in subs)
+    return (text if out is None else text + "->" + letters(out)), ops
+
+
+def _parse(subscripts: str, nodes):
+    """Input and output subscripts with every ``...`` replaced by letters no
+    term uses (right-aligned: an operand's ellipsis covers its leading
+    unnamed axes), as NumPy reads them."""
     subscripts = subscripts.replace(" ", "")
-    if "." in subscripts:
-        raise NotImplementedError("einsum: ellipsis ('...') subscripts are not "
-                                  "supported yet; write the indices out")
-    if "->" in subscripts:
-        lhs, out = subscripts.split("->")
-    else:
-        lhs = subscripts
-        counts = {}
-        for c in lhs.replace(",", ""):
-            counts[c] = counts.get(c, 0) + 1
-        out = "".join(sorted(c for c, k in counts.items() if k == 1))
+    if subscripts.count("->") > 1:
+        raise ValueError("einsum: subscripts string contains more than one '->'")
+    lhs, arrow, out = subscripts.partition("->")
     ins = lhs.split(",")
-    if len(ins) != nops:
-        raise ValueError(f"einsum: {len(ins)} operand subscripts for {nops} operands")
+    if len(ins) != len(nodes):
+        raise ValueError(f"einsum: {len(ins)} operand subscripts for {len(nodes)} operands")
     for s in ins + [out]:
-        for c in s:
+        for c in s.replace("...", "", 1):
             if c not in _LETTERS:
                 raise ValueError(f"einsum: invalid subscript {c!r} in {subscripts!r}")
+    spare = [c for c in _LETTERS if c not in subscripts]
+    ell = []
+    for s, n in zip(ins, nodes):
+        k = n.ndim - (len(s) - 3) if "..." in s else 0
+        if k < 0:
+            raise ValueError(f"einsum: operand of shape {n.shape} has {n.ndim} dimensions "
+                             f"but subscripts {s!r} name {len(s) - 3}")
+        ell.append(k)
+    nell = max(ell, default=0)
+    if nell > len(spare):
+        raise ValueError("einsum: too many dimensions under '...'")
+    el = "".join(spare[:nell])
+    ins = [s.replace("...", el[nell - k:]) for s, k in zip(ins, ell)]
+    if arrow:
+        if "..." in out:
+            out = out.replace("...", el)
+        elif nell:
+            raise ValueError("einsum: output has more dimensions than subscripts given in "
+                             "einstein sum, but no '...' ellipsis provided to broadcast the "
+                             "extra dimensions.")
+    else:
+        counts = {}
+        for c in "".join(ins):
+            counts[c] = counts.get(c, 0) + 1
+        out = el + "".join(sorted(c for c, k in counts.items() if k == 1 and c not in el))
     if len(set(out)) != len(out):
         raise ValueError(f"einsum: output subscript {out!r} repeats an index")
     for c in out:
@@ -48,20 +90,48 @@ def _parse(subscripts: str, nops: int):
     return ins, out
 
 
-def einsum(subscripts: str, *operands) -> N.Node:
-    nodes = [as_node(o) for o in operands]
-    ins, out = _parse(subscripts, len(nodes))
+def _broadcast(ins, nodes):
+    """Each index's size, NumPy-broadcast (a size-1 axis meets any size);
+    size-1 axes of an index that is longer elsewhere are squeezed out of
+    their operand, so the Einsum node sees one size per index."""
     sizes = {}
     for s, n in zip(ins, nodes):
         if len(s) != n.ndim:
             raise ValueError(f"einsum: operand of shape {n.shape} has {n.ndim} "
                              f"dimensions but subscripts {s!r} name {len(s)}")
         for c, size in zip(s, n.shape):
-            if sizes.setdefault(c, size) != size:
-                raise ValueError(f"einsum: index {c!r} has size {sizes[c]} in one "
-                                 f"operand and {size} in another (shapes "
+            have = sizes.setdefault(c, size)
+            if have == 1:
+                sizes[c] = size
+            elif size not in (1, have):
+                raise ValueError(f"einsum: index {c!r} has size {have} in one operand and "
+                                 f"{size} in another (shapes "
                                  + ", ".join(str(m.shape) for m in nodes) + ")")
-    dtype = check_dtype(np.result_type(*(n.dtype for n in nodes)), "einsum")
+    out_ins, out_nodes = [], []
+    for s, n in zip(ins, nodes):
+        drop = [d for d, (c, size) in enumerate(zip(s, n.shape)) if size != sizes[c]]
+        if drop:
+            n = squeeze(n, tuple(drop))
+            s = "".join(c for d, c in enumerate(s) if d not in drop)
+        out_ins.append(s)
+        out_nodes.append(n)
+    return out_ins, out_nodes, sizes
+
+
+def einsum(subscripts, *operands, dtype=None, casting="safe") -> N.Node:
+    if not isinstance(subscripts, str):
+        subscripts, operands = _sublists((subscripts,) + operands)
+    nodes = [as_node(o) for o in operands]
+    ins, out = _parse(subscripts, nodes)
+    ins, nodes, sizes = _broadcast(ins, nodes)
+    if dtype is None:
+        dtype = np.result_type(*(n.dtype for n in nodes))
+    else:
+        for n in nodes:
+            if not np.can_cast(n.dtype, dtype, casting):
+                raise TypeError(f"einsum: cannot cast an operand of dtype {n.dtype} to "
+                                f"{np.dtype(dtype)} according to the rule {casting!r}")
+    dtype = check_dtype(dtype, "einsum")
     nodes = [astype(n, dtype) for n in nodes]
     shape = tuple(sizes[c] for c in out)
     sub = ",".join(ins) + "->" + out

@@ -11,14 +11,19 @@ import builtins
 import numpy as np
 
 from ..codegen.ir import nodes as N
+from ..codegen.ir.expr import binding_name
 from .axes import axis_index, normalize_axis_tuple
-from .creation import as_node
-from .elementwise import apply_ufunc, astype
-from .shapes import expand_dims
+from .creation import as_node, full
+from .elementwise import apply_ufunc, astype, broadcast_shapes, where as where_
+from .shapes import broadcast_to, expand_dims
 
 _NUMPY_FN = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min,
              "any": np.any, "all": np.all}
+_UFUNC = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum,
+          "any": np.logical_or, "all": np.logical_and}
 _NO_IDENTITY = {"max": "maximum", "min": "minimum"}
+_NEUTRAL = {"sum": 0, "prod": 1, "any": 0, "all": 1}
+NoValue = np._NoValue         # NumPy's "not given" (``initial=None`` means the same)
 
 
 def normalize_axes(axis, ndim) -> tuple:
@@ -27,7 +32,23 @@ def normalize_axes(axis, ndim) -> tuple:
     return tuple(sorted(normalize_axis_tuple(axis, ndim)))
 
 
-def _reduce(op, x, axis, keepdims, dtype=None) -> N.Node:
+def mask_of(where, node, name) -> N.Node | None:
+    """``where=`` as a bool node of ``node``'s shape (None: everything)."""
+    if where is True or where is NoValue:
+        return None
+    mask = as_node(where)
+    shape = broadcast_shapes(node.shape, mask.shape, what=f"{name}: where mask and array")
+    if shape != node.shape:
+        raise ValueError(f"{name}: the where mask of shape {mask.shape} does not broadcast "
+                         f"to the array's shape {node.shape}")
+    return broadcast_to(astype(mask, np.bool_), node.shape)
+
+
+def _given(initial):
+    return initial is not NoValue and initial is not None
+
+
+def _reduce(op, x, axis, keepdims, dtype=None, initial=NoValue, where=True) -> N.Node:
     node = as_node(x)
     axes = normalize_axes(axis, node.ndim)
     if dtype is None:
@@ -35,44 +56,62 @@ def _reduce(op, x, axis, keepdims, dtype=None) -> N.Node:
         dtype = _NUMPY_FN[op](proto, axis=axes).dtype
     else:
         dtype = np.dtype(dtype)
-    if op in _NO_IDENTITY and builtins.any(node.shape[a] == 0 for a in axes):
-        raise ValueError(f"zero-size array to reduction operation "
-                         f"{_NO_IDENTITY[op]} which has no identity")
+    init = None
+    if _given(initial):     # converted as NumPy's reduction converts it (errors too)
+        init = _UFUNC[op].reduce(np.zeros(0, dtype), initial=initial, dtype=dtype)
+    mask = mask_of(where, node, op)
+    if op in _NO_IDENTITY and init is None:
+        if mask is not None:
+            raise ValueError(f"reduction operation '{_NO_IDENTITY[op]}' does not have an "
+                             "identity, so to use a where mask one has to specify 'initial'")
+        if builtins.any(node.shape[a] == 0 for a in axes):
+            raise ValueError(f"zero-size array to reduction operation "
+                             f"{_NO_IDENTITY[op]} which has no identity")
     if op in ("sum", "prod") and node.dtype != dtype:
         node = astype(node, dtype)
+    if mask is not None:
+        fill = init if op in _NO_IDENTITY else _NEUTRAL[op]
+        node = where_(mask, node, full((), fill, node.dtype))
     shape = tuple(n for d, n in enumerate(node.shape) if d not in axes)
-    out = N.Reduce.make(shape, dtype, op, node, axes)
+    if op in _NO_IDENTITY and builtins.any(node.shape[a] == 0 for a in axes):
+        # nothing to compare: the initial value (the input stays a binding)
+        out = N.IndexLambda.make(shape, dtype, init, ((binding_name(0), node),), op)
+    else:
+        out = N.Reduce.make(shape, dtype, op, node, axes)
+        if init is not None:
+            out = astype(apply_ufunc(_UFUNC[op].__name__, out, full((), init, dtype)), dtype)
     return expand_dims(out, axes) if keepdims else out
 
 
-def sum(x, axis=None, keepdims=False, dtype=None) -> N.Node:   # noqa: A001
-    return _reduce("sum", x, axis, keepdims, dtype)
+def sum(x, axis=None, dtype=None, keepdims=False, initial=NoValue,   # noqa: A001
+        where=True) -> N.Node:
+    return _reduce("sum", x, axis, keepdims, dtype, initial, where)
 
 
-def prod(x, axis=None, keepdims=False, dtype=None) -> N.Node:
-    return _reduce("prod", x, axis, keepdims, dtype)
+def prod(x, axis=None, dtype=None, keepdims=False, initial=NoValue, where=True) -> N.Node:
+    return _reduce("prod", x, axis, keepdims, dtype, initial, where)
 
 
-def max(x, axis=None, keepdims=False) -> N.Node:    # noqa: A001
-    return _reduce("max", x, axis, keepdims)
+def max(x, axis=None, keepdims=False, initial=NoValue, where=True) -> N.Node:    # noqa: A001
+    return _reduce("max", x, axis, keepdims, None, initial, where)
 
 
-def min(x, axis=None, keepdims=False) -> N.Node:    # noqa: A001
-    return _reduce("min", x, axis, keepdims)
+def min(x, axis=None, keepdims=False, initial=NoValue, where=True) -> N.Node:    # noqa: A001
+    return _reduce("min", x, axis, keepdims, None, initial, where)
 
 
-def any(x, axis=None, keepdims=False) -> N.Node:    # noqa: A001
-    return _reduce("any", x, axis, keepdims)
+def any(x, axis=None, keepdims=False, where=True) -> N.Node:    # noqa: A001
+    return _reduce("any", x, axis, keepdims, where=where)
 
 
-def all(x, axis=None, keepdims=False) -> N.Node:    # noqa: A001
-    return _reduce("all", x, axis, keepdims)
+def all(x, axis=None, keepdims=False, where=True) -> N.Node:    # noqa: A001
+    return _reduce("all", x, axis, keepdims, where=where)
 
 
 amax, amin = max, min
 
 
-def _arg(op, x, axis):
+def _arg(op, x, axis, keepdims):
     node = as_node(x)
     if axis is None:
         axes = tuple(range(node.ndim))
@@ -81,15 +120,21 @@ def _arg(op, x, axis):
     if builtins.any(node.shape[a] == 0 for a in axes):     # NumPy: only a reduced axis
         raise ValueError(f"attempt to get {op} of an empty sequence")
     shape = tuple(n for d, n in enumerate(node.shape) if d not in axes)
-    return N.Reduce.make(shape, np.dtype(np.int64), op, node, axes)
+    out = N.Reduce.make(shape, np.dtype(np.int64), op, node, axes)
+    return expand_dims(out, axes) if keepdims else out
 
 
-def argmax(x, axis=None) -> N.Node:
-    return _arg("argmax", x, axis)
+def argmax(x, axis=None, keepdims=False) -> N.Node:
+    return _arg("argmax", x, axis, keepdims)
 
 
-def argmin(x, axis=None) -> N.Node:
-    return _arg("argmin", x, axis)
+def argmin(x, axis=None, keepdims=False) -> N.Node:
+    return _arg("argmin", x, axis, keepdims)
+
+
+def count_nonzero(x, axis=None, keepdims=False) -> N.Node:
+    """The number of nonzero (NaN included) values, as int64 (intp)."""
+    return _reduce("sum", astype(as_node(x), np.bool_), axis, keepdims, np.int64)
 
 
 def _moments_dtypes(dt):
@@ -101,35 +146,59 @@ def _moments_dtypes(dt):
     return dt, dt
 
 
-def _count(node, axes):
-    n = 1
-    for a in axes:
-        n *= node.shape[a]
-    return n
+def _count(node, axes, keepdims, mask):
+    """The number of values reduced: a float, or an int64 node under a mask."""
+    if mask is None:
+        n = 1
+        for a in axes:
+            n *= node.shape[a]
+        return float(n)
+    return _reduce("sum", mask, axes, keepdims, np.int64)
 
 
-def mean(x, axis=None, keepdims=False, dtype=None) -> N.Node:
+def mean(x, axis=None, dtype=None, keepdims=False, where=True) -> N.Node:
+    """``sum / count`` (the count of ``where``'s True values under a mask),
+    divided in float64 where the count is lazy and cast back, as NumPy's
+    in-place ``true_divide`` does."""
     node = as_node(x)
     axes = normalize_axes(axis, node.ndim)
     acc, out = _moments_dtypes(node.dtype)
     if dtype is not None:
         acc = out = np.dtype(dtype)
-    s = _reduce("sum", node, axes, keepdims, acc)
-    m = apply_ufunc("divide", s, float(_count(node, axes)))
+    mask = mask_of(where, node, "mean")
+    s = _reduce("sum", node, axes, keepdims, acc, where=where)
+    m = apply_ufunc("divide", s, _count(node, axes, keepdims, mask))
     return astype(m, out)
 
 
-def var(x, axis=None, keepdims=False, ddof=0) -> N.Node:
+def _ddof(ddof, correction):
+    if correction is not NoValue and correction is not None:
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        return correction
+    return ddof
+
+
+def var(x, axis=None, dtype=None, ddof=0, keepdims=False, where=True,
+        correction=NoValue) -> N.Node:
     node = as_node(x)
     axes = normalize_axes(axis, node.ndim)
+    ddof = _ddof(ddof, correction)
     acc, out = _moments_dtypes(node.dtype)
+    if dtype is not None:
+        acc = out = np.dtype(dtype)
     xa = astype(node, acc)
-    m = mean(xa, axes, keepdims=True)
+    m = mean(xa, axes, keepdims=True, where=where)
     d = apply_ufunc("subtract", xa, m)
-    ss = _reduce("sum", apply_ufunc("multiply", d, d), axes, keepdims, acc)
-    n = _count(node, axes) - ddof
-    return astype(apply_ufunc("divide", ss, float(n if n > 0 else 0)), out)
+    ss = _reduce("sum", apply_ufunc("multiply", d, d), axes, keepdims, acc, where=where)
+    n = _count(node, axes, keepdims, mask_of(where, node, "var"))
+    if isinstance(n, float):
+        n = float(builtins.max(n - ddof, 0))
+    else:
+        n = apply_ufunc("maximum", apply_ufunc("subtract", n, ddof), 0)
+    return astype(apply_ufunc("divide", ss, n), out)
 
 
-def std(x, axis=None, keepdims=False, ddof=0) -> N.Node:
-    return apply_ufunc("sqrt", var(x, axis, keepdims, ddof))
+def std(x, axis=None, dtype=None, ddof=0, keepdims=False, where=True,
+        correction=NoValue) -> N.Node:
+    return apply_ufunc("sqrt", var(x, axis, dtype, ddof, keepdims, where, correction))

@@ -183,11 +183,28 @@ def reshape(x, shape, order="C") -> N.Node:
     return N.Reshape.make(shape, node.dtype, node)
 
 
-def ravel(x) -> N.Node:
-    return reshape(x, (-1,))
+def ravel(x, order="C") -> N.Node:
+    """Lazy arrays are C-contiguous, so 'A' and 'K' read as 'C'."""
+    if order not in ("C", "F", "A", "K"):
+        raise ValueError(f"ravel: order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    return reshape(x, (-1,), "F" if order == "F" else "C")
 
 
-def concatenate(arrays, axis=0) -> N.Node:
+def _cast_all(nodes, dtype, casting, what):
+    """NumPy's ``dtype=``/``casting=`` of concatenate and stack."""
+    if casting not in ("no", "equiv", "safe", "same_kind", "unsafe"):
+        raise ValueError(f"{what}: casting must be one of 'no', 'equiv', 'safe', "
+                         f"'same_kind', or 'unsafe' (got {casting!r})")
+    to = check_dtype(dtype if dtype is not None else
+                     np.result_type(*(n.dtype for n in nodes)), what)
+    for n in nodes:
+        if not np.can_cast(n.dtype, to, casting):
+            raise TypeError(f"Cannot cast array data from {n.dtype!r} to {to!r} according "
+                            f"to the rule {casting!r}")
+    return [astype(n, to) for n in nodes], to
+
+
+def concatenate(arrays, axis=0, dtype=None, casting="same_kind") -> N.Node:
     nodes = [_arr(a) for a in arrays]
     if not nodes:
         raise ValueError("need at least one array to concatenate")
@@ -210,8 +227,7 @@ def concatenate(arrays, axis=0) -> N.Node:
                     "all the input array dimensions except for the concatenation "
                     f"axis must match exactly, but along dimension {d} the "
                     f"shapes are {nodes[0].shape} and {n.shape}")
-    dtype = check_dtype(np.result_type(*(n.dtype for n in nodes)), "concatenate")
-    nodes = [astype(n, dtype) for n in nodes]
+    nodes, dtype = _cast_all(nodes, dtype, casting, "concatenate")
     if len(nodes) == 1:
         return nodes[0]
     shape = list(nodes[0].shape)
@@ -219,7 +235,7 @@ def concatenate(arrays, axis=0) -> N.Node:
     return N.Concatenate.make(tuple(shape), dtype, tuple(nodes), axis)
 
 
-def stack(arrays, axis=0) -> N.Node:
+def stack(arrays, axis=0, dtype=None, casting="same_kind") -> N.Node:
     nodes = [_arr(a) for a in arrays]
     if not nodes:
         raise ValueError("need at least one array to stack")
@@ -228,5 +244,5 @@ def stack(arrays, axis=0) -> N.Node:
             raise ValueError("all input arrays must have the same shape, got "
                              f"{nodes[0].shape} and {n.shape}")
     axis = normalize_axis_index(axis, nodes[0].ndim + 1)
-    return concatenate([expand_dims(n, axis) for n in nodes], axis)
+    return concatenate([expand_dims(n, axis) for n in nodes], axis, dtype, casting)
 

@@ -1,0 +1,68 @@
+"""Functions whose output shape depends on the input's values (``unique``,
+``nonzero``, ``argwhere``, ``flatnonzero``, one-argument ``where``) are
+eager: the input is evaluated when the function is called (data leaves are
+read directly, anything else is evaluated by the caller's ``evaluate``, the
+default target), NumPy computes the result, and it comes back as data
+leaves.  An input that still depends on placeholders cannot be evaluated
+yet, and is refused naming them."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..codegen.ir import nodes as N
+from .creation import array
+
+
+class LazyValueError(TypeError):
+    """A value (``bool``, ``float``, an index, a NumPy array, or the input of
+    an eager function) was asked of an expression whose placeholders are not
+    bound yet."""
+
+
+ConcretizationError = LazyValueError        # JAX's name for it
+
+
+def concrete(node, what, evaluate) -> np.ndarray:
+    """``node``'s values now (``evaluate(node)`` unless it is data)."""
+    if not isinstance(node, N.Node):
+        return np.asarray(node)
+    if isinstance(node, N.DataWrapper):
+        return node.data
+    names = sorted(N.placeholders([node]))
+    if names:
+        raise LazyValueError(
+            f"{what} is eager (the shape of its result depends on the values), so it "
+            f"evaluates its input now, but the input depends on the unbound "
+            f"placeholder{'s' if len(names) > 1 else ''} {', '.join(map(repr, names))}; "
+            f"evaluate first (x.evaluate(...) or pa.compile) and call {what} on the result")
+    return np.asarray(evaluate(node))
+
+
+def _data(result):
+    """NumPy's result (an array, a tuple or a named tuple) as data leaves."""
+    if isinstance(result, np.ndarray):
+        return array(result)
+    items = [_data(r) for r in result]
+    return type(result)(*items) if hasattr(result, "_fields") else tuple(items)
+
+
+def nonzero(values) -> tuple:
+    return _data(np.nonzero(values))
+
+
+def argwhere(values) -> N.Node:
+    return _data(np.argwhere(values))
+
+
+def flatnonzero(values) -> N.Node:
+    return _data(np.flatnonzero(values))
+
+
+def unique(values, *args, **kwargs):
+    """``np.unique`` (every keyword passed on)."""
+    return _data(np.unique(values, *args, **kwargs))
+
+
+def unique_family(name, values):
+    """``np.unique_values`` / ``unique_counts`` / ``unique_inverse`` / ``unique_all``."""
+    return _data(getattr(np, name)(values))

@@ -1,0 +1,253 @@
+"""``sort``, ``argsort`` and ``searchsorted`` nodes: compositions of
+elementwise gathers, so every target runs them as any DAG (kernels on
+OpenCL and CUDA, NumPy evaluating each node on the reference target).
+
+Sort is a bottom-up merge sort.  Level ``m`` merges sorted runs of ``m``
+into runs of ``2m``: each output element finds where it comes from by a
+binary search along the merge path (how many of the first ``t`` outputs of
+its pair come from the left run), ``bit_length(m)`` steps of one node each,
+then gathers.  ``ceil(log2 n)`` levels, ``O(n log^2 n)`` work, no scatter.
+A level gathers from the last one at ``2 bit_length(m) + 2`` places, so the
+materialization pass gives each level a buffer (``passes/materialize``): a
+kernel per level, computing its keys and positions together.
+
+The merge takes the left run's element on ties and runs are contiguous
+ranges of the input, so the sort is stable: ``argsort`` always has NumPy's
+``kind='stable'`` semantics (equal keys keep their index order).  The
+order is NumPy's, NaN after everything; ``descending=True`` (the array
+API's) reverses it, NaN first, ties still in index order.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pymbolic.primitives as p
+
+from ..codegen.ir import nodes as N
+from ..codegen.ir.expr import binding_name, binding_reads, call, index_vars, read
+from .axes import normalize_axis_index
+from .creation import array, as_node, zeros
+from .dtypes import INDEX_DTYPE, check_dtype
+from .elementwise import astype
+from .indexing import getitem
+from .shapes import moveaxis, ravel
+
+
+def _check_kind(kind, order, stable):
+    """NumPy's checks of ``kind``/``order``/``stable`` (every kind is stable here)."""
+    if order is not None:
+        raise ValueError("Cannot specify order when the array has no fields.")
+    if kind is not None:
+        if stable is not None:
+            raise ValueError("`kind` and keyword parameters can't be provided at the same "
+                             "time. Use only one of them.")
+        if not isinstance(kind, str):
+            raise TypeError(f"sort kind must be str, not {type(kind).__name__}")
+        if not kind or kind[0].lower() not in "qhms":
+            raise ValueError(f"sort kind must be one of 'quick', 'heap', or 'stable' "
+                             f"(got {kind!r})")
+
+
+def _less(x, y, dtype, descending=False):
+    """``x`` strictly before ``y`` in NumPy's sort order (NaN last)."""
+    if descending:
+        x, y = y, x
+    if dtype.kind != "f":
+        return call("less", x, y)
+    return call("logical_or", call("less", x, y),
+                call("logical_and", call("isnan", y), call("logical_not", call("isnan", x))))
+
+
+def _at_most(e, hi):
+    """``min(e, hi)`` as a conditional (OpenCL's ``min`` of mixed integer
+    types is ambiguous; ``lower.map_concatenate`` says the same)."""
+    return p.If(p.Comparison(e, "<", hi), e, hi)
+
+
+def _at_least(e, lo):
+    return p.If(p.Comparison(e, ">", lo), e, lo)
+
+
+class _Values:
+    """Values of one elementwise domain, each a node of its own read at the
+    own index: a kernel computes a value used several times once, into a
+    temporary, instead of repeating its text at each use (a node's
+    expression is a ``cast_<dtype>`` call, which is what makes it shared:
+    ``lower._computes``)."""
+
+    def __init__(self, shape, label):
+        self.shape, self.label = shape, label
+        self.own = index_vars(len(shape))
+        self.nodes = {}                     # binding name -> node
+
+    def node(self, expr, dtype, what):
+        used = binding_reads(expr)
+        return N.IndexLambda.make(self.shape, np.dtype(dtype), expr,
+                                  tuple((k, v) for k, v in self.nodes.items() if k in used),
+                                  f"{self.label}{what}")
+
+    def bind(self, node):
+        """A binding name for ``node``."""
+        name = binding_name(len(self.nodes))
+        self.nodes[name] = node
+        return name
+
+    def hold(self, expr, dtype, what):
+        """``expr`` as a node; returns its value read at the own index."""
+        name = self.bind(self.node(call("cast_" + np.dtype(dtype).name, expr), dtype, what))
+        return read(name, self.own)
+
+    def at(self, name, index):
+        """``name`` read at ``index`` along the last axis."""
+        return read(name, self.own[:-1] + (index,))
+
+
+def _merge(keys, idx, m, descending, with_index):
+    """One level: runs of ``m`` along the last axis merged into runs of ``2m``.
+    ``idx`` holds each key's original position (None: the identity)."""
+    shape, dtype = keys.shape, keys.dtype
+    n = shape[-1]
+    v = _Values(shape, f"sort: merge runs of {m}")
+    # the index first: it is the first child of this level's index, so the
+    # DAG's order puts each level's keys and index side by side (one kernel)
+    idx_in = v.bind(idx) if idx is not None else None
+    keys_in = v.bind(keys)
+    pos = v.own[-1]
+    ragged = n > 2 * m and n % (2 * m)   # the last pair is short
+    if n <= 2 * m:                       # one pair: the last level
+        base, t, len_a, len_b = 0, pos, m, n - m
+    else:
+        base = v.hold(p.Product((2 * m, p.FloorDiv(pos, 2 * m))), INDEX_DTYPE, ", pair")
+        t = v.hold(pos - base, INDEX_DTYPE, ", place in pair")
+        len_a = len_b = m
+        if ragged:
+            len_a = v.hold(p.If(p.Comparison(base, "<=", n - m), m, n - base),
+                           INDEX_DTYPE, ", left run")
+            len_b = v.hold(p.If(p.Comparison(base, "<=", n - 2 * m), m,
+                                _at_least(n - m - base, 0)), INDEX_DTYPE, ", right run")
+    lo = v.hold(_at_least(t - len_b, 0), INDEX_DTYPE, ", fewest from left")
+    hi = v.hold(_at_most(t, len_a), INDEX_DTYPE, ", most from left")
+
+    def key(at):
+        return v.hold(v.at(keys_in, at), dtype, ", key")
+
+    # b: how many of the pair's first t outputs come from the left run; the
+    # largest b in [lo, hi] with A[b - 1] <= B[t - b], found bit by bit
+    # (hi - lo <= the shorter run: one step for the last level of 2^k + 1)
+    b = lo
+    for s in reversed(range(min(m, n - m).bit_length())):
+        cand = b + (1 << s)
+        a_at = _at_most(base + cand - 1, n - 1)     # >= 0: cand > lo >= 0
+        b_at = _at_least(base + m + t - cand, 0)    # t - cand < len_b: in the pair
+        if ragged:                                  # ... whose right run may be empty
+            b_at = _at_most(b_at, n - 1)
+        ok = call("logical_and", p.Comparison(cand, "<=", hi),
+                  call("logical_not", _less(key(b_at), key(a_at), dtype, descending)))
+        b = v.hold(call("where", ok, cand, b), INDEX_DTYPE, ", step")
+    a_at = v.hold(_at_most(base + b, n - 1), INDEX_DTYPE, ", left source")
+    b_at = v.hold(_at_most(base + m + t - b, n - 1), INDEX_DTYPE, ", right source")
+    a_key, b_key = key(a_at), key(b_at)
+    from_b = v.hold(call("logical_and", p.Comparison(t - b, "<", len_b),
+                         call("logical_or", p.Comparison(b, ">=", len_a),
+                              _less(b_key, a_key, dtype, descending))), bool, ", source")
+    out = v.node(call("where", from_b, b_key, a_key), dtype, "")
+    if not with_index:
+        return out, None
+    if idx is None:
+        index = call("where", from_b, b_at, a_at)
+    else:
+        index = call("where", from_b, v.at(idx_in, b_at), v.at(idx_in, a_at))
+    return out, v.node(index, INDEX_DTYPE, ", index")
+
+
+def _sorted_last(keys, descending, with_index):
+    """(sorted keys, original positions or None) along the last axis."""
+    n = keys.shape[-1]
+    idx, m = None, 1
+    while m < n:
+        keys, idx = _merge(keys, idx, m, descending, with_index)
+        m *= 2
+    if with_index and idx is None:          # one element per row
+        idx = zeros(keys.shape, INDEX_DTYPE)
+    return keys, idx
+
+
+def _sort_nodes(a, axis, descending, with_index):
+    node = as_node(a)
+    if axis is None or (with_index and node.ndim == 0):   # NumPy: argsort of a 0-d is 1-d
+        node, axis = ravel(node), 0
+    axis = normalize_axis_index(axis, node.ndim)
+    last = node.ndim - 1
+    x = moveaxis(node, axis, -1) if axis != last else node
+    if node.size == 0:
+        keys = x
+        idx = zeros(x.shape, INDEX_DTYPE) if with_index else None
+    else:
+        keys, idx = _sorted_last(x, bool(descending), with_index)
+    result = idx if with_index else keys
+    return moveaxis(result, -1, axis) if axis != last else result
+
+
+def sort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False) -> N.Node:
+    """``np.sort`` (every kind is a stable merge sort; NaN last).
+    ``descending`` is the array API's: the reverse order, NaN first."""
+    _check_kind(kind, order, stable)
+    return _sort_nodes(a, axis, descending, False)
+
+
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False) -> N.Node:
+    """``np.argsort`` with ``kind='stable'`` semantics whatever ``kind``:
+    equal keys keep their index order (also with ``descending``)."""
+    _check_kind(kind, order, stable)
+    return _sort_nodes(a, axis, descending, True)
+
+
+def _sorter(a, sorter):
+    """``a`` read through ``sorter`` (checked: NumPy 2 reads out of range)."""
+    if not isinstance(sorter, N.Node):
+        sorter = np.asarray(sorter)
+        if sorter.dtype.kind not in "iu":
+            raise TypeError("sorter must only contain integers")
+        if sorter.size != a.size:
+            raise ValueError("sorter.size must equal a.size")
+        if sorter.size and (sorter.min() < 0 or sorter.max() >= a.size):
+            raise ValueError("Sorter index out of range.")
+        sorter = array(sorter)
+    if sorter.dtype.kind not in "iu":
+        raise TypeError("sorter must only contain integers")
+    if sorter.ndim != 1 or sorter.size != a.size:
+        raise ValueError("sorter.size must equal a.size")
+    return getitem(a, (sorter,))
+
+
+def searchsorted(a, v, side="left", sorter=None) -> N.Node:
+    """``np.searchsorted``: for each value of ``v``, the insertion index in
+    the sorted 1-D ``a`` (NaN last), by ``bit_length(len(a))`` binary-search
+    steps of one node each.  ``a`` and ``v`` are compared in their common
+    dtype, as NumPy compares them (a Python scalar counts as an array)."""
+    a = as_node(a)
+    if a.ndim != 1:
+        raise ValueError("object too deep for desired array" if a.ndim > 1 else
+                         "object of too small depth for desired array")
+    if side not in ("left", "right"):
+        raise ValueError(f"search side must be 'left' or 'right' (got {side!r})")
+    v = as_node(v)
+    dtype = check_dtype(np.result_type(a.dtype, v.dtype), "searchsorted")
+    if sorter is not None:
+        a = _sorter(a, sorter)
+    a, v = astype(a, dtype), astype(v, dtype)
+    n = a.shape[0]
+    if n == 0:
+        return zeros(v.shape, INDEX_DTYPE)
+    vals = _Values(v.shape, f"searchsorted({side})")
+    a_in, value = vals.bind(a), read(vals.bind(v), vals.own)
+    b, steps = np.int64(0), n.bit_length()
+    for s in reversed(range(steps)):
+        cand = b + (1 << s)
+        probe = vals.hold(read(a_in, (_at_most(cand - 1, n - 1),)), dtype, ", probe")
+        go = (_less(probe, value, dtype) if side == "left" else
+              call("logical_not", _less(value, probe, dtype)))
+        if s < steps - 1:                 # the first probe, 2^k <= n, is always in range
+            go = call("logical_and", p.Comparison(cand, "<=", n), go)
+        if s:
+            b = vals.hold(call("where", go, cand, b), INDEX_DTYPE, ", step")
+    return vals.node(call("where", go, cand, b), INDEX_DTYPE, "")

@@ -1,0 +1,283 @@
+"""NumPy ufuncs that no target lowers directly, composed from those that do
+(``hypot``, ``copysign``, ``logaddexp``, ``fmax``, shifts, ...), plus
+``nan_to_num`` and ``isclose``.
+
+Each resolves NumPy's own loop for its operands first
+(``ufunc.resolve_dtypes``, so dtypes, NEP 50 weak scalars and "no loop"
+TypeErrors are NumPy's), casts them to the loop dtype, then builds the
+composition in that dtype.  Compositions run on every target unchanged, so
+codegen needs no new C helpers.  One known difference: ``signbit`` (and so
+``copysign`` and ``cbrt``) reads the sign of a NaN as positive, since no
+target op reads a float's bits.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..codegen.ir import nodes as N
+from .axes import no_out
+from .creation import array, full
+from .dtypes import check_dtype, is_python_scalar, resolve_ufunc, weak_type
+from .elementwise import apply_ufunc as U, astype, where, _operand
+
+_LN2 = math.log(2.0)
+
+
+def loop_operands(name, *args):
+    """``(operands cast to np.<name>'s loop dtypes, output dtype)``."""
+    ufunc = getattr(np, name)
+    ops = [_operand(a) for a in args]
+    if not any(isinstance(o, N.Node) for o in ops):
+        ops[0] = array(ops[0])
+    types = [o.dtype if isinstance(o, N.Node) else o for o in ops]
+    ins, out = resolve_ufunc(ufunc, types)
+    nodes = [astype(o, dt) if isinstance(o, N.Node) else full((), o, dt)
+             for o, dt in zip(ops, ins)]
+    return nodes, check_dtype(out, name)
+
+
+def cast_for_dtype(name, args, dtype):
+    """``np.<name>(*args, dtype=dtype)``'s operands: NumPy picks the loop whose
+    output is ``dtype`` (its ``signature``), and the operands are cast to that
+    loop's input types (Python scalars stay weak)."""
+    ufunc, dtype = getattr(np, name), check_dtype(dtype, name)
+    ops = [_operand(a) for a in args]
+    types = [o.dtype if isinstance(o, N.Node) else o for o in ops]
+    types = [t if isinstance(t, np.dtype) else weak_type(t) for t in types]
+    loop = ufunc.resolve_dtypes(tuple(types) + (None,) * ufunc.nout,
+                                signature=(None,) * ufunc.nin + (dtype,) * ufunc.nout)
+    return [astype(o, dt) if isinstance(o, N.Node) else o for o, dt in zip(ops, loop)]
+
+
+def ufunc_node(name, args, out=None, where=True, dtype=None, fn=None) -> N.Node:
+    """``np.<name>(*args, out=None, where=True, dtype=None)`` as a node: a
+    ``dtype`` picks NumPy's loop with that output (``cast_for_dtype``); a
+    ``where`` mask leaves NumPy's output uninitialized where it is False,
+    which only means something with ``out``, so it is refused.  ``fn``
+    builds the node (default: the lowered ufunc of that name)."""
+    no_out(out, name)
+    if where is not True:
+        raise NotImplementedError(f"{name}: where= is not supported (without out= NumPy "
+                                  "leaves the masked elements uninitialized); use "
+                                  "pa.where(mask, value, other)")
+    if dtype is not None:
+        args = cast_for_dtype(name, args, dtype)
+    return U(name, *args) if fn is None else fn(*args)
+
+
+def constant_value(node):
+    """The value of a lazy constant of one element (``full((), v)``), else None."""
+    if isinstance(node, N.IndexLambda) and not node.bindings and isinstance(node.expr, np.generic):
+        return node.expr
+    return None
+
+
+def _float(name, x):
+    (x,), out = loop_operands(name, x)
+    return x, out
+
+
+def signbit(x) -> N.Node:
+    """``x < 0``, and for zeros the sign of ``1 / x`` (-0.0 -> -inf)."""
+    node = _operand(x)
+    if isinstance(node, N.Node) and node.dtype.kind in "biu":
+        loop_operands("signbit", node)      # NumPy's errors
+        return U("less", node, 0)           # no float16 loop for small ints
+    (x,), _ = loop_operands("signbit", x)
+    neg = U("less", x, 0)
+    return U("logical_or", neg, U("less", U("divide", 1, x), 0))
+
+
+def copysign(x1, x2) -> N.Node:
+    (a, b), _ = loop_operands("copysign", x1, x2)
+    mag = U("absolute", a)
+    sign = constant_value(b)
+    if sign is not None:            # a constant sign: no select
+        return U("negative", mag) if np.signbit(sign) else mag
+    return where(signbit(b), U("negative", mag), mag)
+
+
+def hypot(x1, x2) -> N.Node:
+    """``m * sqrt(1 + (n/m)**2)`` with ``m = max(|x1|, |x2|)``: no overflow
+    where the result is finite; inf wins over NaN, as in C's hypot."""
+    (a, b), _ = loop_operands("hypot", x1, x2)
+    a, b = U("absolute", a), U("absolute", b)
+    m, n = U("maximum", a, b), U("minimum", a, b)
+    r = U("divide", n, m)
+    val = U("multiply", m, U("sqrt", U("add", 1, U("multiply", r, r))))
+    val = where(U("equal", m, 0), 0, val)
+    return where(U("logical_or", U("isinf", a), U("isinf", b)), math.inf, val)
+
+
+def logaddexp(x1, x2) -> N.Node:
+    """``max + log1p(exp(-|x1 - x2|))``; equal operands (infinities
+    included) give ``x + log(2)``, as NumPy's loop does."""
+    (a, b), _ = loop_operands("logaddexp", x1, x2)
+    d = U("absolute", U("subtract", a, b))
+    val = U("add", U("maximum", a, b), U("log1p", U("exp", U("negative", d))))
+    return where(U("equal", a, b), U("add", a, _LN2), val)
+
+
+def _fminmax(op, x1, x2):
+    (a, b), _ = loop_operands("f" + op[:3], x1, x2)
+    m = U(op, a, b)
+    if a.dtype.kind != "f":
+        return m
+    return where(U("isnan", a), b, where(U("isnan", b), a, m))
+
+
+def fmax(x1, x2) -> N.Node:
+    """``maximum`` that ignores NaN (NaN only where both are NaN)."""
+    return _fminmax("maximum", x1, x2)
+
+
+def fmin(x1, x2) -> N.Node:
+    return _fminmax("minimum", x1, x2)
+
+
+def deg2rad(x) -> N.Node:
+    x, _ = _float("deg2rad", x)
+    return U("multiply", x, math.pi / 180.0)
+
+
+def rad2deg(x) -> N.Node:
+    x, _ = _float("rad2deg", x)
+    return U("multiply", x, 180.0 / math.pi)
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def reciprocal(x) -> N.Node:
+    """``1 / x``.  Integers: NumPy's loop converts ``1.0 / x`` to the type,
+    so only +-1 give nonzero; ``1 / 0`` is what NumPy gives on x86-64
+    (the type's minimum for 32- and 64-bit signed ints, else 0)."""
+    (x,), out = loop_operands("reciprocal", x)
+    if out.kind == "f":
+        return U("divide", 1, x)
+    if out.kind == "b":
+        return x
+    one = full((), 1, out)
+    r = where(U("equal", x, one), one, full((), 0, out))
+    if out.kind == "i":
+        r = where(U("equal", x, full((), -1, out)), full((), -1, out), r)
+        if out.itemsize >= 4:
+            r = where(U("equal", x, full((), 0, out)), full((), np.iinfo(out).min, out), r)
+    return r
+
+
+def cbrt(x) -> N.Node:
+    x, _ = _float("cbrt", x)
+    neg = signbit(x)
+    root = U("power", U("absolute", x), 1.0 / 3.0)
+    return where(neg, U("negative", root), root)
+
+
+def exp2(x) -> N.Node:
+    x, _ = _float("exp2", x)
+    return U("power", full((), 2, x.dtype), x)
+
+
+def heaviside(x1, x2) -> N.Node:
+    """0 below zero, ``x2`` at zero, 1 above; NaN stays NaN."""
+    (a, b), out = loop_operands("heaviside", x1, x2)
+    step = where(U("less", a, 0), full((), 0, out), full((), 1, out))
+    return where(U("isnan", a), a, where(U("equal", a, 0), b, step))
+
+
+def float_power(x1, x2) -> N.Node:
+    (a, b), _ = loop_operands("float_power", x1, x2)
+    return U("power", a, b)
+
+
+def _shift_parts(name, x1, x2):
+    """Loop-typed operands, the output dtype, its width, and the count as a
+    Python int when it is a constant (then no run-time range test)."""
+    (a, b), out = loop_operands(name, x1, x2)
+    const = constant_value(b)
+    return a, b, out, out.itemsize * 8, None if const is None else int(const)
+
+
+def _pow2(count, dtype):
+    """``2 ** count`` as ``dtype`` (counts in range for it)."""
+    return astype(U("power", 2.0, astype(count, np.float64)), dtype)
+
+
+def _in_range(b, lo, hi, out):
+    """(``lo <= b < hi``, ``b`` where that holds else 0).  NumPy compares the
+    count unsigned, so negative counts are out of range too."""
+    ok = U("less", b, hi)
+    if b.dtype.kind == "i":
+        ok = U("logical_and", U("greater_equal", b, lo), ok)
+    return ok, where(ok, b, full((), 0, out))
+
+
+def left_shift(x1, x2) -> N.Node:
+    """``x1 * 2**x2``, wrapping, computed in the unsigned type of the same
+    width; counts outside ``[0, bits)`` give 0, as NumPy's ``npy_lshift``."""
+    a, b, out, bits, const = _shift_parts("left_shift", x1, x2)
+    wide = np.dtype(f"u{out.itemsize}")
+    if const is not None:
+        factor = (1 << const) if 0 <= const < bits else 0
+        return astype(U("multiply", astype(a, wide), full((), factor, wide)), out)
+    ok, safe = _in_range(b, 0, bits, out)
+    r = astype(U("multiply", astype(a, wide), _pow2(safe, wide)), out)
+    return where(ok, r, full((), 0, out))
+
+
+def right_shift(x1, x2) -> N.Node:
+    """Floor division by ``2**x2`` (arithmetic for signed types); counts
+    outside ``[0, bits)`` give 0, or -1 for negative signed ``x1``."""
+    a, b, out, bits, const = _shift_parts("right_shift", x1, x2)
+    top = bits - 1 if out.kind == "i" else bits     # 2**(bits - 1) fits no signed type
+    far = where(U("less", a, 0), full((), -1, out), full((), 0, out)) if out.kind == "i" \
+        else U("multiply", a, full((), 0, out))
+    if const is not None:
+        return U("floor_divide", a, full((), 1 << const, out)) if 0 <= const < top else far
+    ok, safe = _in_range(b, 0, top, out)
+    return where(ok, U("floor_divide", a, _pow2(safe, out)), far)
+
+
+def _setitem(value, dtype):
+    """``value`` converted as NumPy's ``arr[...] = value`` converts it."""
+    tmp = np.empty((), dtype)
+    with np.errstate(all="ignore"):
+        tmp[()] = value
+    return tmp[()]
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None) -> N.Node:
+    """NaN -> ``nan``, +-inf -> ``posinf``/``neginf`` (default: the
+    dtype's largest and smallest finite values); integers unchanged."""
+    node = _operand(x)
+    node = node if isinstance(node, N.Node) else array(node)
+    dt = node.dtype
+    if dt.kind != "f":
+        return node
+    info = np.finfo(dt)
+    big = _setitem(info.max if posinf is None else posinf, dt)
+    small = _setitem(info.min if neginf is None else neginf, dt)
+    out = where(U("isnan", node), full((), _setitem(nan, dt), dt), node)
+    out = where(U("equal", node, math.inf), full((), big, dt), out)
+    return where(U("equal", node, -math.inf), full((), small, dt), out)
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> N.Node:
+    """NumPy 2's formula: ``|a - b| <= atol + rtol * |b|`` where ``b`` is
+    finite, or ``a == b``; ``b`` is first promoted with a float."""
+    x, y = _operand(a), _operand(b)
+    for t in (rtol, atol):
+        if isinstance(t, N.Node):
+            raise TypeError("isclose: rtol and atol must be scalars, not lazy arrays")
+    if isinstance(y, N.Node):
+        y = astype(y, np.result_type(y.dtype, 1.0))
+    elif is_python_scalar(y) and not isinstance(y, bool):
+        y = float(y)
+    close = U("less_equal", U("absolute", U("subtract", x, y)),
+              U("add", atol, U("multiply", rtol, U("absolute", y))))
+    result = U("logical_or", U("logical_and", close, U("isfinite", y)), U("equal", x, y))
+    if equal_nan:
+        result = U("logical_or", result, U("logical_and", U("isnan", x), U("isnan", y)))
+    return result

@@ -1,0 +1,380 @@
+"""Issue 16, "NumPy code unchanged": NumPy's everyday names that polyarray
+lacked, NumPy's keywords it refused, and the array API's spellings, each
+against NumPy on every target (dtypes compared, integers and bools exact);
+the errors and the names themselves are in test_numpy_names_api.py.
+
+Every case is written once against a namespace ``xp`` (``numpy`` or
+``polyarray``).  The cases of one group (a function, or a few of a family)
+are one program: one compile per group and target, the inputs bound as
+placeholders.  Outputs NumPy computes in float16 are checked on the NumPy
+target only (device targets refuse float16)."""
+import warnings
+
+import numpy as np
+import pytest
+
+import polyarray as pa
+from helpers import assert_same
+
+rng = np.random.default_rng(16)
+F32 = rng.standard_normal((3, 5)).astype(np.float32)
+F64 = rng.standard_normal((4, 5))
+SPEC = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.5, -2.5, 1e-300, 3e38, -7.0, 2.0])
+SPEC_R = SPEC[::-1].copy()
+SPEC32 = SPEC.astype(np.float32)
+I32 = rng.integers(-9, 10, (4, 5)).astype(np.int32)
+I8 = np.array([-128, -7, -1, 0, 1, 2, 5, 127], np.int8)
+U8 = np.array([0, 1, 2, 7, 128, 255], np.uint8)
+I64 = np.array([-2**63, -5, -1, 0, 1, 3, 2**62], np.int64)
+B = rng.random((4, 5)) < 0.5
+NANS = F64.copy()
+NANS[0, 1] = NANS[1, 0] = np.nan
+NANS[3] = np.nan
+MASK = rng.random((4, 5)) < 0.6
+MASK[2] = False
+ROWMASK = np.array([True, False, True, True, False])
+
+GROUPS = {}
+
+
+def case(group, label, fn, *inputs):
+    GROUPS.setdefault(group, []).append((label, fn, inputs))
+
+
+# -- ufuncs composed of others ---------------------------------------------------
+case("hypot", "f32", lambda xp, a, b: xp.hypot(a, b), F32, F32[::-1])
+case("hypot", "special", lambda xp, a, b: xp.hypot(a, b), SPEC, SPEC_R)
+case("hypot", "big", lambda xp, a: xp.hypot(a, a), np.array([1e200, 3e38, 1e-300]))
+case("hypot", "int", lambda xp, a: xp.hypot(a, 3), I32)
+case("hypot", "int8_f16", lambda xp, a: xp.hypot(a, a), I8)
+case("copysign", "special", lambda xp, a, b: xp.copysign(a, b), SPEC, SPEC_R)
+case("copysign", "scalar", lambda xp, a: xp.copysign(a, -1.0), F32)
+case("copysign", "signbits", lambda xp, a: xp.signbit(xp.copysign(2.0, a)), SPEC)
+case("copysign", "int", lambda xp, a, b: xp.copysign(a, b), I32, F64)
+case("signbit", "special", lambda xp, a: xp.signbit(a), SPEC)
+case("signbit", "f32", lambda xp, a: xp.signbit(a), SPEC32)
+case("signbit", "ints", lambda xp, a, b, c: (xp.signbit(a), xp.signbit(b), xp.signbit(c)),
+     I8, U8, B)
+case("logaddexp", "special", lambda xp, a, b: xp.logaddexp(a, b), SPEC, SPEC_R)
+case("logaddexp", "equal", lambda xp, a: xp.logaddexp(a, a), SPEC)
+case("logaddexp", "f32", lambda xp, a: xp.logaddexp(a, 1000.0 * a), F32)
+case("logaddexp", "int", lambda xp, a: xp.logaddexp(a, 2), I32)
+case("fmax_fmin", "special", lambda xp, a, b: (xp.fmax(a, b), xp.fmin(a, b)), SPEC, SPEC_R)
+case("fmax_fmin", "nan_both", lambda xp, a: (xp.fmax(a, a), xp.fmin(a, np.nan)), SPEC)
+case("fmax_fmin", "ints", lambda xp, a, b: (xp.fmax(a, b), xp.fmin(a, 0), xp.fmax(b, b)),
+     I32, B)
+case("angles", "f32", lambda xp, a: (xp.deg2rad(a), xp.rad2deg(a), xp.radians(a),
+                                     xp.degrees(a)), F32)
+case("angles", "int", lambda xp, a: (xp.deg2rad(a), xp.rad2deg(a)), I32)
+case("angles", "u8_f16", lambda xp, a: xp.deg2rad(a), U8)
+case("reciprocal", "float", lambda xp, a, b: (xp.reciprocal(a), xp.reciprocal(b)), SPEC, F32)
+case("reciprocal", "ints", lambda xp, a, b, c, d: (xp.reciprocal(a), xp.reciprocal(b),
+                                                   xp.reciprocal(c), xp.reciprocal(d)),
+     I32, I8, U8, I64)
+case("reciprocal", "bool", lambda xp, a: xp.reciprocal(a), B)
+case("cbrt", "special", lambda xp, a: (xp.cbrt(a), xp.signbit(xp.cbrt(a))), SPEC)
+case("cbrt", "f32_int", lambda xp, a, b: (xp.cbrt(a), xp.cbrt(b)), F32, I32)
+case("exp2", "all", lambda xp, a, b, c: (xp.exp2(a), xp.exp2(b), xp.exp2(c)), F32, I32, SPEC)
+case("heaviside", "special", lambda xp, a: (xp.heaviside(a, 0.5), xp.heaviside(a, a)), SPEC)
+case("heaviside", "int", lambda xp, a, b: xp.heaviside(a, b), I32, F64)
+case("float_power", "all", lambda xp, a, b: (xp.float_power(xp.abs(a), 1.5),
+                                             xp.float_power(b, 2), xp.float_power(b, -1.0)),
+     F32, I32)
+
+SHIFT_COUNTS = np.array([0, 1, 3, 7, 8, 9, 15, 31, 32, 33, 63, 64, 65, 100, -1, -8])
+for _dt in ("int8", "uint8", "int16", "int32", "uint32", "int64", "uint64"):
+    _x = (np.arange(-8, 8) * 37).astype(_dt)
+    _c = (SHIFT_COUNTS if _dt[0] == "i" else np.abs(SHIFT_COUNTS)).astype(_dt)
+    case("shifts", _dt, lambda xp, a, b: (xp.left_shift(a, b), xp.right_shift(a, b),
+                                          xp.bitwise_left_shift(a, b),
+                                          xp.bitwise_right_shift(a, b)), _x, _c)
+    case("shifts", _dt + "_const", lambda xp, a: (a << 3, a >> 3, 1 << a[4:5], a >> 70,
+                                                  xp.left_shift(a, 100)), _x)
+case("shifts", "bool_mixed", lambda xp, a, b: (xp.left_shift(a, a), xp.right_shift(b, a)), B, I32)
+
+case("nan_to_num", "special", lambda xp, a: (xp.nan_to_num(a), xp.nan_to_num(
+    a, nan=-1.0, posinf=7, neginf=-9.5)), SPEC)
+case("nan_to_num", "f32_int", lambda xp, a, b: (xp.nan_to_num(a, posinf=1e40), xp.nan_to_num(b)),
+     SPEC32, I32)
+case("isclose", "float", lambda xp, a, b: (xp.isclose(a, b), xp.isclose(a, b, equal_nan=True),
+                                           xp.isclose(a, a + 1e-9 * a, rtol=0, atol=1e-3)),
+     SPEC, SPEC_R)
+case("isclose", "mixed", lambda xp, a, b: (xp.isclose(a, b), xp.isclose(b, 0.5),
+                                           xp.isclose(a, 2)), I32, F32[:1])
+case("allclose", "all", lambda xp, a, b: (xp.allclose(a, a + 1e-9), xp.allclose(a, a[::-1]),
+                                          xp.allclose(b, b), xp.allclose(b, b, equal_nan=True)),
+     F64, SPEC)
+
+# -- rearranging -----------------------------------------------------------------
+case("atleast", "one", lambda xp, a: (xp.atleast_1d(a[0, 0]), xp.atleast_2d(a[0]),
+                                      xp.atleast_3d(a), xp.atleast_3d(a[0]),
+                                      xp.atleast_2d(a[None])), I32)
+case("atleast", "several", lambda xp, a, b: xp.atleast_2d(a, b[0, 0], b), F32, I32)
+case("stacks", "hv", lambda xp, a, b: (xp.hstack([a, b[:3]]), xp.hstack((a[0], b[0])),
+                                       xp.vstack([a[0], b[1, :5]]), xp.vstack([a, b])), F32, I32)
+case("stacks", "dcol", lambda xp, a, b: (xp.dstack([a[0], b[0]]), xp.dstack((a, b[:3])),
+                                         xp.column_stack([a[0], b[0], a.T[:5, :2]]),
+                                         xp.hstack([a, a], dtype=np.float64)), F32, I32)
+case("unstack", "all", lambda xp, a: xp.unstack(a, axis=1) + xp.unstack(a[None], axis=-2), I32)
+case("meshgrid", "xy_ij", lambda xp, a, b: xp.meshgrid(a, b) + xp.meshgrid(a, b, indexing="ij")
+     + xp.meshgrid(a, b, a[:2], sparse=True), F32[0], I32[:, 0])
+case("tile", "all", lambda xp, a: (xp.tile(a, 2), xp.tile(a, (2, 1, 3)), xp.tile(a[0], (3, 2)),
+                                   xp.tile(a, (0, 2)), xp.tile(a[:, :1], 4)), I32)
+case("repeat", "all", lambda xp, a: (xp.repeat(a, 2, axis=1), xp.repeat(a, [1, 0, 3, 2], axis=0),
+                                     xp.repeat(a, 3), xp.repeat(a, 0, axis=-1),
+                                     a.repeat(2), xp.repeat(a[0, 0], 4)), I32)
+case("kron", "all", lambda xp, a, b, c: (xp.kron(a[:2, :3], b[0]), xp.kron(a[0], b[1]),
+                                         xp.kron(c[:2, :2], c[0]), xp.kron(a[0, 0], b[:2])),
+     I32, F32, B)
+case("roll", "all", lambda xp, a: (xp.roll(a, 7), xp.roll(a, -2, axis=1), xp.roll(a, (1, -6),
+                                   axis=(0, 1)), xp.roll(a, (2, 3), axis=(1, 1)),
+                                   xp.roll(a, 13, axis=-1)), I32)
+case("diff", "all", lambda xp, a, b: (xp.diff(a), xp.diff(a, 2, axis=0), xp.diff(a, n=7),
+                                      xp.diff(b), xp.diff(a, prepend=0, append=a[:, :1]),
+                                      xp.diff(a, axis=0, prepend=a[:1] * 2.5)), I32, B)
+case("diff", "u8_wraps", lambda xp, a: xp.diff(a), U8)
+PAD_WIDTHS = [1, (2, 3), ((1, 0), (4, 2)), ((7, 1),), [[2], [6]]]
+for _mode in ("constant", "edge", "reflect", "symmetric", "wrap"):
+    case("pad", _mode, lambda xp, a, m=_mode: tuple(xp.pad(a, w, mode=m) for w in PAD_WIDTHS),
+         I32[:3, :4])
+case("pad", "values", lambda xp, a, b: (xp.pad(a, 2, constant_values=((1, 2), (3, 4))),
+                                        xp.pad(b, (1, 2), constant_values=7.9),
+                                        xp.pad(b[:1, :1], 3, mode="reflect"),
+                                        xp.pad(a[None], ((0, 0), (1, 1), (2, 0)), "symmetric")),
+     F32, I32)
+case("take_along_axis", "all", lambda xp, a, i, j: (
+    xp.take_along_axis(a, i, axis=1), xp.take_along_axis(a, i[:, :2], axis=-1),
+    xp.take_along_axis(a, j, axis=0), xp.take_along_axis(a[0], i[0], axis=None)),
+    F32, np.argsort(F32, axis=1), np.array([[2, -1, 0, 1, -3]]))
+
+# -- matrices --------------------------------------------------------------------
+case("diag", "all", lambda xp, a, b: (xp.diag(a[0]), xp.diag(a[0], 2), xp.diag(a[0], -3),
+                                      xp.diag(a), xp.diag(a, 1), xp.diag(a, -2), xp.diag(a, 9),
+                                      xp.diag(b[0]), xp.diag(a[0, :0], 2)), I32, B)
+case("diagonal", "all", lambda xp, a: (xp.diagonal(a), xp.diagonal(a, 2), xp.diagonal(a, -1),
+                                       xp.diagonal(a[None], 1, 2, 1), a.diagonal(-3),
+                                       xp.diagonal(a[None], 0, -1, 0)), I32)
+case("trace", "all", lambda xp, a, b: (xp.trace(a), xp.trace(a, -1), a.trace(1),
+                                       xp.trace(b, dtype=np.float32), xp.trace(b[None], 0, 1, 2),
+                                       xp.trace(a, 9)), F32, I8[:6].reshape(2, 3))
+case("tril_triu", "all", lambda xp, a, b: (xp.tril(a), xp.tril(a, -1), xp.triu(a, 2),
+                                           xp.triu(a[None], -2), xp.tril(a[0]), xp.triu(b, 1)),
+     I32, B)
+case("cross", "all", lambda xp, a, b: (xp.cross(a[:, :3], b[:3, 1:4]),
+                                       xp.cross(a[:, :2], b[:3, :3]), xp.cross(a[:, :3], b[:3, :2]),
+                                       xp.cross(a[:, :2], b[:3, 2:4]), xp.cross(a[:, :3], b[0, :3]),
+                                       xp.cross(a[:3, :3], b[:3, :3], axisa=0, axisb=0, axisc=0)),
+     F32, I32)
+case("vecdot", "all", lambda xp, a, b, c: (xp.vecdot(a, a[:1]), xp.vecdot(b, b, axis=0),
+                                           xp.vecdot(c, c), xp.vecdot(b[:, None], b[None])),
+     F32, I32, B)
+_ORDS = [None, 1, 2, np.inf, -np.inf, 0, 3, -1.5]
+case("norm", "vectors", lambda xp, a: tuple(xp.linalg.norm(a, o, axis=1) for o in _ORDS)
+     + (xp.linalg.norm(a), xp.linalg.norm(a[0], 2), xp.linalg.norm(a, axis=0, keepdims=True)),
+     F32)
+case("norm", "matrices", lambda xp, a: tuple(xp.linalg.norm(a, o) for o in
+                                             ("fro", "f", 1, -1, np.inf, -np.inf))
+     + (xp.linalg.norm(a[None], 1, axis=(2, 1), keepdims=True),
+        xp.linalg.norm(a[None], np.inf, axis=(-1, 1))), I32)
+case("norm", "vector_matrix_norm", lambda xp, a: (
+    xp.linalg.vector_norm(a), xp.linalg.vector_norm(a, axis=(0, 1), keepdims=True, ord=3),
+    xp.linalg.vector_norm(a[None], axis=(2, 0), ord=np.inf), xp.linalg.vector_norm(a, axis=-1),
+    xp.linalg.matrix_norm(a[None]), xp.linalg.matrix_norm(a, ord=1, keepdims=True),
+    xp.linalg.matrix_norm(a, ord=-np.inf)), F32)
+case("linalg_namespace", "all", lambda xp, a, b: (
+    xp.linalg.diagonal(a[None], offset=1), xp.linalg.trace(a[None], offset=-1),
+    xp.linalg.outer(a[0], b[0]), xp.linalg.cross(a[:, :3], b[:3, 2:]),
+    xp.linalg.matmul(a, b.T[:5]), xp.linalg.tensordot(a, b[:3], axes=2),
+    xp.linalg.tensordot(a, b.T, axes=1), xp.linalg.matrix_transpose(a[None]),
+    xp.linalg.vecdot(a, b[1:], axis=-1)), F32, I32)
+
+# -- statistics --------------------------------------------------------------------
+case("nansum_nanprod", "all", lambda xp, a, b: (
+    xp.nansum(a), xp.nansum(a, axis=1), xp.nansum(a, axis=0, keepdims=True, dtype=np.float32),
+    xp.nanprod(a, axis=1), xp.nansum(b, axis=0), xp.nanprod(b[:, :2], 1), xp.nansum(a, initial=2)),
+    NANS, I32)
+case("nanmax_nanmin", "all", lambda xp, a, b, m: (
+    xp.nanmax(a, axis=1), xp.nanmin(a, axis=1), xp.nanmax(a, axis=0, keepdims=True),
+    xp.nanmin(a), xp.nanmax(a, axis=1, initial=0.5), xp.nanmin(a, 1, where=m, initial=9),
+    xp.nanmax(b, axis=0), xp.nanmax(a.astype(np.float32), 1)), NANS, I32, MASK)
+case("nanmean", "all", lambda xp, a, b, m: (
+    xp.nanmean(a), xp.nanmean(a, axis=1), xp.nanmean(a.astype(np.float32), axis=0),
+    xp.nanmean(b, axis=1), xp.nanmean(a, 1, where=m), xp.nanmean(a, 0, keepdims=True)),
+    NANS, I32, MASK)
+case("ptp", "all", lambda xp, a, b: (xp.ptp(a), xp.ptp(a, axis=1), xp.ptp(b, 0, keepdims=True)),
+     F32, I8[:6].reshape(2, 3))
+case("average", "all", lambda xp, a, b, w: (
+    xp.average(a), xp.average(b, axis=1), xp.average(a, axis=1, weights=w),
+    xp.average(b, weights=np.abs(I32) + 1.0), xp.average(a, 0, keepdims=True))
+    + xp.average(b, axis=1, weights=w, returned=True) + xp.average(a, 1, returned=True)
+    + xp.average(b, axis=(0, 1), weights=np.abs(I32) + 1, returned=True),
+    F32, I32, np.arange(1.0, 6.0))
+case("count_nonzero", "all", lambda xp, a, b, c: (
+    xp.count_nonzero(a), xp.count_nonzero(a, axis=0), xp.count_nonzero(b, axis=1, keepdims=True),
+    xp.count_nonzero(c, axis=(0, 1))), I32, SPEC[None], B)
+
+# -- keywords NumPy has ------------------------------------------------------------
+case("reduce_where", "all", lambda xp, a, m, r: (
+    xp.sum(a, axis=1, where=m), xp.prod(a, where=m), xp.sum(a, 0, where=r),
+    xp.any(a > 1, axis=1, where=m), xp.all(a > -1, axis=0, where=m, keepdims=True),
+    xp.mean(a, axis=1, where=m), xp.mean(a, where=r), a.sum(1, where=m),
+    xp.mean(a.astype(np.int32), axis=1, where=m)), F64, MASK, ROWMASK)
+case("reduce_initial", "all", lambda xp, a, b, m: (
+    xp.max(a, axis=1, initial=0.5), xp.min(a, initial=-9), xp.amax(b, 0, initial=3),
+    xp.amin(b, axis=1, initial=2.7), xp.max(b, 1, where=m, initial=-100),
+    xp.min(a, axis=0, where=m, initial=1e9), xp.sum(b, axis=0, initial=5),
+    xp.prod(a[:, :2], 1, initial=2), xp.max(a[:, :0], axis=1, initial=7),
+    a.max(axis=1, initial=1.0)), F64, I32, MASK)
+case("var_std", "all", lambda xp, a, m: (
+    xp.var(a, axis=1, where=m), xp.std(a, 0, where=m, ddof=1), xp.var(a, correction=1),
+    xp.std(a, dtype=np.float32), a.var(1, ddof=2)), F64, MASK)
+case("argmax_keepdims", "all", lambda xp, a: (
+    xp.argmax(a, keepdims=True), xp.argmin(a, axis=0, keepdims=True),
+    xp.argmax(a, -1, keepdims=True), a.argmin(keepdims=True), a.argmax(1)), F32)
+case("clip", "all", lambda xp, a: (
+    xp.clip(a, min=-1, max=1), xp.clip(a, max=0.5), xp.clip(a, -0.5, None), a.clip(max=0),
+    xp.clip(a, a_min=0, a_max=2)), F32)
+case("shape_keywords", "all", lambda xp, a: (
+    xp.ravel(a, order="F"), xp.ravel(a, "K"), a.ravel("F"), a.flatten(order="C"),
+    xp.reshape(a, (5, 4), copy=None), xp.reshape(a, (2, -1), order="F"),
+    xp.squeeze(a[None, :, None], axis=(0, 2)), xp.expand_dims(a, (0, -1)),
+    a.astype(np.float32, copy=False), a.reshape(20, copy=True), xp.round(a, 0),
+    xp.concatenate([a, a], axis=None, dtype=np.int64), xp.stack([a, a], 1, dtype=np.float32),
+    xp.take(a, [3, 0], axis=1), a.take([1, -1])), I32)
+case("einsum", "ellipsis", lambda xp, a, b: (
+    xp.einsum("...ij,...jk", a[None], a.T[None]), xp.einsum("i...->...", a),
+    xp.einsum("...i,...i", a, b[0]), xp.einsum("...", a), xp.einsum("ij...,j...->i...", a, b[0]),
+    xp.einsum("ij,jk->ik", a[:, :1], b.T[:3], optimize=True),
+    xp.einsum("ab...,b...", a[:, :, None], b[0, :5, None], optimize="greedy"),
+    xp.einsum(a, [0, 1], b[:, :5], [2, 1], [0, 2]), xp.einsum(a, [Ellipsis, 1], b[0], [1]),
+    xp.einsum("ij->j", b, dtype=np.float64)), F32, I32)
+case("ufunc_keywords", "all", lambda xp, a, b: (
+    xp.add(a, a, dtype=np.int16), xp.multiply(a, 3, dtype=np.float32), xp.sqrt(b, dtype=np.float64),
+    xp.less(a, 2.5, dtype=bool), xp.exp(b, out=None), xp.hypot(a, a, dtype=np.float32),
+    xp.exp2(a, dtype=np.float64), xp.left_shift(a, 2, dtype=np.int16)), I8, F32)
+case("array_api", "all", lambda xp, a, b: (
+    xp.acos(a / 3), xp.acosh(xp.abs(a) + 1), xp.asin(a / 3), xp.asinh(a), xp.atan(a),
+    xp.atan2(a, a[::-1]), xp.atanh(a / 3), xp.pow(a, 2), xp.pow(b, 3), xp.bitwise_invert(b),
+    xp.concat([b, b], axis=1), xp.permute_dims(b, (1, 0)), xp.matrix_transpose(b[None]),
+    xp.astype(b, np.float32, copy=False), xp.expand_dims(b, 1), b.mT, xp.bitwise_left_shift(b, 2),
+    xp.take(b, np.array([0, 3]), axis=0), xp.unstack(b)[1]), F32, I32)
+
+EMPTY = np.zeros((3, 0), np.float32)
+case("empty_axes", "all", lambda xp, a, b: (
+    xp.nansum(a, axis=1), xp.nanmax(a, axis=1, initial=-1), xp.count_nonzero(a, axis=0),
+    xp.diff(a), xp.diff(a, axis=0), xp.pad(a, 2), xp.roll(a, 3), xp.tile(a, 2),
+    xp.repeat(a, 2, axis=0), xp.kron(a, b[0]), xp.diag(a[0]), xp.tril(a), xp.trace(a),
+    xp.vecdot(a, a), xp.linalg.norm(a, axis=1), xp.hypot(a, a), xp.hstack([a, a]),
+    xp.take_along_axis(a, np.zeros((3, 0), np.int64), 1), xp.sum(a, 1, initial=2),
+    xp.max(a, axis=1, initial=5), xp.cross(a.T[:, :0].reshape(0, 3), b[:0, :3]),
+    xp.einsum("ij->i", a), xp.nanmean(b[:, :0], axis=0)), EMPTY, F32)
+
+GROUP_IDS = sorted(GROUPS)
+
+
+def _as_list(x):
+    return list(x) if isinstance(x, (tuple, list)) else [x]
+
+
+def _build(group, target):
+    """(outputs, NumPy's results, bindings) of a group's cases."""
+    names, bindings, outs, expected = {}, {}, {}, {}
+
+    def arg(v):
+        if not isinstance(v, np.ndarray):
+            return v
+        if id(v) not in names:
+            names[id(v)] = f"{group}_a{len(names)}"
+            bindings[names[id(v)]] = v
+        return pa.placeholder(names[id(v)], v.shape, v.dtype)
+    for label, fn, inputs in GROUPS[group]:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            want = _as_list(fn(np, *inputs))
+            got = _as_list(fn(pa, *map(arg, inputs)))
+        assert len(got) == len(want), label
+        for k, (g, w) in enumerate(zip(got, want)):
+            w = np.asarray(w)
+            assert (g.shape, g.dtype) == (w.shape, w.dtype), \
+                f"{group}/{label}[{k}]: built {g.shape} {g.dtype}, NumPy gives {w.shape} {w.dtype}"
+            if target != "numpy" and w.dtype == np.float16:
+                continue
+            outs[f"{label}[{k}]"], expected[f"{label}[{k}]"] = g, w
+    return outs, expected, {n: bindings[n] for n in sorted(bindings)}
+
+
+@pytest.mark.parametrize("group", GROUP_IDS)
+def test_matches_numpy(group, target):
+    outs, expected, bindings = _build(group, target)
+    prog = pa.compile(outs, target=target)
+    res = prog(**{n: bindings[n] for n in prog.placeholders})
+    for key, want in expected.items():
+        assert_same(res[key], want, f"{group}: {key}")
+
+
+def test_cuda_source_compiles_with_nvcc():
+    """Every group's program (float16 outputs left out) as one CUDA source,
+    generated without a GPU and compiled by nvcc for sm_90."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    import loopy as lp
+    from polyarray.codegen import lower_program
+    nodes = [o.node for g in GROUP_IDS for o in _build(g, "cuda")[0].values()]
+    source = lower_program(nodes, lp.CudaTarget()).source
+    assert "__global__" in source
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc (the CUDA compiler) is not on PATH; the source was generated")
+    with tempfile.TemporaryDirectory() as d:
+        path = f"{d}/names.cu"
+        with open(path, "w") as f:
+            f.write(source)
+        r = subprocess.run([nvcc, "-cubin", "-arch=sm_90", "-o", path + ".cubin", path],
+                           capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[:4000]
+
+
+def test_eager_functions_evaluate_on_the_default_target(target):
+    """``unique``, ``nonzero``, ``argwhere``, ``flatnonzero`` and one-argument
+    ``where`` evaluate a lazy input (without placeholders) on the default
+    target and return data arrays, as NumPy's results."""
+    base = np.array([[3.0, 0.0, np.nan], [3.0, 1.0, 0.0], [np.nan, 1.0, -2.0]])
+    y = pa.array(base) * 2.0 - 2.0
+    want = base * 2.0 - 2.0
+    with pa.target(target):
+        got = {
+            "unique": pa.unique(y),
+            "unique_all": pa.unique(y, return_index=True, return_inverse=True,
+                                    return_counts=True),
+            "unique_nan": pa.unique(y, equal_nan=False),
+            "unique_axis": pa.unique(pa.array(I32[:, :2]) % 2, axis=0),
+            "unique_values": pa.unique_values(y),
+            "unique_counts": tuple(pa.unique_counts(y)),
+            "unique_inverse": tuple(pa.unique_inverse(y)),
+            "unique_all_api": tuple(pa.unique_all(y)),
+            "nonzero": pa.nonzero(y),
+            "nonzero_method": y.nonzero(),
+            "where": pa.where(y > 0),
+            "argwhere": pa.argwhere(y),
+            "flatnonzero": pa.flatnonzero(y),
+        }
+    expected = {
+        "unique": np.unique(want),
+        "unique_all": np.unique(want, return_index=True, return_inverse=True, return_counts=True),
+        "unique_nan": np.unique(want, equal_nan=False),
+        "unique_axis": np.unique(I32[:, :2] % 2, axis=0),
+        "unique_values": np.unique_values(want), "unique_counts": tuple(np.unique_counts(want)),
+        "unique_inverse": tuple(np.unique_inverse(want)),
+        "unique_all_api": tuple(np.unique_all(want)),
+        "nonzero": np.nonzero(want), "nonzero_method": want.nonzero(), "where": np.where(want > 0),
+        "argwhere": np.argwhere(want), "flatnonzero": np.flatnonzero(want),
+    }
+    for key, want_k in expected.items():
+        for k, (g, w) in enumerate(zip(_as_list(got[key]), _as_list(want_k))):
+            assert isinstance(g, pa.Array), key
+            assert_same(g.to_numpy(), np.asarray(w), f"{key}[{k}]")
+    assert pa.unique_counts(y)._fields == ("values", "counts")
+    # the results are ordinary (data) arrays: a gather by nonzero's indices
+    assert_same(pa.compile(y[pa.nonzero(y)], target=target)(), want[np.nonzero(want)])

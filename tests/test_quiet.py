@@ -1,0 +1,172 @@
+"""Quiet, logged compiles (issue 16): a successful compile prints nothing on
+any target, even under ``warnings.simplefilter("error")``; what loopy and
+the device compilers say goes to the ``polyarray`` logger; a failed device
+build says what the compiler said; ``python -m polyarray`` describes the
+environment."""
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import types
+import uuid
+import warnings
+
+import numpy as np
+import pytest
+
+import polyarray as pa
+import polyarray.targets.device_common as dc
+from helpers import assert_same, subprocess_env
+from polyarray import targets
+from polyarray.codegen import logs
+
+OPENCL_OK, OPENCL_WHY = targets.availability("opencl")
+needs_opencl = pytest.mark.skipif(not OPENCL_OK, reason=f"opencl: {OPENCL_WHY}")
+NVCC = shutil.which("nvcc")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA compiler) is not on PATH")
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    """An empty compile cache: the test lowers and builds for real."""
+    monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
+    dc.clear_memory_cache()
+    yield tmp_path
+    dc.clear_memory_cache()
+
+
+def _programs():
+    """One program of the usual kinds: elementwise, row and column sums,
+    argmax, a matrix product, a concatenation (one compile)."""
+    rng = np.random.default_rng(16)
+    x = pa.placeholder("x", (40, 33), np.float32)
+    y = pa.placeholder("y", (33, 7), np.float32)
+    xv = rng.standard_normal((40, 33)).astype(np.float32)
+    yv = rng.standard_normal((33, 7)).astype(np.float32)
+    outs = {"ew": pa.exp(x) * 2.0, "rows": x.sum(axis=1), "cols": x.max(axis=0),
+            "argmax": pa.argmax(x, axis=1), "mm": x @ y, "cat": pa.concatenate([x, x * 2.0])}
+    want = {"ew": np.exp(xv) * np.float32(2), "rows": xv.sum(axis=1), "cols": xv.max(axis=0),
+            "argmax": np.argmax(xv, axis=1), "mm": xv @ yv,
+            "cat": np.concatenate([xv, xv * np.float32(2)])}
+    return outs, {"x": xv, "y": yv}, want
+
+
+def test_compiling_and_running_prints_nothing(target, fresh_cache, monkeypatch, capsys, caplog):
+    outs, binds, want = _programs()
+    monkeypatch.setattr(logs, "SLOW_COMPILE_S", 0.0)    # every compile is "slow": INFO
+    with caplog.at_level(logging.INFO, logger="polyarray"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = pa.compile(outs, target=target)(**binds)
+    assert capsys.readouterr() == ("", "")
+    for k in want:
+        assert_same(got[k], want[k], k)
+    if target != "numpy":       # the compile's stages (at DEBUG below SLOW_COMPILE_S)
+        assert any(r.name == "polyarray.compile" and r.levelno == logging.INFO
+                   and "compiled" in r.getMessage() and "codegen" in r.getMessage()
+                   for r in caplog.records), caplog.text
+
+
+def test_cuda_codegen_prints_nothing(fresh_cache, capsys):
+    pytest.importorskip("loopy")
+    outs, _, _ = _programs()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        source = pa.compile(outs, target="cuda").source
+    assert "__global__" in source and capsys.readouterr() == ("", "")
+
+
+def test_dependency_warnings_are_logged_ours_stay_warnings(capsys, caplog):
+    log = logging.getLogger("polyarray.test")
+    elsewhere = os.path.join(os.sep, "site-packages", "loopy", "x.py")
+    with caplog.at_level(logging.DEBUG, logger="polyarray"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with logs.routed_warnings(log, "lowering"):
+            for _ in range(3):
+                warnings.warn_explicit("a loopy remark", UserWarning, elsewhere, 1)
+    assert [r.getMessage() for r in caplog.records] == [
+        "lowering: UserWarning (3 times): a loopy remark"]
+    with pytest.warns(DeprecationWarning, match="our own"):
+        with logs.routed_warnings(log, "lowering"):
+            warnings.warn_explicit("our own", DeprecationWarning, logs.__file__, 1)
+    # warnings outside the block keep the user's filters
+    with pytest.warns(UserWarning, match="outside"):
+        warnings.warn("outside")
+    assert capsys.readouterr() == ("", "")
+
+
+@needs_opencl
+def test_opencl_compiler_output_is_logged_not_warned(capsys, caplog):
+    import pyopencl as cl
+    from polyarray.targets.opencl import OpenCLTarget, select_device
+    ctx, dev, _ = select_device()
+    tag = f"polyarray-test-{uuid.uuid4().hex}"      # a new source: no binary cache hit
+    src = f"#warning {tag}\n__kernel void f(__global float *a) {{ a[0] = 1.0f; }}\n"
+    with caplog.at_level(logging.DEBUG, logger="polyarray"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prg = OpenCLTarget._build(ctx, src)
+    assert capsys.readouterr() == ("", "")
+    if tag in prg.get_build_info(dev, cl.program_build_info.LOG):     # the driver said it
+        assert tag in caplog.text
+
+
+def _fake_pycuda(monkeypatch):
+    """pycuda's compiler without a GPU: nvcc run as pycuda runs it
+    (``compile_plain``): a CompileError with nvcc's output when it fails,
+    else what nvcc printed as a UserWarning pointing at the caller."""
+    class CompileError(Exception):
+        def __init__(self, msg, command_line, stdout=None, stderr=None):
+            super().__init__(msg)
+            self.command_line, self.stdout, self.stderr = command_line, stdout, stderr
+
+    def SourceModule(source, no_extern_c=False, options=(), arch=None):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "kernel.cu"), "w") as f:
+                f.write(source)
+            cmd = [NVCC, "--cubin", "-arch", arch, *options, "kernel.cu"]
+            r = subprocess.run(cmd, cwd=d, capture_output=True, text=True)
+        if r.returncode:
+            raise CompileError("nvcc compilation of kernel.cu failed", cmd, r.stdout, r.stderr)
+        if r.stdout or r.stderr:
+            warnings.warn("The CUDA compiler succeeded, but said the following:\n"
+                          + r.stdout + r.stderr, stacklevel=2)
+        return "module"
+    pkg = types.ModuleType("pycuda")
+    compiler = types.SimpleNamespace(SourceModule=SourceModule)
+    driver = types.SimpleNamespace(CompileError=CompileError)
+    monkeypatch.setitem(sys.modules, "pycuda", pkg)
+    monkeypatch.setitem(sys.modules, "pycuda.compiler", compiler)
+    monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
+
+
+@needs_nvcc
+def test_nvcc_output_is_logged_and_a_failed_build_says_why(monkeypatch, capsys, caplog):
+    from polyarray.targets.cuda import build_module
+    _fake_pycuda(monkeypatch)
+    unused = ("extern \"C\" __global__ void f(float *a)\n"
+              "{\n  {\n    int const j_outer = 0;\n\n    a[0] = 1.0f;\n  }\n}\n")
+    with caplog.at_level(logging.DEBUG, logger="polyarray"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert build_module(unused, "sm_90") == "module"
+        assert not [r for r in caplog.records if "nvcc:" in r.getMessage()]   # flags in force
+        assert build_module("#warning polyarray-test\n" + unused, "sm_90") == "module"
+    assert capsys.readouterr() == ("", "")
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("nvcc:")]
+    assert len(said) == 1 and "polyarray-test" in said[0]
+    with pytest.raises(targets.BuildError, match=r"(?s)nvcc could not compile.*undefined"):
+        build_module(unused.replace("1.0f", "undefined_name"), "sm_90")
+
+
+def test_python_m_polyarray_prints_the_environment():
+    r = subprocess.run([sys.executable, "-m", "polyarray"], capture_output=True, text=True,
+                       env=subprocess_env(), timeout=300)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    for line in ("polyarray:", "python:", "numpy:", "loopy:", "targets (best first):",
+                 "  numpy   available", "default target:", "cache directory:"):
+        assert line in r.stdout, r.stdout
+    for name in targets.REGISTRY:
+        ok, reason = targets.availability(name)
+        assert f"  {name:<8}{'available' if ok else 'unavailable: ' + reason}" in r.stdout
+    assert "OpenCL platforms" in r.stdout or "OpenCL:" in r.stdout
+    assert pa.environment.environment_info().splitlines()[0] == r.stdout.splitlines()[0]
