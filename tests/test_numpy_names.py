@@ -161,8 +161,7 @@ case("tril_triu", "all", lambda xp, a, b: (xp.tril(a), xp.tril(a, -1), xp.triu(a
                                            xp.triu(a[None], -2), xp.tril(a[0]), xp.triu(b, 1)),
      I32, B)
 case("cross", "all", lambda xp, a, b: (xp.cross(a[:, :3], b[:3, 1:4]),
-                                       xp.cross(a[:, :2], b[:3, :3]), xp.cross(a[:, :3], b[:3, :2]),
-                                       xp.cross(a[:, :2], b[:3, 2:4]), xp.cross(a[:, :3], b[0, :3]),
+                                       xp.cross(a[:, :3], b[0, :3]),
                                        xp.cross(a[:3, :3], b[:3, :3], axisa=0, axisb=0, axisc=0)),
      F32, I32)
 case("vecdot", "all", lambda xp, a, b, c: (xp.vecdot(a, a[:1]), xp.vecdot(b, b, axis=0),

@@ -52,6 +52,8 @@ def test_errors_are_numpys_and_clear():
         (ValueError, "at least 1-d", lambda: pa.tril(a[0, 0])),
         (ValueError, "incompatible dimensions for cross product", lambda: pa.cross(a, a)),
         (ValueError, "3-dimensional vectors", lambda: pa.linalg.cross(a[:, :2], a[:, :3])),
+        (ValueError, "must be \\(arrays of\\) 3-dimensional vectors, but they are 2 and 2",
+         lambda: pa.cross(a[:, :2], a[:, :2])),
         (ValueError, "one-dimensional", lambda: pa.linalg.outer(a, a)),
         (ValueError, "core dimension", lambda: pa.vecdot(a, a[:, :3])),
         (NotImplementedError, "singular values", lambda: pa.linalg.norm(a, 2)),

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import operator
-import warnings
 
 import numpy as np
 import pymbolic.primitives as p
@@ -106,8 +105,9 @@ def _component(node, c):
 
 
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None) -> N.Node:
-    """NumPy's ``cross``, component by component (2-vectors have z = 0; two
-    2-vectors give the z component alone, with NumPy's DeprecationWarning)."""
+    """NumPy's ``cross`` of 3-vectors, component by component.  2-vectors,
+    deprecated in NumPy 2.0 and refused by NumPy 2.5, are refused with its
+    error (the same answer on every NumPy)."""
     if axis is not None:
         axisa = axisb = axisc = axis
     na, nb = as_node(a), as_node(b)
@@ -120,30 +120,21 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None) -> N.Node:
         raise ValueError("incompatible dimensions for cross product\n"
                          f"(dimension must be 2 or 3), got {da} and {db}")
     if da == 2 or db == 2:
-        warnings.warn("Arrays of 2-dimensional vectors are deprecated. Use arrays of "
-                      "3-dimensional vectors instead. (deprecated in NumPy 2.0)",
-                      DeprecationWarning, stacklevel=4)
+        raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, "
+                         f"but they are {da} and {db} dimensional instead.")
     shape = broadcast_shapes(na.shape[:-1], nb.shape[:-1], what="cross: vectors")
-    if da == 3 or db == 3:
-        axisc = normalize_axis_index(axisc, len(shape) + 1, "axisc")
+    axisc = normalize_axis_index(axisc, len(shape) + 1, "axisc")
     dtype = np.promote_types(na.dtype, nb.dtype)
-    A = [astype(_component(na, c), dtype) for c in range(da)]
-    B = [astype(_component(nb, c), dtype) for c in range(db)]
+    A = [astype(_component(na, c), dtype) for c in range(3)]
+    B = [astype(_component(nb, c), dtype) for c in range(3)]
 
     def m(x, y):
         return astype(U("multiply", x, y), dtype)
 
     def sub(x, y):
         return astype(U("subtract", x, y), dtype)
-    z = sub(m(A[0], B[1]), m(A[1], B[0]))
-    if da == 2 and db == 2:
-        return z
-    if da == 2:
-        comps = [m(A[1], B[2]), U("negative", m(A[0], B[2])), z]
-    elif db == 2:
-        comps = [U("negative", m(A[2], B[1])), m(A[2], B[0]), z]
-    else:
-        comps = [sub(m(A[1], B[2]), m(A[2], B[1])), sub(m(A[2], B[0]), m(A[0], B[2])), z]
+    comps = [sub(m(A[1], B[2]), m(A[2], B[1])), sub(m(A[2], B[0]), m(A[0], B[2])),
+             sub(m(A[0], B[1]), m(A[1], B[0]))]
     from .shapes import broadcast_to
     comps = [expand_dims(broadcast_to(c, shape), -1) for c in comps]
     return moveaxis(concatenate(comps, -1), -1, axisc)

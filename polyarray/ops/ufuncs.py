@@ -201,8 +201,11 @@ def _shift_parts(name, x1, x2):
 
 
 def _pow2(count, dtype):
-    """``2 ** count`` as ``dtype`` (counts in range for it)."""
-    return astype(U("power", 2.0, astype(count, np.float64)), dtype)
+    """``2 ** count`` as ``dtype`` (counts in range for it), by integer
+    power in the unsigned type of its width: exact (a float ``pow`` then a
+    cast gave 2**31 - 1 on NVIDIA's OpenCL and CUDA)."""
+    wide = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    return astype(U("power", full((), 2, wide), astype(count, wide)), dtype)
 
 
 def _in_range(b, lo, hi, out):

@@ -62,6 +62,22 @@ def op_bitwise(b):
     return b.apply(f"({a.var} {op} {code})", [a.var] + deps)
 
 
+def op_shift(b):
+    """``<<`` and ``>>`` with counts in and out of ``[0, bits)`` (NumPy gives
+    0, or -1 for negative signed values shifted right; a float ``pow`` for
+    ``2**count`` was off by one on NVIDIA, and escaped until this op)."""
+    a = b.pick(_is_intlike)
+    if a is None:
+        a = b.add_placeholder(dtype=b.choice(INT_DTYPES))
+    op = b.choice(["<<", ">>", "<<"])
+    c = b.partner(a, _is_int)
+    if c is not None and b.coin(0.6):
+        return b.apply(f"({a.var} {op} {c.var})", [a.var, c.var])
+    top = 127 if a.dtype == BOOL else int(np.iinfo(a.dtype).max)
+    count = b.choice([k for k in (0, 1, 3, 7, 8, 15, 31, 33, 63, 64, 100) if k <= top])
+    return b.apply(f"({a.var} {op} {count})", [a.var])
+
+
 def op_invert(b):
     a = b.pick(_is_intlike)
     if a is None:
