@@ -34,7 +34,7 @@ _MATH = {"exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p", "log2":
          "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh",
          "cosh": "cosh", "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh",
          "arctanh": "atanh", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
-         "rint": "rint"}
+         "rint": "rint", "cbrt": "cbrt", "exp2": "exp2"}
 
 
 def _math(fn, dtype, cuda):
@@ -70,6 +70,10 @@ def _body(op, dt, T, cuda):
         return f"return {M(_MATH[op])}(a);"
     if op == "arctan2":
         return f"return {M('atan2')}(a, b);"
+    if op == "copysign":        # C's: reads the sign bit, of a NaN too (as NumPy)
+        return f"return {M('copysign')}(a, b);"
+    if op == "signbit":
+        return "return signbit(a) ? 1 : 0;"
     if op == "square":          # integers wrap as NumPy's (signed overflow is UB in C)
         return _wrapping_body("multiply", dt, T, cuda).replace("b;", "a;") \
             if dt.kind in "iu" else f"return ({T})(a * a);"
@@ -196,10 +200,10 @@ _CUDA_SPECIAL_BITS = {"posinf": {4: "0x7f800000", 8: "0x7ff0000000000000LL"},
                       "nan": {4: "0x7fffffff", 8: "0x7fffffffffffffffLL"}}
 
 # ops producing bool regardless of input dtype
-_BOOL_RESULT = {"isnan", "isinf", "isfinite", "logical_xor"}
-HELPER_OPS = (set(_MATH) | set(_SPECIAL) | {"arctan2", "square", "absolute", "sign", "maximum", "minimum",
+_BOOL_RESULT = {"isnan", "isinf", "isfinite", "logical_xor", "signbit"}
+HELPER_OPS = (set(_MATH) | set(_SPECIAL) | {"arctan2", "copysign", "square", "absolute", "sign", "maximum", "minimum",
                             "floor_divide", "remainder", "power"} | _BOOL_RESULT)
-_TWO_ARGS = {"arctan2", "maximum", "minimum", "floor_divide", "remainder", "power",
+_TWO_ARGS = {"arctan2", "copysign", "maximum", "minimum", "floor_divide", "remainder", "power",
              "logical_xor", "add", "subtract", "multiply"} | set(_BITWISE)
 
 

@@ -60,10 +60,11 @@ from .api_more import (nansum, nanprod, nanmax, nanmin, nanmean, ptp, average,  
                        count_nonzero, nonzero, argwhere, flatnonzero, unique,
                        unique_values, unique_counts, unique_inverse, unique_all)
 from .api_more import result_type, can_cast, finfo, iinfo, isdtype   # noqa: F401
+from .api_more import conj, conjugate, real, imag, from_dlpack       # noqa: F401
 from .ops.eager import LazyValueError, ConcretizationError     # noqa: F401
 from . import linalg                           # noqa: F401  (the public namespace)
 from .sorting import (sort, argsort, searchsorted, cumsum, cumprod, cumulative_sum,
-                      cumulative_prod)
+                      cumulative_prod, isin)
 from .program import (Program, compile, set_default_target, get_default_target,
                       target)
 from .show import show, format_dag

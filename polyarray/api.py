@@ -18,9 +18,13 @@ from .ops.indexing import NonConcreteBooleanIndexError              # noqa: F401
 
 
 def array(object, dtype=None, *, copy=True, order="K", ndmin=0) -> Array:   # noqa: A002
-    """A leaf holding a copy of ``object``'s data (like ``np.array``);
-    ``copy`` and ``order`` are accepted (data leaves are private C-order
-    copies), ``ndmin`` prepends axes of length one."""
+    """An array holding a copy of ``object``'s data (``np.array``).
+
+    The data is copied now, so later changes to ``object`` are not seen.
+    ``copy`` and ``order`` are accepted and mean nothing (data leaves are
+    private C-order copies); ``ndmin`` prepends axes of length one.  A
+    polyarray array is returned as it is (cast when ``dtype`` is given).
+    Complex dtypes are refused."""
     if isinstance(object, Array):
         out = object if dtype is None else object.astype(dtype)
     else:
@@ -31,9 +35,13 @@ def array(object, dtype=None, *, copy=True, order="K", ndmin=0) -> Array:   # no
 
 
 def asarray(a, dtype=None, order=None, *, copy=None, device=None) -> Array:
-    """Like ``array``, but returns polyarray arrays unchanged, and reads
-    another library's CUDA array (CuPy, torch, JAX, ...) in place: a
-    device-resident leaf that sees later in-place changes to it."""
+    """``a`` as a polyarray array (``np.asarray``).
+
+    Host data is copied as by ``pa.array``; a polyarray array is returned
+    unchanged.  Another library's CUDA array (CuPy, torch, JAX, ...) is read
+    in place, without a copy: a device-resident leaf that sees later
+    in-place changes to it.  pyopencl arrays are not accepted here (bind them
+    to a placeholder of an OpenCL program, or pass ``.get()``)."""
     from polyarray.targets.foreign import is_foreign_cuda
     if not isinstance(a, Array) and is_foreign_cuda(a):
         leaf = Array(C.device_leaf(a))
@@ -42,56 +50,87 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None) -> Array:
 
 
 def placeholder(name: str, shape, dtype=np.float64) -> Array:
-    """A named input whose value is bound when the program is called."""
+    """A named input of ``shape`` and ``dtype``, bound when the program runs.
+
+    No NumPy equivalent: the value is passed to the compiled program
+    (``pa.compile(out)(name=value)``) and must have exactly this shape and
+    dtype (NumPy arrays are not cast; Python scalars and lists are converted
+    when no value changes).  ``name`` must be a Python identifier, unique in
+    a program; ``"out"`` is reserved."""
     return Array(C.placeholder(name, shape, dtype))
 
 
 # ``order`` (memory layout) is accepted and means nothing for a lazy array
 
 def full(shape, fill_value, dtype=None, order="C", *, device=None) -> Array:
+    """An array of ``shape`` filled with ``fill_value`` (``np.full``).
+
+    A lazy constant (computed where it is used, never uploaded); an array
+    ``fill_value`` is broadcast to ``shape``, as NumPy does.  ``dtype``
+    defaults to NumPy's dtype for it."""
+    if not isinstance(fill_value, Array) and np.ndim(fill_value):
+        fill = Array(C.array(fill_value, dtype))
+        return Array(S.broadcast_to(fill.node, C._normalize_shape(shape)))
     return Array(C.full(shape, node_of(fill_value), dtype))
 
 
 def zeros(shape, dtype=np.float64, order="C", *, device=None) -> Array:
+    """An array of ``shape`` filled with zeros (``np.zeros``), as a lazy constant."""
     return Array(C.zeros(shape, dtype))
 
 
 def ones(shape, dtype=np.float64, order="C", *, device=None) -> Array:
+    """An array of ``shape`` filled with ones (``np.ones``), as a lazy constant."""
     return Array(C.ones(shape, dtype))
 
 
 def empty(shape, dtype=np.float64, order="C", *, device=None) -> Array:
-    """Lazy arrays are never uninitialized: ``empty`` is ``zeros``."""
+    """An array of ``shape`` (``np.empty``): zeros, since lazy arrays are
+    never uninitialized."""
     return Array(C.empty(shape, dtype))
 
 
 def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None) -> Array:
+    """Zeros with the shape and dtype of ``a`` (``np.zeros_like``); ``a`` is
+    not evaluated."""
     return Array(C.zeros_like(node_of(a), dtype, shape))
 
 
 def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None) -> Array:
+    """Ones with the shape and dtype of ``a`` (``np.ones_like``); ``a`` is
+    not evaluated."""
     return Array(C.ones_like(node_of(a), dtype, shape))
 
 
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *,
               device=None) -> Array:
+    """``fill_value`` (a scalar) with the shape and dtype of ``a``
+    (``np.full_like``); ``a`` is not evaluated."""
     return Array(C.full_like(node_of(a), node_of(fill_value), dtype, shape))
 
 
 def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *,
                device=None) -> Array:
+    """An array with the shape and dtype of ``prototype`` (``np.empty_like``):
+    zeros, since lazy arrays are never uninitialized."""
     return Array(C.empty_like(node_of(prototype), dtype, shape))
 
 
 def arange(start, stop=None, step=None, dtype=None, *, device=None) -> Array:
-    """``np.arange``, element for element (see ``polyarray.ops.creation``)."""
+    """Evenly spaced values in ``[start, stop)`` (``np.arange``).
+
+    A lazy constant equal to NumPy's element for element (same dtype rule,
+    same rounding).  The bounds must be scalars, not lazy arrays."""
     return Array(C.arange(node_of(start), node_of(stop), node_of(step), dtype))
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):
-    """``np.linspace`` of scalar bounds (so ``axis`` can only be 0 or -1);
-    ``retstep=True`` also returns the step, as NumPy's."""
+    """``num`` evenly spaced values over ``[start, stop]`` (``np.linspace``).
+
+    A lazy constant.  The bounds must be scalars (NumPy also takes arrays),
+    so ``axis`` can only be 0 or -1; ``retstep=True`` also returns the step,
+    as NumPy's."""
     from .ops.axes import normalize_axis_index
     normalize_axis_index(axis, 1)
     out = Array(C.linspace(start, stop, num, endpoint, dtype))
@@ -102,16 +141,104 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 
 def eye(N, M=None, k=0, dtype=np.float64, order="C", *, device=None) -> Array:
+    """An ``N`` x ``M`` array with ones on diagonal ``k`` (``np.eye``), as a
+    lazy constant."""
     return Array(C.eye(N, M, k, dtype))
 
 
 # -- elementwise -------------------------------------------------------------
 
+# the first line of each ufunc's docstring (the array API's other names for
+# the same function object are listed with it)
+_SUMMARY = {
+    "exp": "e to the power ``x``, elementwise (``np.exp``).",
+    "expm1": "``exp(x) - 1``, accurate for small ``x``, elementwise (``np.expm1``).",
+    "log": "Natural logarithm, elementwise (``np.log``).",
+    "log1p": "``log(1 + x)``, accurate for small ``x``, elementwise (``np.log1p``).",
+    "log2": "Base-2 logarithm, elementwise (``np.log2``).",
+    "log10": "Base-10 logarithm, elementwise (``np.log10``).",
+    "sqrt": "Non-negative square root, elementwise (``np.sqrt``).",
+    "square": "``x * x``, elementwise (``np.square``).",
+    "sin": "Sine of ``x`` in radians, elementwise (``np.sin``).",
+    "cos": "Cosine of ``x`` in radians, elementwise (``np.cos``).",
+    "tan": "Tangent of ``x`` in radians, elementwise (``np.tan``).",
+    "arcsin": "Inverse sine, elementwise (``np.arcsin``; ``pa.asin`` is the same function).",
+    "arccos": "Inverse cosine, elementwise (``np.arccos``; ``pa.acos`` is the same function).",
+    "arctan": "Inverse tangent, elementwise (``np.arctan``; ``pa.atan`` is the same function).",
+    "sinh": "Hyperbolic sine, elementwise (``np.sinh``).",
+    "cosh": "Hyperbolic cosine, elementwise (``np.cosh``).",
+    "tanh": "Hyperbolic tangent, elementwise (``np.tanh``).",
+    "arcsinh": "Inverse hyperbolic sine, elementwise (``np.arcsinh``; ``pa.asinh`` is the "
+               "same function).",
+    "arccosh": "Inverse hyperbolic cosine, elementwise (``np.arccosh``; ``pa.acosh`` is the "
+               "same function).",
+    "arctanh": "Inverse hyperbolic tangent, elementwise (``np.arctanh``; ``pa.atanh`` is the "
+               "same function).",
+    "absolute": "Absolute value, elementwise (``np.absolute``; ``pa.abs`` is the same "
+                "function).",
+    "sign": "-1, 0 or 1 by the sign of ``x`` (NaN for NaN), elementwise (``np.sign``).",
+    "floor": "Largest integer not above ``x``, elementwise (``np.floor``).",
+    "ceil": "Smallest integer not below ``x``, elementwise (``np.ceil``).",
+    "trunc": "``x`` rounded toward zero, elementwise (``np.trunc``).",
+    "rint": "``x`` rounded to the nearest integer, halves to even, elementwise "
+            "(``np.rint``).",
+    "isnan": "True where ``x`` is NaN, elementwise (``np.isnan``).",
+    "isinf": "True where ``x`` is +inf or -inf, elementwise (``np.isinf``).",
+    "isfinite": "True where ``x`` is neither infinite nor NaN, elementwise "
+                "(``np.isfinite``).",
+    "logical_not": "NOT of the truth value of ``x``, elementwise, as bool "
+                   "(``np.logical_not``).",
+    "negative": "``-x``, elementwise (``np.negative``).",
+    "positive": "``+x`` (the values unchanged), elementwise (``np.positive``).",
+    "invert": "Bitwise NOT (logical NOT for bool), elementwise (``np.invert``; "
+              "``pa.bitwise_invert`` is the same function).",
+    "add": "``x1 + x2``, elementwise (``np.add``).",
+    "subtract": "``x1 - x2``, elementwise (``np.subtract``).",
+    "multiply": "``x1 * x2``, elementwise (``np.multiply``).",
+    "divide": "True division ``x1 / x2``, elementwise (``np.divide``; "
+              "``pa.true_divide`` is the same function).",
+    "floor_divide": "Floor division ``x1 // x2``, elementwise (``np.floor_divide``); "
+                    "integer division by 0 gives 0, as NumPy's.",
+    "remainder": "``x1 % x2`` with the sign of ``x2``, elementwise (``np.remainder``).",
+    "power": "``x1 ** x2``, elementwise (``np.power``; ``pa.pow`` is the same function).",
+    "arctan2": "Angle of the point ``(x2, x1)`` in radians, by quadrant, elementwise "
+               "(``np.arctan2``; ``pa.atan2`` is the same function).",
+    "maximum": "The larger of ``x1`` and ``x2``, NaN propagated, elementwise "
+               "(``np.maximum``).",
+    "minimum": "The smaller of ``x1`` and ``x2``, NaN propagated, elementwise "
+               "(``np.minimum``).",
+    "logical_and": "AND of the truth values, elementwise, as bool (``np.logical_and``).",
+    "logical_or": "OR of the truth values, elementwise, as bool (``np.logical_or``).",
+    "logical_xor": "XOR of the truth values, elementwise, as bool (``np.logical_xor``).",
+    "bitwise_and": "Bitwise AND (logical for bool), elementwise (``np.bitwise_and``).",
+    "bitwise_or": "Bitwise OR (logical for bool), elementwise (``np.bitwise_or``).",
+    "bitwise_xor": "Bitwise XOR (logical for bool), elementwise (``np.bitwise_xor``).",
+    "equal": "``x1 == x2``, elementwise, as bool (``np.equal``).",
+    "not_equal": "``x1 != x2``, elementwise, as bool (``np.not_equal``).",
+    "less": "``x1 < x2``, elementwise, as bool (``np.less``).",
+    "less_equal": "``x1 <= x2``, elementwise, as bool (``np.less_equal``).",
+    "greater": "``x1 > x2``, elementwise, as bool (``np.greater``).",
+    "greater_equal": "``x1 >= x2``, elementwise, as bool (``np.greater_equal``).",
+}
+
+# what every ufunc shares (polyarray.api_more repeats it for its compositions)
+_UFUNC_NOTE = """Returns a lazy ``pa.Array``; nothing is computed until it is evaluated.
+The result dtype is NumPy's loop dtype (int8, uint8 and bool operands of
+float functions give float16, which only the NumPy target computes).
+``out=`` must be None and ``where=`` is not supported (use ``pa.where``);
+``dtype=`` picks NumPy's loop, as in NumPy."""
+
+_BINARY_NOTE = """The operands broadcast as in NumPy, and their dtypes promote by NumPy 2's
+rules (NEP 50: a Python scalar is weak, so ``x_float32 * 2.0`` stays
+float32, while a NumPy scalar or 0-d array takes part in the promotion)."""
+
+
 def _unary(name):
     def f(x, /, out=None, *, where=True, dtype=None):
         return Array(F.ufunc_node(name, (node_of(x),), out, where, dtype))
     f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"Elementwise ``np.{name}``."
+    summary = _SUMMARY.get(name, f"Elementwise ``np.{name}``.")     # the test flags it
+    f.__doc__ = f"{summary}\n\n{_UFUNC_NOTE}"
     return f
 
 
@@ -119,7 +246,8 @@ def _binary(name):
     def f(x1, x2, /, out=None, *, where=True, dtype=None):
         return Array(F.ufunc_node(name, (node_of(x1), node_of(x2)), out, where, dtype))
     f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"Elementwise ``np.{name}`` with broadcasting."
+    summary = _SUMMARY.get(name, f"Elementwise ``np.{name}``.")     # the test flags it
+    f.__doc__ = f"{summary}\n\n{_BINARY_NOTE}\n{_UFUNC_NOTE}"
     return f
 
 
@@ -130,8 +258,11 @@ true_divide = divide    # noqa: F821
 
 
 def astype(x, dtype, /, *, copy=True, device=None) -> Array:
-    """``np.astype`` (array API): ``copy`` is accepted; a lazy array is
-    never written in place, so a copy and a view mean the same."""
+    """``x`` converted to ``dtype`` (``np.astype``, the array API's), lazily.
+
+    Conversions are NumPy's (``casting="unsafe"``: float to int truncates).
+    ``copy`` is accepted: a lazy array is never written in place, so a copy
+    and a view mean the same."""
     return Array(E.astype(node_of(x), dtype))
 
 
@@ -140,9 +271,13 @@ def _evaluate(node):
 
 
 def where(condition, x=NoValue, y=NoValue) -> Array:
-    """``np.where(condition, x, y)``: picks elementwise, dtype by NEP 50.
-    ``np.where(condition)`` is ``nonzero(condition)``, which is eager (see
-    ``polyarray.ops.eager``)."""
+    """``x`` where ``condition`` is true, else ``y``, elementwise (``np.where``).
+
+    The three broadcast; the dtype is NumPy's promotion of ``x`` and ``y``
+    (NEP 50: Python scalars are weak).  One-argument ``where(condition)`` is
+    ``pa.nonzero(condition)``, which is eager: it evaluates ``condition``
+    now (on the default target) and returns data arrays; it raises
+    ``pa.LazyValueError`` if ``condition`` depends on placeholders."""
     if x is NoValue and y is NoValue:
         values = G.concrete(node_of(condition), "where(condition)", _evaluate)
         return tuple(Array(n) for n in G.nonzero(values))
@@ -153,8 +288,11 @@ def where(condition, x=NoValue, y=NoValue) -> Array:
 
 def clip(a, a_min=NoValue, a_max=NoValue, out=None, *, min=NoValue,   # noqa: A002
          max=NoValue, **kwargs) -> Array:                              # noqa: A002
-    """``np.clip``: ``minimum(maximum(a, a_min), a_max)``; NaN propagates.
-    ``min``/``max`` are NumPy 2.1's (and the array API's) spellings."""
+    """``a`` limited to ``[a_min, a_max]``, elementwise (``np.clip``).
+
+    Computed as ``minimum(maximum(a, a_min), a_max)``, so NaN propagates;
+    either bound may be None, and a lazy array.  ``min``/``max`` are NumPy
+    2.1's (and the array API's) spellings; ``out=`` must be None."""
     no_out(out, "clip")
     if kwargs:
         raise TypeError(f"clip: unsupported keyword arguments {sorted(kwargs)}")
@@ -168,7 +306,12 @@ def clip(a, a_min=NoValue, a_max=NoValue, out=None, *, min=NoValue,   # noqa: A0
 
 
 def round(a, decimals=0, out=None) -> Array:      # noqa: A001
-    """``np.round``: half to even; ``decimals`` scales by powers of ten."""
+    """``a`` rounded to ``decimals`` decimals, halves to even (``np.round``,
+    also ``pa.around``).
+
+    Floats are scaled by ``10 ** decimals``, rounded and scaled back, as
+    NumPy does; integers are returned unchanged, and negative ``decimals``
+    on integers raise NotImplementedError (NumPy rounds to tens, ...)."""
     no_out(out, "round")
     return _same_or_new(a, E.round(node_of(a), decimals))
 
@@ -181,34 +324,54 @@ around = round
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False,     # noqa: A001
         initial=NoValue, where=True) -> Array:
+    """Sum of array elements over ``axis`` (``np.sum``), lazily.
+
+    NumPy's dtype rule (small integers and bool sum in int64/uint64) and
+    keywords (``initial``, ``where``); ``out=`` must be None.  Device targets
+    add floats in another order than NumPy's pairwise sum, so the last bits
+    may differ."""
     no_out(out, "sum")
     return Array(R.sum(node_of(a), axis, dtype, keepdims, initial, node_of(where)))
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue,
          where=True) -> Array:
+    """Product of array elements over ``axis`` (``np.prod``), lazily.
+
+    NumPy's dtype rule (small integers in int64/uint64, wrapping on
+    overflow) and keywords; ``out=`` must be None."""
     no_out(out, "prod")
     return Array(R.prod(node_of(a), axis, dtype, keepdims, initial, node_of(where)))
 
 
 def max(a, axis=None, out=None, keepdims=False, initial=NoValue,   # noqa: A001
         where=True) -> Array:
+    """Maximum over ``axis``, NaN propagated (``np.max``, also ``pa.amax``), lazily.
+
+    An empty reduction needs ``initial``, as in NumPy; ``out=`` must be None."""
     no_out(out, "max")
     return Array(R.max(node_of(a), axis, keepdims, initial, node_of(where)))
 
 
 def min(a, axis=None, out=None, keepdims=False, initial=NoValue,   # noqa: A001
         where=True) -> Array:
+    """Minimum over ``axis``, NaN propagated (``np.min``, also ``pa.amin``), lazily.
+
+    An empty reduction needs ``initial``, as in NumPy; ``out=`` must be None."""
     no_out(out, "min")
     return Array(R.min(node_of(a), axis, keepdims, initial, node_of(where)))
 
 
 def any(a, axis=None, out=None, keepdims=False, *, where=True) -> Array:    # noqa: A001
+    """Whether any element over ``axis`` is true (``np.any``), as a lazy bool
+    array: ``bool()`` of it evaluates.  ``out=`` must be None."""
     no_out(out, "any")
     return Array(R.any(node_of(a), axis, keepdims, node_of(where)))
 
 
 def all(a, axis=None, out=None, keepdims=False, *, where=True) -> Array:    # noqa: A001
+    """Whether all elements over ``axis`` are true (``np.all``), as a lazy
+    bool array: ``bool()`` of it evaluates.  ``out=`` must be None."""
     no_out(out, "all")
     return Array(R.all(node_of(a), axis, keepdims, node_of(where)))
 
@@ -217,28 +380,49 @@ amax, amin = max, min
 
 
 def argmax(a, axis=None, out=None, *, keepdims=False) -> Array:
+    """Index of the maximum over ``axis`` (flattened when None) (``np.argmax``).
+
+    Lazy int64; the first index on ties, the first NaN if any, as NumPy's.
+    ``out=`` must be None."""
     no_out(out, "argmax")
     return Array(R.argmax(node_of(a), axis, keepdims))
 
 
 def argmin(a, axis=None, out=None, *, keepdims=False) -> Array:
+    """Index of the minimum over ``axis`` (flattened when None) (``np.argmin``).
+
+    Lazy int64; the first index on ties, the first NaN if any, as NumPy's.
+    ``out=`` must be None."""
     no_out(out, "argmin")
     return Array(R.argmin(node_of(a), axis, keepdims))
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True) -> Array:
+    """Arithmetic mean over ``axis`` (``np.mean``), lazily.
+
+    NumPy's dtypes: integers and bool give float64, float16 accumulates in
+    float32.  An empty mean is NaN (without NumPy's warning); ``out=`` must
+    be None."""
     no_out(out, "mean")
     return Array(R.mean(node_of(a), axis, dtype, keepdims, node_of(where)))
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
         correction=NoValue) -> Array:
+    """Variance over ``axis`` (``np.var``), by NumPy's two-pass formula, lazily.
+
+    ``ddof`` or the array API's ``correction``; NumPy's dtypes (integers give
+    float64); ``out=`` must be None."""
     no_out(out, "var")
     return Array(R.var(node_of(a), axis, dtype, ddof, keepdims, node_of(where), correction))
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
         correction=NoValue) -> Array:
+    """Standard deviation over ``axis`` (``np.std``): ``sqrt(var)``, lazily.
+
+    ``ddof`` or the array API's ``correction``; NumPy's dtypes (integers give
+    float64); ``out=`` must be None."""
     no_out(out, "std")
     return Array(R.std(node_of(a), axis, dtype, ddof, keepdims, node_of(where), correction))
 
@@ -247,36 +431,53 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
 
 def einsum(subscripts, /, *operands, out=None, dtype=None, order="K", casting="safe",
            optimize=False) -> Array:
-    """``np.einsum``, ``...`` broadcasting included; ``optimize`` is accepted
-    and ignored (polyarray schedules contractions itself)."""
+    """Einstein summation over ``operands`` (``np.einsum``), lazily.
+
+    Subscript strings (``...`` broadcasting included) and NumPy's
+    operand-list form; ``dtype`` and ``casting`` as NumPy's.  ``optimize``
+    is accepted and ignored (polyarray schedules contractions itself);
+    ``out=`` must be None."""
     no_out(out, "einsum")
     return Array(L.einsum(node_of(subscripts), *map(node_of, operands), dtype=dtype,
                           casting=casting))
 
 
 def tensordot(a, b, axes=2) -> Array:
+    """Sum of products over the given ``axes`` of ``a`` and ``b``
+    (``np.tensordot``), as one lazy contraction."""
     return Array(L.tensordot(node_of(a), node_of(b), axes))
 
 
 def dot(a, b, out=None) -> Array:
+    """Dot product of ``a`` and ``b`` (``np.dot``: matrix product for 2-D,
+    sum over the last axis of ``a`` and the second-to-last of ``b`` for N-D),
+    lazily.  ``out=`` must be None."""
     no_out(out, "dot")
     return Array(L.dot(node_of(a), node_of(b)))
 
 
 def matmul(x1, x2, /, out=None) -> Array:
+    """Matrix product with broadcast batches, ``x1 @ x2`` (``np.matmul``), lazily.
+
+    Integer products wrap as NumPy's; float sums run in another order than
+    NumPy's BLAS, so the last bits may differ.  ``out=`` must be None."""
     no_out(out, "matmul")
     return Array(L.matmul(node_of(x1), node_of(x2)))
 
 
 def vdot(a, b) -> Array:
+    """Dot product of ``a`` and ``b`` flattened (``np.vdot``), as a lazy 0-d array."""
     return Array(L.vdot(node_of(a), node_of(b)))
 
 
 def inner(a, b) -> Array:
+    """Sum of products over the last axes of ``a`` and ``b`` (``np.inner``), lazily."""
     return Array(L.inner(node_of(a), node_of(b)))
 
 
 def outer(a, b, out=None) -> Array:
+    """Outer product of ``a`` and ``b`` flattened (``np.outer``), lazily;
+    ``out=`` must be None."""
     no_out(out, "outer")
     return Array(L.outer(node_of(a), node_of(b)))
 
@@ -284,48 +485,67 @@ def outer(a, b, out=None) -> Array:
 # -- shapes ------------------------------------------------------------------
 
 def transpose(a, axes=None) -> Array:
+    """``a`` with its axes permuted, reversed by default (``np.transpose``);
+    lazy: no data moves until a kernel reads it."""
     return Array(S.transpose(node_of(a), axes))
 
 
 def permute_dims(a, axes) -> Array:
+    """``a`` with its axes permuted by ``axes`` (``np.permute_dims``, the array
+    API's ``transpose``), lazily."""
     return Array(S.permute_dims(node_of(a), axes))
 
 
 def matrix_transpose(x) -> Array:
+    """``x`` with its last two axes swapped (``np.matrix_transpose``, ``x.mT``),
+    lazily; ``x`` must be at least 2-D."""
     return Array(S.matrix_transpose(node_of(x)))
 
 
 def moveaxis(a, source, destination) -> Array:
+    """``a`` with axes ``source`` moved to ``destination`` (``np.moveaxis``), lazily."""
     return Array(S.moveaxis(node_of(a), source, destination))
 
 
 def swapaxes(a, axis1, axis2) -> Array:
+    """``a`` with ``axis1`` and ``axis2`` interchanged (``np.swapaxes``), lazily."""
     return Array(S.swapaxes(node_of(a), axis1, axis2))
 
 
 def broadcast_to(array, shape) -> Array:
+    """``array`` broadcast to ``shape`` (``np.broadcast_to``), lazily: no copy
+    is made (the result is read-only, as every polyarray array is)."""
     return Array(S.broadcast_to(node_of(array), shape))
 
 
 def broadcast_arrays(*arrays) -> list:
+    """The ``arrays`` broadcast against each other (``np.broadcast_arrays``),
+    as a list of lazy arrays."""
     return [Array(n) for n in S.broadcast_arrays(*map(node_of, arrays))]
 
 
 def expand_dims(a, axis) -> Array:
+    """``a`` with axes of length one inserted at ``axis`` (``np.expand_dims``), lazily."""
     return Array(S.expand_dims(node_of(a), axis))
 
 
 def squeeze(a, axis=None) -> Array:
+    """``a`` without its axes of length one (or just ``axis``) (``np.squeeze``), lazily."""
     return Array(S.squeeze(node_of(a), axis))
 
 
 def flip(m, axis=None) -> Array:
+    """``m`` with the order of elements reversed along ``axis`` (all axes when
+    None) (``np.flip``), lazily."""
     return Array(S.flip(node_of(m), axis))
 
 
 def reshape(a, /, shape=None, order="C", *, newshape=None, copy=None) -> Array:
-    """``np.reshape`` (NumPy 2.1's signature; ``copy`` is accepted: a lazy
-    reshape never shares memory that could be written)."""
+    """``a`` with a new ``shape`` and the same data (``np.reshape``), lazily.
+
+    NumPy 2.1's signature (``newshape`` is the old spelling); ``order`` "C"
+    or "F" ("A" means "C": a lazy array has no memory layout); ``copy`` is
+    accepted: a lazy reshape never shares memory that could be written."""
     if newshape is not None:
         if shape is not None:
             raise TypeError("You cannot specify 'newshape' and 'shape' arguments at the "
@@ -337,20 +557,31 @@ def reshape(a, /, shape=None, order="C", *, newshape=None, copy=None) -> Array:
 
 
 def ravel(a, order="C") -> Array:
+    """``a`` flattened to 1-D (``np.ravel``), lazily.
+
+    ``order`` "C" or "F"; "A" and "K" mean "C", since a lazy array has no
+    memory layout (NumPy's "K" follows the memory order of a view)."""
     return Array(S.ravel(node_of(a), order))
 
 
 def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind") -> Array:
+    """``arrays`` joined along an existing ``axis`` (``np.concatenate``), lazily.
+
+    The result dtype is NumPy's promotion of theirs (or ``dtype``, checked
+    with ``casting``); ``out=`` must be None."""
     no_out(out, "concatenate")
     return Array(S.concatenate([node_of(a) for a in arrays], axis, dtype, casting))
 
 
 def concat(arrays, /, *, axis=0) -> Array:
-    """The array API's ``concatenate``."""
+    """``arrays`` joined along ``axis`` (``np.concat``, the array API's
+    ``concatenate``), lazily."""
     return concatenate(arrays, axis)
 
 
 def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind") -> Array:
+    """``arrays`` (all of one shape) joined along a new ``axis`` (``np.stack``),
+    lazily; ``out=`` must be None."""
     no_out(out, "stack")
     return Array(S.stack([node_of(a) for a in arrays], axis, dtype, casting))
 
@@ -358,10 +589,13 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind") -> Array
 # -- indexing ----------------------------------------------------------------
 
 def take(a, indices, axis=None, out=None, mode="raise") -> Array:
-    """``np.take``: elements of ``a`` (flattened when ``axis`` is None) at
-    ``indices`` along ``axis``.  ``mode="raise"`` (NumPy's default) raises
-    IndexError for an index out of range, when the program runs if the
-    indices are lazy; ``"wrap"`` wraps them around and ``"clip"`` clips them
-    (negative ones to 0, as NumPy does), with no run-time check."""
+    """Elements of ``a`` (flattened when ``axis`` is None) at ``indices`` along
+    ``axis`` (``np.take``), lazily.
+
+    ``mode="raise"`` (NumPy's default) raises IndexError for an index out of
+    range: now for data indices, when the program runs for lazy ones.
+    ``"wrap"`` wraps them
+    around and ``"clip"`` clips them (negative ones to 0, as NumPy does),
+    with no run-time check.  ``out=`` must be None."""
     no_out(out, "take")
     return Array(I.take(node_of(a), node_of(indices), axis, mode))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .array import Array, node_of
-from .ops import arrange as AR, eager as G, indexing as I, matrices as M, padding as P
+from .ops import arrange as AR, creation as C, eager as G, indexing as I, matrices as M, padding as P
 from .ops import reductions as R, statistics as T, ufuncs as F
 from .ops.axes import no_out
 from .ops.reductions import NoValue
@@ -25,6 +25,55 @@ def _wrap(result):
     return Array(result)
 
 
+# the first line of each composed ufunc's docstring
+_SUMMARY = {
+    "signbit": "True where the sign bit of ``x`` is set (negative numbers, -0.0), "
+               "elementwise (``np.signbit``).",
+    "deg2rad": "Degrees to radians, elementwise (``np.deg2rad``).",
+    "rad2deg": "Radians to degrees, elementwise (``np.rad2deg``).",
+    "radians": "Degrees to radians, elementwise (``np.radians``, as ``np.deg2rad``).",
+    "degrees": "Radians to degrees, elementwise (``np.degrees``, as ``np.rad2deg``).",
+    "reciprocal": "``1 / x``, elementwise (``np.reciprocal``).",
+    "cbrt": "Cube root, elementwise (``np.cbrt``).",
+    "exp2": "``2 ** x``, elementwise (``np.exp2``).",
+    "hypot": "``sqrt(x1**2 + x2**2)`` without intermediate overflow, elementwise "
+             "(``np.hypot``).",
+    "copysign": "``|x1|`` with the sign of ``x2``, elementwise (``np.copysign``).",
+    "logaddexp": "``log(exp(x1) + exp(x2))`` without overflow, elementwise "
+                 "(``np.logaddexp``).",
+    "fmax": "The larger of ``x1`` and ``x2``, ignoring NaN, elementwise (``np.fmax``).",
+    "fmin": "The smaller of ``x1`` and ``x2``, ignoring NaN, elementwise (``np.fmin``).",
+    "heaviside": "Heaviside step: 0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 above, "
+                 "elementwise (``np.heaviside``).",
+    "float_power": "``x1 ** x2`` computed in float64 or wider, elementwise "
+                   "(``np.float_power``).",
+    "left_shift": "``x1 << x2`` (bits shifted left), elementwise (``np.left_shift``; "
+                  "``pa.bitwise_left_shift`` is the same function).",
+    "right_shift": "``x1 >> x2`` (arithmetic for signed types), elementwise "
+                   "(``np.right_shift``; ``pa.bitwise_right_shift`` is the same function).",
+}
+
+# where a composition differs from NumPy's loop
+_DIFFERENCE = {
+    "signbit": "C's ``signbit``: the sign bit of -0.0 and of a negative NaN too, as NumPy.",
+    "copysign": "C's ``copysign``: the sign bit of ``x2``, of a NaN too, as NumPy.",
+    "cbrt": "C's ``cbrt`` on the device; within a last-bit rounding of NumPy's.",
+    "reciprocal": "Integers as NumPy's loop: 0 unless ``x`` is 1 or -1, and ``1 / 0`` what\n"
+                  "NumPy gives on x86-64 (the type's minimum for 32- and 64-bit signed\n"
+                  "integers, else 0).",
+}
+
+_UFUNC_NOTE = """Returns a lazy ``pa.Array``; nothing is computed until it is evaluated.
+The result dtype is NumPy's loop dtype (int8, uint8 and bool operands of
+float functions give float16, which only the NumPy target computes).
+``out=`` must be None and ``where=`` is not supported (use ``pa.where``);
+``dtype=`` picks NumPy's loop, as in NumPy."""
+
+_BINARY_NOTE = """The operands broadcast as in NumPy, and their dtypes promote by NumPy 2's
+rules (NEP 50: a Python scalar is weak, so ``x_float32 * 2.0`` stays
+float32, while a NumPy scalar or 0-d array takes part in the promotion)."""
+
+
 def _ufunc(name, fn, nin):
     """A composed ufunc with NumPy's call signature (``out`` must be None)."""
     if nin == 1:
@@ -35,7 +84,10 @@ def _ufunc(name, fn, nin):
             return Array(F.ufunc_node(name, (node_of(x1), node_of(x2)), out, where, dtype,
                                       fn))
     f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"Elementwise ``np.{name}``, composed of ops every target lowers."
+    summary = _SUMMARY.get(name, f"Elementwise ``np.{name}``.")
+    difference = f"{_DIFFERENCE[name]}\n" if name in _DIFFERENCE else ""
+    shared = _UFUNC_NOTE if nin == 1 else f"{_BINARY_NOTE}\n{_UFUNC_NOTE}"
+    f.__doc__ = f"{summary}\n\n{difference}{shared}"
     return f
 
 
@@ -52,16 +104,36 @@ bitwise_left_shift, bitwise_right_shift = left_shift, right_shift   # noqa: F821
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None) -> Array:
+    """``x`` with NaN replaced by ``nan`` and +-inf by ``posinf``/``neginf``
+    (default: the dtype's largest/smallest finite values) (``np.nan_to_num``).
+
+    Lazy; ``copy`` is accepted and means nothing (nothing is written in
+    place).  Integer and bool arrays are returned unchanged."""
     return Array(F.nan_to_num(node_of(x), copy, nan, posinf, neginf))
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> Array:
-    return Array(F.isclose(node_of(a), node_of(b), rtol, atol, equal_nan))
+    """Whether ``a`` and ``b`` are equal within ``atol + rtol * |b|``,
+    elementwise (``np.isclose``, NumPy 2's formula), as a lazy bool array.
+    ``rtol`` and ``atol`` must be scalars."""
+    return Array(F.isclose(node_of(a), node_of(b), *_tolerances(rtol, atol), equal_nan))
+
+
+def _tolerances(rtol, atol):
+    for name, v in (("rtol", rtol), ("atol", atol)):
+        if isinstance(v, Array) or np.ndim(v):
+            raise TypeError(f"isclose/allclose: {name} must be a scalar in polyarray, "
+                            f"got {type(v).__name__}")
+    return rtol, atol
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> Array:
-    """A lazy 0-d bool (``bool()`` of it needs its value: evaluate it)."""
-    return Array(R.all(F.isclose(node_of(a), node_of(b), rtol, atol, equal_nan)))
+    """Whether all of ``a`` and ``b`` are close (``np.allclose``), as a lazy
+    0-d bool array, where NumPy returns a Python bool: ``bool()`` of it (an
+    ``if``) evaluates it on the default target, and raises
+    ``pa.LazyValueError`` if it depends on placeholders."""
+    return Array(R.all(F.isclose(node_of(a), node_of(b), *_tolerances(rtol, atol),
+                                 equal_nan)))
 
 
 # -- rearranging -------------------------------------------------------------
@@ -72,14 +144,20 @@ def _atleast(n, arys):
 
 
 def atleast_1d(*arys):
+    """Each input with at least one dimension (``np.atleast_1d``), lazily: one
+    array, or a tuple for several inputs."""
     return _atleast(1, arys)
 
 
 def atleast_2d(*arys):
+    """Each input with at least two dimensions (``np.atleast_2d``; a 1-D
+    ``(N,)`` becomes ``(1, N)``), lazily: one array, or a tuple."""
     return _atleast(2, arys)
 
 
 def atleast_3d(*arys):
+    """Each input with at least three dimensions (``np.atleast_3d``; ``(N,)``
+    becomes ``(1, N, 1)``, ``(M, N)`` becomes ``(M, N, 1)``), lazily."""
     return _atleast(3, arys)
 
 
@@ -88,85 +166,131 @@ def _nodes(tup):
 
 
 def hstack(tup, *, dtype=None, casting="same_kind") -> Array:
+    """``tup`` joined horizontally: along axis 1, or 0 for 1-D inputs
+    (``np.hstack``), lazily."""
     return Array(AR.hstack(_nodes(tup), dtype, casting))
 
 
 def vstack(tup, *, dtype=None, casting="same_kind") -> Array:
+    """``tup`` joined vertically: along axis 0, 1-D inputs as rows
+    (``np.vstack``), lazily."""
     return Array(AR.vstack(_nodes(tup), dtype, casting))
 
 
 def dstack(tup) -> Array:
+    """``tup`` joined along the third axis, after ``atleast_3d`` (``np.dstack``),
+    lazily."""
     return Array(AR.dstack(_nodes(tup)))
 
 
 def column_stack(tup) -> Array:
+    """1-D inputs as columns of a 2-D array, 2-D ones joined along axis 1
+    (``np.column_stack``), lazily."""
     return Array(AR.column_stack(_nodes(tup)))
 
 
 def unstack(x, /, *, axis=0) -> tuple:
+    """The slices of ``x`` along ``axis``, as a tuple of lazy arrays
+    (``np.unstack``)."""
     return _wrap(AR.unstack(node_of(x), axis))
 
 
 def meshgrid(*xi, copy=True, sparse=False, indexing="xy") -> tuple:
+    """Coordinate arrays from coordinate vectors (``np.meshgrid``), as lazy
+    broadcasts; ``copy`` is accepted and means nothing (nothing is written
+    in place)."""
     return _wrap(AR.meshgrid(*map(node_of, xi), sparse=sparse, indexing=indexing))
 
 
 def tile(A, reps) -> Array:
+    """``A`` repeated ``reps`` times along each axis (``np.tile``), lazily."""
     return Array(AR.tile(node_of(A), reps))
 
 
 def repeat(a, repeats, axis=None) -> Array:
+    """Each element of ``a`` repeated ``repeats`` times along ``axis``
+    (flattened when None) (``np.repeat``), lazily.  ``repeats`` must be an
+    int or host data (not a lazy array): the result's shape depends on it."""
     return Array(AR.repeat(node_of(a), node_of(repeats), axis))
 
 
 def kron(a, b) -> Array:
+    """Kronecker product of ``a`` and ``b`` (``np.kron``), lazily."""
     return Array(AR.kron(node_of(a), node_of(b)))
 
 
 def roll(a, shift, axis=None) -> Array:
+    """``a`` shifted cyclically by ``shift`` along ``axis`` (flattened when
+    None) (``np.roll``), lazily; ``shift`` must be concrete ints."""
     return Array(AR.roll(node_of(a), shift, axis))
 
 
 def diff(a, n=1, axis=-1, prepend=NoValue, append=NoValue) -> Array:
+    """The ``n``-th discrete difference along ``axis`` (``np.diff``), lazily;
+    ``prepend``/``append`` are joined first, as in NumPy."""
     return Array(AR.diff(node_of(a), n, axis, node_of(prepend), node_of(append)))
 
 
 def pad(array, pad_width, mode="constant", **kwargs) -> Array:
+    """``array`` padded by ``pad_width`` (``np.pad``), lazily.
+
+    Modes constant, edge, reflect, symmetric, wrap and empty (which pads
+    with zeros).  NotImplementedError for linear_ramp, maximum, mean, median,
+    minimum, a function as the mode, and ``reflect_type="odd"``."""
     return Array(P.pad(node_of(array), pad_width, mode, **kwargs))
 
 
 def take_along_axis(arr, indices, axis=-1) -> Array:
+    """``arr`` gathered at ``indices`` along ``axis``, the other axes
+    broadcast (``np.take_along_axis``), lazily.
+
+    Data indices are checked now; lazy ones when the program runs
+    (NumPy's IndexError)."""
     return Array(I.take_along_axis(node_of(arr), node_of(indices), axis))
 
 
 # -- matrices ----------------------------------------------------------------
 
 def diag(v, k=0) -> Array:
+    """A 1-D ``v`` as a square matrix with ``v`` on diagonal ``k``, or
+    diagonal ``k`` of a 2-D ``v`` (``np.diag``), lazily."""
     return Array(M.diag(node_of(v), k))
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1) -> Array:
+    """Diagonal ``offset`` of the ``axis1``/``axis2`` planes, as the last axis
+    (``np.diagonal``), lazily."""
     return Array(M.diagonal(node_of(a), offset, axis1, axis2))
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None) -> Array:
+    """Sum along diagonal ``offset`` of the ``axis1``/``axis2`` planes
+    (``np.trace``), lazily; ``out=`` must be None."""
     no_out(out, "trace")
     return Array(M.trace(node_of(a), offset, axis1, axis2, dtype))
 
 
 def tril(m, k=0) -> Array:
+    """``m`` with the elements above diagonal ``k`` zeroed (``np.tril``), lazily."""
     return Array(M.tril(node_of(m), k))
 
 
 def triu(m, k=0) -> Array:
+    """``m`` with the elements below diagonal ``k`` zeroed (``np.triu``), lazily."""
     return Array(M.triu(node_of(m), k))
 
 
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None) -> Array:
+    """Cross product of (arrays of) 3-vectors (``np.cross``), lazily.
+
+    2-vectors, deprecated by NumPy 2.0 and refused by NumPy 2.5, are refused
+    with NumPy 2.5's ValueError whatever NumPy is installed."""
     return Array(M.cross(node_of(a), node_of(b), axisa, axisb, axisc, axis))
 
 
 def vecdot(x1, x2, /, out=None, *, axis=-1) -> Array:
+    """Dot product of vectors along ``axis``, the other axes broadcast
+    (``np.vecdot``), lazily; ``out=`` must be None."""
     no_out(out, "vecdot")
     return Array(M.vecdot(node_of(x1), node_of(x2), axis))
 
@@ -175,42 +299,60 @@ def vecdot(x1, x2, /, out=None, *, axis=-1) -> Array:
 
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue,
            where=True) -> Array:
+    """Sum over ``axis`` treating NaN as zero (``np.nansum``), lazily;
+    ``out=`` must be None."""
     no_out(out, "nansum")
     return Array(T.nansum(node_of(a), axis, dtype, keepdims, initial, node_of(where)))
 
 
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue,
             where=True) -> Array:
+    """Product over ``axis`` treating NaN as one (``np.nanprod``), lazily;
+    ``out=`` must be None."""
     no_out(out, "nanprod")
     return Array(T.nanprod(node_of(a), axis, dtype, keepdims, initial, node_of(where)))
 
 
 def nanmax(a, axis=None, out=None, keepdims=False, initial=NoValue, where=True) -> Array:
+    """Maximum over ``axis`` ignoring NaN (``np.nanmax``), lazily; an all-NaN
+    slice gives NaN without NumPy's RuntimeWarning.  ``out=`` must be None."""
     no_out(out, "nanmax")
     return Array(T.nanmax(node_of(a), axis, keepdims, initial, node_of(where)))
 
 
 def nanmin(a, axis=None, out=None, keepdims=False, initial=NoValue, where=True) -> Array:
+    """Minimum over ``axis`` ignoring NaN (``np.nanmin``), lazily; an all-NaN
+    slice gives NaN without NumPy's RuntimeWarning.  ``out=`` must be None."""
     no_out(out, "nanmin")
     return Array(T.nanmin(node_of(a), axis, keepdims, initial, node_of(where)))
 
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True) -> Array:
+    """Mean over ``axis`` of the non-NaN values (``np.nanmean``), lazily; an
+    all-NaN slice gives NaN without a warning.  ``out=`` must be None."""
     no_out(out, "nanmean")
     return Array(T.nanmean(node_of(a), axis, dtype, keepdims, node_of(where)))
 
 
 def ptp(a, axis=None, out=None, keepdims=False) -> Array:
+    """Range ``max - min`` over ``axis`` (``np.ptp``), lazily; bool arrays are
+    refused, as NumPy's subtract refuses them.  ``out=`` must be None."""
     no_out(out, "ptp")
     return Array(T.ptp(node_of(a), axis, keepdims))
 
 
 def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    """Weighted average over ``axis`` (``np.average``), lazily.
+
+    Weights that sum to zero raise ZeroDivisionError when they are data, as
+    in NumPy; lazy weights cannot be checked when built, and give inf or
+    NaN instead."""
     return _wrap(T.average(node_of(a), axis, node_of(weights), returned, keepdims))
 
 
 def count_nonzero(a, axis=None, *, keepdims=False) -> Array:
-    """Lazy, an int64 array (NumPy returns a Python int when ``axis`` is None)."""
+    """Number of nonzero values over ``axis`` (``np.count_nonzero``), as a lazy
+    int64 array (NumPy returns a Python int when ``axis`` is None)."""
     return Array(R.count_nonzero(node_of(a), axis, keepdims))
 
 
@@ -225,38 +367,62 @@ def _values(a, what):
 
 
 def nonzero(a) -> tuple:
-    """Eager (see the module docstring): a tuple of int64 data arrays."""
+    """Indices of the nonzero elements, one int64 array per axis (``np.nonzero``).
+
+    Eager: the result's shape depends on the values, so ``a`` is evaluated
+    now (on the default target) and the result is data; ``pa.LazyValueError``
+    if ``a`` depends on placeholders."""
     return _wrap(G.nonzero(_values(a, "nonzero")))
 
 
 def argwhere(a) -> Array:
+    """Indices of the nonzero elements, one row per element (``np.argwhere``).
+
+    Eager: ``a`` is evaluated now and the result is data;
+    ``pa.LazyValueError`` if ``a`` depends on placeholders."""
     return _wrap(G.argwhere(_values(a, "argwhere")))
 
 
 def flatnonzero(a) -> Array:
+    """Indices of the nonzero elements of ``a`` flattened (``np.flatnonzero``).
+
+    Eager: ``a`` is evaluated now and the result is data;
+    ``pa.LazyValueError`` if ``a`` depends on placeholders."""
     return _wrap(G.flatnonzero(_values(a, "flatnonzero")))
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
            *, equal_nan=True, **kwargs):
-    """Eager (see the module docstring): NumPy's ``unique`` of the values."""
+    """The sorted unique elements of ``ar`` (``np.unique``, every keyword).
+
+    Eager: ``ar`` is evaluated now (on the default target), NumPy computes
+    the result and it comes back as data arrays; ``pa.LazyValueError`` if
+    ``ar`` depends on placeholders."""
     return _wrap(G.unique(_values(ar, "unique"), return_index, return_inverse, return_counts,
                           axis, equal_nan=equal_nan, **kwargs))
 
 
 def unique_values(x):
+    """The unique elements of ``x`` (``np.unique_values``, array API); eager,
+    as ``pa.unique``."""
     return _wrap(G.unique_family("unique_values", _values(x, "unique_values")))
 
 
 def unique_counts(x):
+    """The unique elements of ``x`` and their counts (``np.unique_counts``,
+    array API), a named tuple; eager, as ``pa.unique``."""
     return _wrap(G.unique_family("unique_counts", _values(x, "unique_counts")))
 
 
 def unique_inverse(x):
+    """The unique elements of ``x`` and the indices that rebuild ``x``
+    (``np.unique_inverse``, array API), a named tuple; eager, as ``pa.unique``."""
     return _wrap(G.unique_family("unique_inverse", _values(x, "unique_inverse")))
 
 
 def unique_all(x):
+    """The unique elements of ``x`` with first indices, inverse and counts
+    (``np.unique_all``, array API), a named tuple; eager, as ``pa.unique``."""
     return _wrap(G.unique_family("unique_all", _values(x, "unique_all")))
 
 
@@ -267,20 +433,66 @@ def _dtype_of(x):
 
 
 def result_type(*arrays_and_dtypes) -> np.dtype:
-    """NumPy's promotion; Python scalars stay weak (NEP 50)."""
+    """The dtype NumPy's promotion gives these arrays and dtypes
+    (``np.result_type``); Python scalars stay weak (NEP 50).  Nothing is
+    evaluated."""
     return np.result_type(*map(_dtype_of, arrays_and_dtypes))
 
 
 def can_cast(from_, to, casting="safe") -> bool:
+    """Whether ``from_`` (an array or a dtype) casts to ``to`` under
+    ``casting`` (``np.can_cast``); nothing is evaluated."""
     return np.can_cast(_dtype_of(from_), to, casting)
 
 
 def finfo(dtype):
+    """Machine limits of a float dtype, or of an array's dtype (``np.finfo``)."""
     return np.finfo(_dtype_of(dtype))
 
 
 def iinfo(int_type):
+    """Machine limits of an integer dtype, or of an array's dtype (``np.iinfo``)."""
     return np.iinfo(_dtype_of(int_type))
 
 
 isdtype = np.isdtype
+
+
+# -- complex parts of real arrays, and DLPack (the array API) -----------------
+
+def _real_only(x, what):
+    x = x if isinstance(x, Array) else Array(C.as_node(x))
+    if x.dtype.kind == "c":     # pragma: no cover  (no complex dtype is accepted)
+        raise TypeError(f"{what}: polyarray has no complex dtypes")
+    return x
+
+
+def conj(x) -> Array:
+    """``np.conj``: polyarray has no complex dtypes, so ``x`` itself."""
+    return _real_only(x, "conj")
+
+
+conjugate = conj
+
+
+def real(val) -> Array:
+    """``np.real``: polyarray has no complex dtypes, so ``val`` itself."""
+    return _real_only(val, "real")
+
+
+def imag(val) -> Array:
+    """``np.imag``: polyarray has no complex dtypes, so zeros like ``val``."""
+    return Array(C.zeros_like(_real_only(val, "imag").node))
+
+
+def from_dlpack(x, /, *, device=None, copy=None) -> Array:
+    """An array from any DLPack producer: a CUDA array is read in place (a
+    device-resident leaf, as ``pa.asarray``); a host one is copied into the
+    DAG (``copy=False`` is refused for it: the DAG holds its own copy)."""
+    from polyarray.targets.foreign import cuda_view, is_foreign_cuda, to_host
+    if is_foreign_cuda(x):
+        return Array(C.array(to_host(cuda_view(x))) if copy else C.device_leaf(x))
+    if copy is False:
+        raise BufferError("pa.from_dlpack of a host array copies it into the DAG; "
+                          "copy=False cannot be honoured")
+    return Array(C.array(np.from_dlpack(x)))

@@ -32,6 +32,16 @@ def _same_or_new(x, node):
 
 
 class Array:
+    """A lazy n-dimensional array: NumPy's ``ndarray`` as an expression.
+
+    Its ``shape`` and ``dtype`` are known at once; operators, methods and
+    ``pa.*`` functions build new expressions, and nothing is computed until it
+    is evaluated (``x.evaluate()``, ``pa.compile``, or an eager hook such as
+    ``np.asarray(x)``, ``float(x)``, ``bool(x)``).  Arrays are immutable:
+    ``x[i] = v`` raises, ``x += 1`` rebinds ``x`` to a new array, and ``out=``
+    must be None.  ``==`` is elementwise, so arrays are unhashable: use
+    ``x.node`` as a key.  Make one with ``pa.array``, ``pa.asarray`` or
+    ``pa.placeholder``.  See docs/numpy_differences.md."""
     __slots__ = ("_node", "__weakref__")
 
     def __init__(self, node: N.Node):
@@ -43,30 +53,38 @@ class Array:
     # -- metadata, concrete at once --------------------------------------
     @property
     def node(self) -> N.Node:
+        """The DAG node this array wraps (interned: ``a.node is b.node`` when
+        the two expressions are the same)."""
         return self._node
 
     @property
     def shape(self) -> tuple:
+        """Tuple of the array's dimensions (``ndarray.shape``), known without evaluating."""
         return self._node.shape
 
     @property
     def dtype(self) -> np.dtype:
+        """The elements' dtype (``ndarray.dtype``), known without evaluating."""
         return self._node.dtype
 
     @property
     def ndim(self) -> int:
+        """Number of dimensions (``ndarray.ndim``)."""
         return len(self._node.shape)
 
     @property
     def size(self) -> int:
+        """Number of elements (``ndarray.size``)."""
         return self._node.size
 
     @property
     def itemsize(self) -> int:
+        """Bytes per element (``ndarray.itemsize``)."""
         return self._node.dtype.itemsize
 
     @property
     def nbytes(self) -> int:
+        """Bytes the evaluated array takes (``ndarray.nbytes``)."""
         return self.size * self.itemsize
 
     def __len__(self):
@@ -116,6 +134,11 @@ class Array:
     __gt__, __ge__ = _bin("greater"), _bin("greater_equal")
     __eq__, __ne__ = _bin("equal"), _bin("not_equal")
     del _bin
+    # augmented assignment rebinds the name to a new expression (arrays are
+    # immutable): other handles of the old value keep it, as in JAX
+    __iadd__, __isub__, __imul__ = __add__, __sub__, __mul__
+    __itruediv__, __ifloordiv__, __imod__ = __truediv__, __floordiv__, __mod__
+    __iand__, __ior__, __ixor__ = __and__, __or__, __xor__
     __hash__ = None          # elementwise __eq__: use ``.node`` as a dict key
 
     def __pow__(self, other):
@@ -123,6 +146,8 @@ class Array:
         if type(other) is int and other == 2:
             return Array(elementwise.apply_ufunc("square", self._node))
         return Array(elementwise.apply_ufunc("power", self._node, node_of(other)))
+
+    __ipow__ = __pow__
 
     def __neg__(self):
         return Array(elementwise.apply_ufunc("negative", self._node))
@@ -148,15 +173,23 @@ class Array:
     def __rrshift__(self, other):
         return Array(ufuncs.right_shift(node_of(other), self._node))
 
+    __ilshift__, __irshift__ = __lshift__, __rshift__
+
     def __matmul__(self, other):
         return Array(linalg.matmul(self._node, node_of(other)))
 
     def __rmatmul__(self, other):
         return Array(linalg.matmul(node_of(other), self._node))
 
+    __imatmul__ = __matmul__
+
     # -- methods mirroring ndarray (NumPy's signatures; ``out`` must be None)
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
-        """``copy`` is accepted: a lazy array is never written in place."""
+        """The array converted to ``dtype`` (``ndarray.astype``), lazily.
+
+        ``casting`` is checked as NumPy checks it (default "unsafe"); ``order``,
+        ``subok`` and ``copy`` are accepted: a lazy array is never written in
+        place."""
         if not np.can_cast(self.dtype, dtype, casting):
             raise TypeError(f"Cannot cast array data from {self.dtype!r} to "
                             f"{np.dtype(dtype)!r} according to the rule {casting!r}")
@@ -168,129 +201,176 @@ class Array:
 
     @property
     def T(self):
+        """The array with its axes reversed (``ndarray.T``), lazily."""
         return Array(shapes.transpose(self._node))
 
     @property
     def mT(self):
+        """The array with its last two axes swapped (``ndarray.mT``), lazily."""
         return Array(shapes.matrix_transpose(self._node))
 
     def transpose(self, *axes):
+        """The array with its axes permuted (``ndarray.transpose``: axes as a tuple
+        or as separate arguments; reversed by default), lazily."""
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
             axes = axes[0]
         return Array(shapes.transpose(self._node, axes or None))
 
     def reshape(self, *shape, order="C", copy=None):
+        """The array with a new shape (``ndarray.reshape``: the shape as a tuple or
+        as separate ints), lazily; ``order`` "C" or "F" ("A" means "C")."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
         return Array(shapes.reshape(self._node, tuple(shape),
                                     order="C" if order == "A" else order))
 
     def ravel(self, order="C"):
+        """The array flattened to 1-D (``ndarray.ravel``; ``flatten`` is the same
+        method, and neither copies anything: both are lazy expressions).
+        ``order`` "C" or "F"; "A" and "K" mean "C"."""
         return Array(shapes.ravel(self._node, order))
 
     flatten = ravel
 
     def squeeze(self, axis=None):
+        """The array without its axes of length one (``ndarray.squeeze``), lazily."""
         return Array(shapes.squeeze(self._node, axis))
 
     def swapaxes(self, axis1, axis2):
+        """The array with ``axis1`` and ``axis2`` interchanged (``ndarray.swapaxes``), lazily."""
         return Array(shapes.swapaxes(self._node, axis1, axis2))
 
     def clip(self, min=None, max=None, out=None, **kwargs):    # noqa: A002
+        """The values limited to ``[min, max]`` (``ndarray.clip``, as ``pa.clip``), lazily."""
         no_out(out, "clip")
         if kwargs:
             raise TypeError(f"clip: unsupported keyword arguments {sorted(kwargs)}")
         return _same_or_new(self, elementwise.clip(self._node, node_of(min), node_of(max)))
 
     def round(self, decimals=0, out=None):
+        """The values rounded to ``decimals``, halves to even (``ndarray.round``, as
+        ``pa.round``), lazily."""
         no_out(out, "round")
         return _same_or_new(self, elementwise.round(self._node, decimals))
 
     def sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue,
             where=True):
+        """Sum over ``axis`` (``ndarray.sum``, as ``pa.sum``), lazily."""
         no_out(out, "sum")
         return Array(reductions.sum(self._node, axis, dtype, keepdims, initial,
                                     node_of(where)))
 
     def prod(self, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue,
              where=True):
+        """Product over ``axis`` (``ndarray.prod``, as ``pa.prod``), lazily."""
         no_out(out, "prod")
         return Array(reductions.prod(self._node, axis, dtype, keepdims, initial,
                                      node_of(where)))
 
     def max(self, axis=None, out=None, keepdims=False, initial=NoValue, where=True):
+        """Maximum over ``axis``, NaN propagated (``ndarray.max``, as ``pa.max``), lazily."""
         no_out(out, "max")
         return Array(reductions.max(self._node, axis, keepdims, initial, node_of(where)))
 
     def min(self, axis=None, out=None, keepdims=False, initial=NoValue, where=True):
+        """Minimum over ``axis``, NaN propagated (``ndarray.min``, as ``pa.min``), lazily."""
         no_out(out, "min")
         return Array(reductions.min(self._node, axis, keepdims, initial, node_of(where)))
 
     def any(self, axis=None, out=None, keepdims=False, *, where=True):
+        """Whether any element over ``axis`` is true (``ndarray.any``), as a lazy bool
+        array; ``bool()`` of it evaluates."""
         no_out(out, "any")
         return Array(reductions.any(self._node, axis, keepdims, node_of(where)))
 
     def all(self, axis=None, out=None, keepdims=False, *, where=True):
+        """Whether all elements over ``axis`` are true (``ndarray.all``), as a lazy
+        bool array; ``bool()`` of it evaluates."""
         no_out(out, "all")
         return Array(reductions.all(self._node, axis, keepdims, node_of(where)))
 
     def mean(self, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+        """Mean over ``axis`` (``ndarray.mean``, as ``pa.mean``), lazily."""
         no_out(out, "mean")
         return Array(reductions.mean(self._node, axis, dtype, keepdims, node_of(where)))
 
     def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
             correction=NoValue):
+        """Variance over ``axis`` (``ndarray.var``, as ``pa.var``), lazily."""
         no_out(out, "var")
         return Array(reductions.var(self._node, axis, dtype, ddof, keepdims, node_of(where),
                                     correction))
 
     def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
             correction=NoValue):
+        """Standard deviation over ``axis`` (``ndarray.std``, as ``pa.std``), lazily."""
         no_out(out, "std")
         return Array(reductions.std(self._node, axis, dtype, ddof, keepdims, node_of(where),
                                     correction))
 
     def argmax(self, axis=None, out=None, *, keepdims=False):
+        """Index of the maximum over ``axis`` (``ndarray.argmax``, as ``pa.argmax``),
+        lazily."""
         no_out(out, "argmax")
         return Array(reductions.argmax(self._node, axis, keepdims))
 
     def argmin(self, axis=None, out=None, *, keepdims=False):
+        """Index of the minimum over ``axis`` (``ndarray.argmin``, as ``pa.argmin``),
+        lazily."""
         no_out(out, "argmin")
         return Array(reductions.argmin(self._node, axis, keepdims))
 
     def dot(self, b, out=None):
+        """Dot product with ``b`` (``ndarray.dot``, as ``pa.dot``), lazily."""
         no_out(out, "dot")
         return Array(linalg.dot(self._node, node_of(b)))
 
     def take(self, indices, axis=None, out=None, mode="raise"):
+        """Elements at ``indices`` along ``axis`` (``ndarray.take``, as ``pa.take``:
+        lazy indices are bounds-checked when the program runs), lazily."""
         no_out(out, "take")
         return Array(indexing.take(self._node, node_of(indices), axis, mode))
 
     def diagonal(self, offset=0, axis1=0, axis2=1):
+        """Diagonal ``offset`` of the ``axis1``/``axis2`` planes (``ndarray.diagonal``),
+        lazily."""
         return Array(matrices.diagonal(self._node, offset, axis1, axis2))
 
     def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+        """Sum along diagonal ``offset`` (``ndarray.trace``), lazily."""
         no_out(out, "trace")
         return Array(matrices.trace(self._node, offset, axis1, axis2, dtype))
 
     def repeat(self, repeats, axis=None):
+        """Each element repeated ``repeats`` times (``ndarray.repeat``, as
+        ``pa.repeat``: ``repeats`` must be concrete), lazily."""
         return Array(arrange.repeat(self._node, node_of(repeats), axis))
 
     def nonzero(self):
-        """Eager, as ``pa.nonzero`` (the result's shape depends on the values)."""
+        """Indices of the nonzero elements, one array per axis (``ndarray.nonzero``).
+
+        Eager, as ``pa.nonzero``: the array is evaluated now (the result's shape
+        depends on the values); ``pa.LazyValueError`` if it depends on
+        placeholders."""
         values = eager.concrete(self._node, "nonzero", lambda n: Array(n).evaluate())
         return tuple(Array(n) for n in eager.nonzero(values))
 
     def sort(self, axis=-1, kind=None, order=None, *, stable=None):
-        """NumPy's ``ndarray.sort`` sorts in place; polyarray arrays are immutable."""
+        """Refused: NumPy's ``ndarray.sort`` sorts in place, and polyarray arrays
+        are immutable (TypeError).  Use ``x = pa.sort(x, axis)``."""
         raise TypeError("polyarray arrays are immutable, so Array.sort cannot sort in "
                         "place: use pa.sort(x, axis=...), which returns a sorted array")
 
     def argsort(self, axis=-1, kind=None, order=None, *, stable=None):
+        """Indices that sort the array along ``axis`` (``ndarray.argsort``, as
+        ``pa.argsort``: always stable), lazily."""
         return Array(ordering.argsort(self._node, axis, kind, order, stable=stable))
 
     def cumsum(self, axis=None, dtype=None, out=None):
+        """Cumulative sum along ``axis`` (``ndarray.cumsum``, as ``pa.cumsum``), lazily."""
         return Array(scans.cumsum(self._node, axis, dtype, out))
 
     def cumprod(self, axis=None, dtype=None, out=None):
+        """Cumulative product along ``axis`` (``ndarray.cumprod``, as ``pa.cumprod``),
+        lazily."""
         return Array(scans.cumprod(self._node, axis, dtype, out))

@@ -189,7 +189,8 @@ class Jitted:
         if entry is None:
             entry = self.programs[key] = self._trace(sig, leaves, target)
         prog, shape = entry
-        results = prog(**{name: v for name, v, _ in leaves})
+        used = prog.placeholders         # arguments the outputs do not read are not bound
+        results = prog(**{name: v for name, v, _ in leaves if name in used})
         convert = _converter(leaves)
         return _unflatten(shape, [convert(r) for r in results])
 

@@ -22,7 +22,9 @@ _DEFAULT_TARGET = None
 
 
 def set_default_target(name) -> None:
-    """Set the target used when none is named (``None`` restores auto)."""
+    """Set the target used when none is named ("numpy", "opencl", "cuda"), for
+    compiles and the eager hooks (``np.asarray(x)``, ``float(x)``, ...);
+    ``None`` restores the automatic choice (see ``get_default_target``)."""
     global _DEFAULT_TARGET
     if name is not None:
         from polyarray import targets
@@ -32,7 +34,9 @@ def set_default_target(name) -> None:
 
 @contextlib.contextmanager
 def target(name):
-    """``with pa.target("opencl"): ...`` sets the default target in a block."""
+    """A context manager that sets the default target in a block:
+    ``with pa.target("opencl"): ...`` (compiles, ``evaluate()`` and the eager
+    hooks inside use it)."""
     from polyarray import targets
     targets.target_class(name)
     token = _CONTEXT_TARGET.set(name)
@@ -43,7 +47,9 @@ def target(name):
 
 
 def get_default_target() -> str:
-    """Block setting > set_default_target > $POLYARRAY_TARGET > best available."""
+    """The target used when none is named: a ``pa.target`` block, else
+    ``pa.set_default_target``, else ``$POLYARRAY_TARGET``, else the best
+    available one (cuda, opencl, numpy)."""
     from polyarray import targets
     for name in (_CONTEXT_TARGET.get(), _DEFAULT_TARGET,
                  os.environ.get("POLYARRAY_TARGET") or None):
@@ -137,6 +143,8 @@ class Program:
     # -- inspection ------------------------------------------------------
     @property
     def source(self) -> str:
+        """The generated device source (OpenCL C or CUDA C) of all kernels; it
+        opens with a comment mapping device names to placeholders."""
         return self._exe.source
 
     @property
@@ -208,6 +216,8 @@ class Program:
 
     @property
     def outputs(self):
+        """The compiled outputs as lazy arrays, in the structure given to
+        ``pa.compile`` (an array, a list/tuple or a dict)."""
         nodes = [Array(n) for n in self._outputs]
         return self._pack(nodes)
 
@@ -219,7 +229,9 @@ class Program:
 
     # -- calling ---------------------------------------------------------
     def check_bindings(self, bindings) -> dict:
-        """Validate every binding before anything runs; return prepared values."""
+        """Validate ``bindings`` (placeholder name -> value) as a call would, before
+    anything runs: a missing, unknown, wrongly shaped or typed binding raises
+    (no dtype is cast).  Returns the prepared values."""
         if bindings.keys() != self.placeholders.keys():
             unknown = sorted(set(bindings) - set(self.placeholders))
             if unknown:
@@ -300,21 +312,29 @@ class Program:
 
 
 def compile(outputs, target=None, **options) -> Program:   # noqa: A001
-    """Compile an array, a list/tuple or a dict of arrays for ``target``.
-    ``schedule=``: kernel name or pattern -> steps; ``tune=True``: tune now;
-    ``tuned=False``: ignore a tuning stored for this DAG (see ``Program``)."""
+    """Compile an array, a list/tuple or a dict of arrays into a callable
+    ``pa.Program`` for ``target`` (default: ``pa.get_default_target()``).
+
+    Call the program with the placeholders' values; it returns NumPy arrays
+    in the same structure, or device arrays with ``out="device"`` (OpenCL
+    and CUDA targets only).  ``schedule=``: kernel name or pattern -> steps;
+    ``tune=True``: tune now; ``tuned=False``: ignore a tuning stored for
+    this DAG (see ``Program``)."""
     return Program(outputs, target=target, **options)
 
 
 # ``x.evaluate()`` and ``x.to_numpy()`` compile, so they are defined here:
 # polyarray.array, below this module, builds expressions and never compiles.
 def _evaluate(self, target=None, /, **bindings):
-    """Evaluate on ``target`` (default: the current default target)."""
+    """The array's values, computed now on ``target`` (default: the default
+    target), as a NumPy array; ``bindings`` give the placeholders' values.
+    Compiles once per expression and target (cached)."""
     return compile(self, target=target)(**bindings)
 
 
 def _to_numpy(self, /, **bindings) -> np.ndarray:
-    """Evaluate with the NumPy reference target."""
+    """The array's values computed by the NumPy reference target, as a NumPy
+    array; ``bindings`` give the placeholders' values."""
     return self.evaluate("numpy", **bindings)
 
 

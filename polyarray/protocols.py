@@ -93,12 +93,18 @@ def _index(self):
 
 
 def _item(self, *args):
-    """``ndarray.item``: one element as a Python scalar (evaluates)."""
+    """One element as a Python scalar (``ndarray.item``).
+
+    Eager: evaluates the whole expression on the default target now;
+    ``pa.LazyValueError`` if it depends on unbound placeholders."""
     return concrete(self, "item()").item(*args)
 
 
 def _tolist(self):
-    """``ndarray.tolist`` (evaluates)."""
+    """The values as nested Python lists (``ndarray.tolist``).
+
+    Eager: evaluates the whole expression on the default target now;
+    ``pa.LazyValueError`` if it depends on unbound placeholders."""
     return concrete(self, "tolist()").tolist()
 
 
@@ -255,10 +261,15 @@ class Device:
 
 
 def _device(self):
+    """The array API's ``x.device``: the default target, where an evaluation
+    would run now (a lazy array lives on no device until it is computed)."""
     return Device(get_default_target())
 
 
 def _to_device(self, device, /, *, stream=None):
+    """The array API's ``x.to_device``: ``x`` itself for the default target.
+    Any other target raises ValueError: a lazy array is computed where it is
+    evaluated (``with pa.target(...)`` or ``pa.compile(..., target=...)``)."""
     target = device.target if isinstance(device, Device) else device
     if target != get_default_target():
         raise ValueError(f"a lazy array is computed on the target it is evaluated on; "
@@ -308,13 +319,15 @@ del _name, _hook
 # -- choosing a namespace from arguments ----------------------------------------
 
 def get_array_module(*args):
-    """``polyarray`` if any argument is a polyarray array, else ``numpy``
-    (CuPy's ``get_array_module``), so generic code can write ``xp.exp(x)``."""
+    """The module for these arrays: ``polyarray`` if any argument is a polyarray
+    array, else ``numpy`` (CuPy's ``get_array_module``), so generic code can
+    write ``xp = pa.get_array_module(x); xp.exp(x)``."""
     return _pa() if any(isinstance(a, Array) for a in args) else np
 
 
 def array_namespace(*arrays):
-    """The array API's choice: ``polyarray`` for polyarray arrays (mixed
+    """The array API namespace of ``arrays`` (``array_api_compat``'s
+    ``array_namespace``): ``polyarray`` if any is a polyarray array (mixed
     with NumPy ones or not), ``numpy`` for NumPy arrays only."""
     if not arrays:
         raise TypeError("array_namespace() needs at least one array")

@@ -105,3 +105,8 @@ def test_branching_on_a_traced_value_names_the_line():
         pa.jit(f, target="numpy")(np.ones(3))
     with pytest.raises(TypeError, match="argument x is a str"):
         pa.jit(lambda x: x, target="numpy")("abc")
+
+
+def test_arguments_the_outputs_do_not_read():
+    f = pa.jit(lambda x, y: np.zeros_like(x) + 1, target="numpy")
+    assert_same(f(np.ones(3), np.ones(2)), np.ones(3))

@@ -484,3 +484,17 @@ def test_power_one_half_is_sqrt_at_minus_inf_and_minus_zero(layout, dtype):
         real = ~np.isnan(want[key])           # (a NaN's sign is not NumPy's contract)
         np.testing.assert_array_equal(np.signbit(got[key])[real], np.signbit(want[key])[real],
                                       key)
+
+
+def test_expressions_differing_deep_down_are_different_programs(target):
+    """Digests wrote expressions with pymbolic's ``repr``, which elides what
+    lies a few levels down: sort and descending sort had one program key,
+    and a target returned the first one compiled for both."""
+    v = pa.placeholder("v", (9,), np.float32)
+    data = np.array([3, 1, 4, 1, 5, 9, 2, 6, 5], np.float32)
+    up, down = pa.sort(v), pa.sort(v, descending=True)
+    assert up.node.digest != down.node.digest
+    assert_same(pa.compile(up, target=target)(v=data), np.sort(data))
+    assert_same(pa.compile(down, target=target)(v=data), np.sort(data)[::-1])
+    deep = [pa.sin(pa.cos(pa.exp(pa.sqrt(pa.abs(v) + c)))) for c in (1.0, 2.0)]
+    assert deep[0].node.digest != deep[1].node.digest

@@ -126,3 +126,17 @@ def test_repr_reads_as_written():
     assert repr(pa.arange(5) + 1).endswith("expr=(arange(0, 5, 1) + 1))")
     assert repr(x + 0.1).endswith("expr=(x + 0.1))")           # float32 digits
     assert repr(pa.full(2, np.float32(0.1))).endswith("expr=full(0.1))")
+
+
+def test_small_numpy_conveniences(target):
+    fill = np.array([1, 2, 3], np.int16)
+    got = pa.compile([pa.full((2, 3), fill), pa.full((2, 3), fill, dtype=np.float32)],
+                     target=target)()
+    assert_same(got[0], np.full((2, 3), fill))
+    assert_same(got[1], np.full((2, 3), fill, dtype=np.float32))
+    with pytest.raises(TypeError, match="rtol must be a scalar"):
+        pa.isclose(pa.asarray(np.ones(2)), 1.0, rtol=pa.asarray(np.ones(2)))
+    with pytest.raises(TypeError, match="object dtype"):
+        pa.array([{}, 1])
+    with pytest.raises(NotImplementedError, match="out="):
+        np.cumsum(pa.asarray(np.ones(3)), out=np.empty(3))

@@ -39,6 +39,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
+import pymbolic.primitives as p
 
 
 _INTERN = weakref.WeakValueDictionary()
@@ -87,7 +88,24 @@ def _local_text(value, children) -> str:
         return value.str
     if isinstance(value, tuple):
         return "(" + ",".join(_local_text(v, children) for v in value) + ")"
+    if isinstance(value, p.ExpressionNode):
+        return expression_text(value)
     return repr(value)
+
+
+def expression_text(e) -> str:
+    """A pymbolic expression written out in full, with the type of every
+    constant: pymbolic's ``repr`` elides what lies deeper than a few levels
+    (``Call(..., (...,))``), so two expressions that differ only there had
+    one digest, and one program key (sort and descending sort)."""
+    if isinstance(e, p.ExpressionNode):     # pymbolic's nodes are dataclasses
+        return (type(e).__name__ + "(" +
+                ",".join(expression_text(getattr(e, f.name)) for f in fields(e)) + ")")
+    if isinstance(e, tuple):
+        return "(" + ",".join(expression_text(a) for a in e) + ")"
+    if isinstance(e, np.generic):
+        return f"{e.dtype.str}:{e!r}"
+    return f"{type(e).__name__}:{e!r}"
 
 
 def _digests(node) -> tuple:
@@ -204,7 +222,8 @@ class IndexLambda(Node):
         return tuple(n for _, n in self.bindings)
 
     def _intern_key(self):
-        return (self.shape, self.dtype.str, self.expr,
+        # the expression as exact text: pymbolic's ``==`` calls 1 and 1.0 equal
+        return (self.shape, self.dtype.str, expression_text(self.expr),
                 tuple((k, id(v)) for k, v in self.bindings), self.op)
 
 

@@ -70,7 +70,12 @@ def array(obj, dtype=None) -> N.DataWrapper:
     if dtype is not None:
         dtype = check_dtype(dtype, "pa.array")
     obj = plain_ndarray(obj, "pa.array input")
+    if type(obj).__module__.startswith("pyopencl"):     # a device array: its values
+        obj = obj.get()
     data = np.asarray(obj, dtype=dtype)
+    if data.dtype == object:
+        raise TypeError("pa.array: the data has object dtype (elements that are not "
+                        "numbers or booleans); polyarray holds numbers and booleans")
     return _wrap_data(data)
 
 
@@ -103,6 +108,7 @@ def full(shape, fill_value, dtype=None) -> N.Node:
     shape = _normalize_shape(shape)
     if isinstance(fill_value, N.Node):
         raise TypeError("full: fill_value must be a scalar, not a lazy array")
+
     if dtype is None:
         dtype = np.asarray(fill_value).dtype
     dtype = check_dtype(dtype, "full")

@@ -17,7 +17,8 @@ from .dtypes import check_dtype, resolve_ufunc, scalar_to_dtype, is_python_scala
 
 
 def broadcast_shapes(*shapes, what="operands") -> tuple:
-    """NumPy broadcasting, with an error that names every shape."""
+    """The shape that arrays of ``shapes`` broadcast to (``np.broadcast_shapes``);
+    the ValueError names every shape."""
     ndim = max((len(s) for s in shapes), default=0)
     out = []
     for d in range(ndim):

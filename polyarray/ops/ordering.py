@@ -27,8 +27,8 @@ from ..codegen.ir.expr import binding_name, binding_reads, call, index_vars, rea
 from .axes import normalize_axis_index
 from .creation import array, as_node, zeros
 from .dtypes import INDEX_DTYPE, check_dtype
-from .elementwise import astype
-from .indexing import getitem
+from .elementwise import apply_ufunc, astype
+from .indexing import getitem, take
 from .shapes import moveaxis, ravel
 
 
@@ -251,3 +251,19 @@ def searchsorted(a, v, side="left", sorter=None) -> N.Node:
         if s:
             b = vals.hold(call("where", go, cand, b), INDEX_DTYPE, ", step")
     return vals.node(call("where", go, cand, b), INDEX_DTYPE, "")
+
+
+def isin(element, test_elements, invert=False) -> N.Node:
+    """``np.isin``: is each element of ``element`` in ``test_elements``?  A
+    sort of the test elements and a binary search per element, ``O((n + m)
+    log m)`` on the device (NaN is in nothing, as ``nan != nan``)."""
+    x, t = as_node(element), ravel(as_node(test_elements))
+    if t.shape[0] == 0:
+        found = zeros(x.shape, np.bool_)
+    else:
+        table = sort(t)
+        pos = apply_ufunc("minimum", searchsorted(table, x), t.shape[0] - 1)
+        dtype = np.result_type(x.dtype, t.dtype)
+        found = apply_ufunc("equal", astype(take(table, pos, mode="clip"), dtype),
+                            astype(x, dtype))
+    return apply_ufunc("logical_not", found) if invert else found

@@ -80,7 +80,7 @@ def _scan(op, x, axis):
 
 def _accumulate(op, a, axis, dtype, out, what, flatten_any=True, include_initial=False):
     if out is not None:
-        raise TypeError(f"{what}: out= is not supported (polyarray arrays are immutable: "
+        raise NotImplementedError(f"{what}: out= is not supported (polyarray arrays are immutable: "
                         "use the returned array)")
     node = as_node(a)
     if axis is None and node.ndim > 1 and not flatten_any:

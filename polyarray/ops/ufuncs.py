@@ -6,9 +6,8 @@ Each resolves NumPy's own loop for its operands first
 (``ufunc.resolve_dtypes``, so dtypes, NEP 50 weak scalars and "no loop"
 TypeErrors are NumPy's), casts them to the loop dtype, then builds the
 composition in that dtype.  Compositions run on every target unchanged, so
-codegen needs no new C helpers.  One known difference: ``signbit`` (and so
-``copysign`` and ``cbrt``) reads the sign of a NaN as positive, since no
-target op reads a float's bits.
+codegen needs no new C helpers; ``signbit`` and ``copysign`` are C's own
+(``cfuncs``), as only they read the sign bit of a NaN.
 """
 from __future__ import annotations
 
@@ -80,23 +79,18 @@ def _float(name, x):
 
 
 def signbit(x) -> N.Node:
-    """``x < 0``, and for zeros the sign of ``1 / x`` (-0.0 -> -inf)."""
+    """The sign bit (C's ``signbit``: -0.0 and -NaN too); integers: ``x < 0``."""
     node = _operand(x)
     if isinstance(node, N.Node) and node.dtype.kind in "biu":
         loop_operands("signbit", node)      # NumPy's errors
         return U("less", node, 0)           # no float16 loop for small ints
-    (x,), _ = loop_operands("signbit", x)
-    neg = U("less", x, 0)
-    return U("logical_or", neg, U("less", U("divide", 1, x), 0))
+    return U("signbit", x)
 
 
 def copysign(x1, x2) -> N.Node:
+    """C's ``copysign`` in NumPy's loop dtype (the sign bit of a NaN too)."""
     (a, b), _ = loop_operands("copysign", x1, x2)
-    mag = U("absolute", a)
-    sign = constant_value(b)
-    if sign is not None:            # a constant sign: no select
-        return U("negative", mag) if np.signbit(sign) else mag
-    return where(signbit(b), U("negative", mag), mag)
+    return U("copysign", a, b)
 
 
 def hypot(x1, x2) -> N.Node:
@@ -170,14 +164,12 @@ def reciprocal(x) -> N.Node:
 
 def cbrt(x) -> N.Node:
     x, _ = _float("cbrt", x)
-    neg = signbit(x)
-    root = U("power", U("absolute", x), 1.0 / 3.0)
-    return where(neg, U("negative", root), root)
+    return U("cbrt", x)         # C's cbrt: exact cubes stay exact
 
 
 def exp2(x) -> N.Node:
     x, _ = _float("exp2", x)
-    return U("power", full((), 2, x.dtype), x)
+    return U("exp2", x)
 
 
 def heaviside(x1, x2) -> N.Node:
