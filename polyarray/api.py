@@ -221,16 +221,6 @@ _SUMMARY = {
     "greater_equal": "``x1 >= x2``, elementwise, as bool (``np.greater_equal``).",
 }
 
-# what every ufunc shares (polyarray.api_more repeats it for its compositions)
-_UFUNC_NOTE = """Returns a lazy ``pa.Array``; nothing is computed until it is evaluated.
-The result dtype is NumPy's loop dtype (int8, uint8 and bool operands of
-float functions give float16, which only the NumPy target computes).
-``out=`` must be None and ``where=`` is not supported (use ``pa.where``);
-``dtype=`` picks NumPy's loop, as in NumPy."""
-
-_BINARY_NOTE = """The operands broadcast as in NumPy, and their dtypes promote by NumPy 2's
-rules (NEP 50: a Python scalar is weak, so ``x_float32 * 2.0`` stays
-float32, while a NumPy scalar or 0-d array takes part in the promotion)."""
 
 
 def _unary(name):
@@ -238,7 +228,7 @@ def _unary(name):
         return Array(F.ufunc_node(name, (node_of(x),), out, where, dtype))
     f.__name__ = f.__qualname__ = name
     summary = _SUMMARY.get(name, f"Elementwise ``np.{name}``.")     # the test flags it
-    f.__doc__ = f"{summary}\n\n{_UFUNC_NOTE}"
+    f.__doc__ = f"{summary}\n\n{F.UFUNC_NOTE}"
     return f
 
 
@@ -247,7 +237,7 @@ def _binary(name):
         return Array(F.ufunc_node(name, (node_of(x1), node_of(x2)), out, where, dtype))
     f.__name__ = f.__qualname__ = name
     summary = _SUMMARY.get(name, f"Elementwise ``np.{name}``.")     # the test flags it
-    f.__doc__ = f"{summary}\n\n{_BINARY_NOTE}\n{_UFUNC_NOTE}"
+    f.__doc__ = f"{summary}\n\n{F.BINARY_NOTE}\n{F.UFUNC_NOTE}"
     return f
 
 

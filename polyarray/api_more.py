@@ -63,15 +63,6 @@ _DIFFERENCE = {
                   "integers, else 0).",
 }
 
-_UFUNC_NOTE = """Returns a lazy ``pa.Array``; nothing is computed until it is evaluated.
-The result dtype is NumPy's loop dtype (int8, uint8 and bool operands of
-float functions give float16, which only the NumPy target computes).
-``out=`` must be None and ``where=`` is not supported (use ``pa.where``);
-``dtype=`` picks NumPy's loop, as in NumPy."""
-
-_BINARY_NOTE = """The operands broadcast as in NumPy, and their dtypes promote by NumPy 2's
-rules (NEP 50: a Python scalar is weak, so ``x_float32 * 2.0`` stays
-float32, while a NumPy scalar or 0-d array takes part in the promotion)."""
 
 
 def _ufunc(name, fn, nin):
@@ -86,7 +77,7 @@ def _ufunc(name, fn, nin):
     f.__name__ = f.__qualname__ = name
     summary = _SUMMARY.get(name, f"Elementwise ``np.{name}``.")
     difference = f"{_DIFFERENCE[name]}\n" if name in _DIFFERENCE else ""
-    shared = _UFUNC_NOTE if nin == 1 else f"{_BINARY_NOTE}\n{_UFUNC_NOTE}"
+    shared = F.UFUNC_NOTE if nin == 1 else f"{F.BINARY_NOTE}\n{F.UFUNC_NOTE}"
     f.__doc__ = f"{summary}\n\n{difference}{shared}"
     return f
 

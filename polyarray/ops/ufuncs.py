@@ -24,6 +24,18 @@ from .elementwise import apply_ufunc as U, astype, where, _operand
 _LN2 = math.log(2.0)
 
 
+# the docstring notes every ufunc of polyarray.api and api_more shares
+UFUNC_NOTE = """Returns a lazy ``pa.Array``; nothing is computed until it is evaluated.
+The result dtype is NumPy's loop dtype (int8, uint8 and bool operands of
+float functions give float16, which only the NumPy target computes).
+``out=`` must be None and ``where=`` is not supported (use ``pa.where``);
+``dtype=`` picks NumPy's loop, as in NumPy."""
+
+BINARY_NOTE = """The operands broadcast as in NumPy, and their dtypes promote by NumPy 2's
+rules (NEP 50: a Python scalar is weak, so ``x_float32 * 2.0`` stays
+float32, while a NumPy scalar or 0-d array takes part in the promotion)."""
+
+
 def loop_operands(name, *args):
     """``(operands cast to np.<name>'s loop dtypes, output dtype)``."""
     ufunc = getattr(np, name)
