@@ -17,45 +17,22 @@ are attached to ``Array`` at import, as ``evaluate`` is.
 """
 from __future__ import annotations
 
-import os
 import sys
 
 import numpy as np
 
 from .array import Array
-from .codegen.ir import nodes as N
-from .ops.eager import LazyValueError
+from .ops.axes import no_out
+from .ops.eager import LazyValueError, require_bound
 from .program import compile as _compile, get_default_target
 
 
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_NUMPY = os.path.dirname(np.__file__)
-
-
-def user_line() -> str:
-    """``file:line: source`` of the innermost caller outside polyarray and
-    NumPy (where a lazy value was asked for)."""
-    import linecache
-    f = sys._getframe(1)
-    while f is not None and f.f_code.co_filename.startswith((_HERE, _NUMPY, "<polyarray")):
-        f = f.f_back
-    if f is None:
-        return "?"
-    src = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
-    return f"{f.f_code.co_filename}:{f.f_lineno}: {src}"
-
-
 def concrete(x: Array, what: str) -> np.ndarray:
     """The value of ``x`` (a NumPy array), computed on the default target."""
-    unbound = N.placeholders([x.node])
-    if unbound:
-        names = ", ".join(sorted(unbound))
-        raise LazyValueError(
-            f"{what} needs the value of a lazy array that depends on the placeholder(s) "
-            f"{names}, which are bound only when the program runs (at {user_line()}). "
-            "Use pa.where(...) instead of branching on it, pass it as a static argument "
-            "to pa.jit, or evaluate it with bindings first")
+    require_bound(x.node, f"{what} needs the value of a lazy array that",
+                  "use pa.where(...) instead of branching on it, pass it as a static "
+                  "argument to pa.jit, or evaluate it with bindings first")
     return np.asarray(_compile(x, target=get_default_target())())
 
 
@@ -137,18 +114,13 @@ def _foreign(values):
         v, (Array, np.ndarray, np.generic, int, float, bool, complex, list, tuple))]
 
 
-def _no_out(out, what):
-    if out is not None and not (isinstance(out, tuple) and all(o is None for o in out)):
-        raise NotImplementedError(
-            f"{what}(..., out=...): polyarray arrays are immutable expressions and cannot "
-            "be written into; use the returned array")
-
-
 def _array_ufunc(self, ufunc, method, *inputs, out=None, **kwargs):
     if _foreign(inputs):
         return NotImplemented
     name = ufunc.__name__
-    _no_out(out, f"numpy.{name}")
+    if isinstance(out, tuple) and all(o is None for o in out):
+        out = None              # NumPy passes ``out=(None,)`` for a ufunc
+    no_out(out, f"numpy.{name}")
     pa = _pa()
     if method == "__call__":
         fn = getattr(pa, name, None)
@@ -184,22 +156,14 @@ def _no_kwargs(kwargs, what):
 
 # -- __array_function__ ----------------------------------------------------------
 
-def _result_type(*xs):
-    return np.result_type(*[x.dtype if isinstance(x, Array) else x for x in xs])
-
-
-def _can_cast(from_, to, casting="safe"):
-    return np.can_cast(from_.dtype if isinstance(from_, Array) else from_, to, casting)
-
-
 # NumPy functions that only read metadata (answered without evaluating)
 _METADATA = {
     "shape": lambda a: a.shape if isinstance(a, Array) else np.shape(a),
     "ndim": lambda a: a.ndim if isinstance(a, Array) else np.ndim(a),
     "size": lambda a, axis=None: (a.size if axis is None else a.shape[axis])
     if isinstance(a, Array) else np.size(a, axis),
-    "result_type": _result_type,
-    "can_cast": _can_cast,
+    "result_type": lambda *xs: _pa().result_type(*xs),
+    "can_cast": lambda *a, **k: _pa().can_cast(*a, **k),
     "iscomplexobj": lambda x: False,
     "isrealobj": lambda x: True,
     "copy": lambda a, order="K", subok=False: a,
@@ -236,7 +200,7 @@ def _array_function(self, func, types, args, kwargs):
         raise TypeError(f"{name} is not supported on polyarray arrays (it has no polyarray "
                         "implementation); docs/numpy_differences.md lists what is")
     if "out" in kwargs:
-        _no_out(kwargs.pop("out"), f"numpy.{func.__name__}")
+        no_out(kwargs.pop("out"), f"numpy.{func.__name__}")
     return impl(*args, **kwargs)
 
 

@@ -7,6 +7,10 @@ leaves.  An input that still depends on placeholders cannot be evaluated
 yet, and is refused naming them."""
 from __future__ import annotations
 
+import linecache
+import os
+import sys
+
 import numpy as np
 
 from ..codegen.ir import nodes as N
@@ -22,19 +26,44 @@ class LazyValueError(TypeError):
 ConcretizationError = LazyValueError        # JAX's name for it
 
 
+_POLYARRAY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_NUMPY = os.path.dirname(np.__file__)
+
+
+def user_line() -> str:
+    """``file:line: source`` of the innermost caller outside polyarray and
+    NumPy (where a value was asked for)."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith((_POLYARRAY, _NUMPY,
+                                                              "<polyarray")):
+        f = f.f_back
+    if f is None:
+        return "?"
+    src = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+    return f"{f.f_code.co_filename}:{f.f_lineno}: {src}"
+
+
+def require_bound(node, subject, advice):
+    """Raise ``LazyValueError`` if ``node`` depends on placeholders: the one
+    message of every eager hook and eager function, naming them and the
+    user's line."""
+    names = sorted(N.placeholders([node]))
+    if names:
+        raise LazyValueError(
+            f"{subject} depends on the unbound placeholder{'s' if len(names) > 1 else ''} "
+            f"{', '.join(map(repr, names))} (at {user_line()}); {advice}")
+
+
 def concrete(node, what, evaluate) -> np.ndarray:
     """``node``'s values now (``evaluate(node)`` unless it is data)."""
     if not isinstance(node, N.Node):
         return np.asarray(node)
     if isinstance(node, N.DataWrapper):
         return node.data
-    names = sorted(N.placeholders([node]))
-    if names:
-        raise LazyValueError(
-            f"{what} is eager (the shape of its result depends on the values), so it "
-            f"evaluates its input now, but the input depends on the unbound "
-            f"placeholder{'s' if len(names) > 1 else ''} {', '.join(map(repr, names))}; "
-            f"evaluate first (x.evaluate(...) or pa.compile) and call {what} on the result")
+    require_bound(node, f"{what} is eager (the shape of its result depends on the values), "
+                  "so it evaluates its input now, but the input",
+                  f"evaluate first (x.evaluate(...) or pa.compile) and call {what} on the "
+                  "result")
     return np.asarray(evaluate(node))
 
 
