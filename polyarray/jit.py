@@ -181,14 +181,18 @@ class Jitted:
             options.setdefault("out", "device")
         return _compile(outputs, target=target, **options), shape
 
-    def __call__(self, *args, **kwargs):
+    def _entry(self, args, kwargs):
+        """((program, output structure), array leaves) of this call's
+        signature, traced and compiled the first time it is seen."""
         sig, leaves = self._signature(args, kwargs)
-        target = self._target_for(leaves)
-        key = (sig, target)
+        key = (sig, self._target_for(leaves))
         entry = self.programs.get(key)
         if entry is None:
-            entry = self.programs[key] = self._trace(sig, leaves, target)
-        prog, shape = entry
+            entry = self.programs[key] = self._trace(sig, leaves, key[1])
+        return entry, leaves
+
+    def __call__(self, *args, **kwargs):
+        (prog, shape), leaves = self._entry(args, kwargs)
         used = prog.placeholders         # arguments the outputs do not read are not bound
         results = prog(**{name: v for name, v, _ in leaves if name in used})
         convert = _converter(leaves)
@@ -197,12 +201,7 @@ class Jitted:
     def lower(self, *args, **kwargs) -> "object":
         """The ``pa.Program`` this call would run (traced now if new): its
         ``source``, ``kernels`` and ``schedule`` are there to inspect."""
-        sig, leaves = self._signature(args, kwargs)
-        target = self._target_for(leaves)
-        entry = self.programs.get((sig, target))
-        if entry is None:
-            entry = self.programs[(sig, target)] = self._trace(sig, leaves, target)
-        return entry[0]
+        return self._entry(args, kwargs)[0][0]
 
 
 def _outputs(result):
