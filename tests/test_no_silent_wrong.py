@@ -498,3 +498,41 @@ def test_expressions_differing_deep_down_are_different_programs(target):
     assert_same(pa.compile(down, target=target)(v=data), np.sort(data)[::-1])
     deep = [pa.sin(pa.cos(pa.exp(pa.sqrt(pa.abs(v) + c)))) for c in (1.0, 2.0)]
     assert deep[0].node.digest != deep[1].node.digest
+
+
+def test_logical_ops_refuse_python_ints_past_a_c_long_as_numpy():
+    """Fuzzer seed 12639 (opencl, 300 examples): NumPy converts the Python int
+    of a bool loop through a C long, and raises past it; polyarray took it."""
+    x = pa.placeholder("x", (3,), np.uint64)
+    for v in (2**63, 2**64 - 1, -2**63 - 1):
+        with pytest.raises(OverflowError, match="too large to convert to C long"):
+            np.logical_or(np.ones(3, np.uint64), v)
+        with pytest.raises(OverflowError, match="too large to convert to C long"):
+            pa.logical_or(x, v)
+    assert pa.logical_and(x, 2**63 - 1).dtype == np.bool_
+
+
+def test_divisions_in_unrolled_subscripts_stay_floor_divisions(layout):
+    """Fuzzer seed 2261382048 (opencl cpu, 300 examples): loopy re-simplified
+    an unrolled lane's subscript ``(16*k + 8) // 14`` to ``1 + (k - 3) / 7``
+    and printed it as C's truncating ``/``, so the CPU lanes form summed the
+    wrong elements of a transposed array (codegen/schedule/exact_division.py).
+    Reads through transposes and moved axes, in reductions of every extent
+    mod 16 and in an elementwise kernel large enough to unroll its items."""
+    rng = np.random.default_rng(7)
+    outs, want, binds = [], [], {}
+    for k, (a, b) in enumerate([(14, 15), (7, 30), (13, 17), (3, 70)]):
+        data = rng.integers(-9, 9, (a, b)).astype(np.int32)
+        x = pa.placeholder(f"x{k}", (a, b), np.int32)
+        binds[f"x{k}"] = data
+        cube = data.reshape(a, b, 1)
+        outs += [x.T.sum(), pa.moveaxis(x.reshape(a, b, 1), 0, -1).sum(axis=(0, 2)),
+                 x.T.sum(axis=0), (x.T * 2).max(axis=1)]
+        want += [data.T.sum(), np.moveaxis(cube, 0, -1).sum(axis=(0, 2)),
+                 data.T.sum(axis=0), (data.T * 2).max(axis=1)]
+    big = rng.standard_normal((300, 700)).astype(np.float32)
+    y = pa.placeholder("y", big.shape, np.float32)
+    outs.append(y.T + 1)
+    want.append(big.T + 1)
+    for got, w in zip(run(layout, outs, y=big, **binds), want):
+        assert_same(got, w)

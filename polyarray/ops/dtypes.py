@@ -79,5 +79,9 @@ def scalar_to_dtype(value, dtype: np.dtype, ufunc=None):
         info = np.iinfo(dtype)
         if not info.min <= value <= info.max:
             raise OverflowError(f"Python integer {value} out of bounds for {dtype}")
+    if dtype.kind == "b" and isinstance(value, numbers.Integral) \
+            and not -2**63 <= value < 2**63:
+        # a bool loop (logical_and/or/xor) takes the int through a C long
+        raise OverflowError("Python int too large to convert to C long")
     with np.errstate(over="ignore"):
         return dtype.type(value)
