@@ -27,12 +27,14 @@ from .gathers import gathers                    # noqa: E402
 from .goals import judge, print_goals           # noqa: E402
 from .shapes_peers import print_summary, summary  # noqa: E402
 
-TRAINING = [training.gradient, training.logistic_regression, training.compile_gradient]
+TRAINING = [training.gradient, training.logistic_regression, training.compile_gradient,
+            training.logistic_regression_shared]
 ALL = [w.fused_chain, w.softmax, w.reductions, *TRAINING[:2], w.matmul, w.hermite,
-       w.compile_and_dispatch, TRAINING[2], w.opencl_vs_cuda, w.transpose, gathers]
+       w.compile_and_dispatch, TRAINING[2], TRAINING[3], w.opencl_vs_cuda, w.transpose, gathers]
 QUICK = {"gathers": [gathers], "dispatch": [w.compile_and_dispatch],
          "schedules": [w.hermite, w.transpose, w.matmul],
          "training": TRAINING,
+         "state": [training.logistic_regression_shared],
          "peers": [w.fused_chain, w.softmax, w.reductions, w.matmul],
          "reductions": [w.softmax, w.reductions],
          "rest": [*TRAINING[:2], w.hermite, w.compile_and_dispatch, TRAINING[2],

@@ -97,6 +97,111 @@ def logistic_regression(b):
                f"{len(prog.kernels)} kernel(s) per step")
 
 
+# ---- 4b. the same loop with shared variables (issue 17) ----
+
+def _logreg_data(b):
+    rng = b.rng
+    X = rng.standard_normal((N_SAMPLES, FEATS)).astype(np.float32)
+    Y = (rng.random(N_SAMPLES) > 0.5).astype(np.float32)
+    w0 = (0.01 * rng.standard_normal(FEATS)).astype(np.float32)
+    return X, Y, w0, np.float32(0.0)
+
+
+def logistic_regression_shared(b):
+    """Weights as pa.shared variables with updates=: a call per step, and
+    prog.repeat(steps) (CUDA graphs on the cuda target); peers: JAX with the
+    whole loop in one jit (lax.fori_loop), torch replaying a CUDA graph of a
+    step, JAX jit per step."""
+    steps = 200 if b.quick else STEPS
+    X, Y, w0, c0 = _logreg_data(b)
+    ref_w, ref_c = w0, c0
+    for _ in range(steps):
+        ref_w, ref_c = logreg_step(Ns("numpy", np), X, Y, ref_w, ref_c)
+    Xp, Yp = pa.placeholder("X", X.shape, np.float32), pa.placeholder("Y", Y.shape, np.float32)
+    w = pa.shared(w0, name="bench_w")
+    c = pa.shared(np.asarray(c0), name="bench_c")
+    new_w, new_c = logreg_step(Ns("polyarray", pa), Xp, Yp, w, c)
+    prog = pa.compile([], updates={w: new_w, c: new_c}, target=b.device, out="device",
+                      **({"device_kind": "gpu"} if b.device == "opencl" else {}))
+    Xd, Yd = to_device(b, X), to_device(b, Y)
+
+    def per_call():
+        for _ in range(steps):
+            prog(X=Xd, Y=Yd)
+        prog.synchronize()
+
+    def repeated():
+        prog.repeat(steps, X=Xd, Y=Yd)
+    times = {}
+    for name, fn in (("per call", per_call), ("repeat", repeated)):
+        w.set_value(w0)
+        c.set_value(np.asarray(c0))
+        fn()                                        # warm-up, and the check
+        check(f"logreg shared ({name})", w.get_value(), ref_w, rtol=2e-3)
+        w.set_value(w0)
+        t0 = time.perf_counter()
+        fn()
+        times[name] = time.perf_counter() - t0
+    peers, failed = _logreg_loop_peers(b, X, Y, w0, c0, steps, ref_w)
+    for name, t in times.items():
+        b.row(f"4b. logreg shared, {name}, {steps} steps", t, peers, failed=failed,
+              note=f"total seconds; {len(prog.kernels)} kernel(s) per step")
+
+
+def _logreg_loop_peers(b, X, Y, w0, c0, steps, ref_w):
+    peers, failed = {}, {}
+    if not b.gpu:
+        return peers, {"jax/torch": "GPU peers only (CUDA device)"}
+    try:
+        import jax
+        import jax.numpy as jnp
+        ns = Ns("jax", jnp)
+
+        @jax.jit
+        def loop(X_, Y_, w_, c_):
+            return jax.lax.fori_loop(0, steps, lambda i, wc: logreg_step(ns, X_, Y_, *wc),
+                                     (w_, c_))
+        args = [jax.device_put(a) for a in (X, Y, w0, np.asarray(c0))]
+        check("logreg jax fori_loop", np.asarray(loop(*args)[0]), ref_w, rtol=2e-3)
+        t0 = time.perf_counter()
+        loop(*args)[0].block_until_ready()
+        peers["jax fori_loop"] = time.perf_counter() - t0
+    except Exception as e:      # noqa: BLE001
+        failed["jax fori_loop"] = f"{type(e).__name__}: {e}"[:120]
+    try:
+        import torch
+        ns = Ns("torch", torch)
+        Xt, Yt = (torch.from_numpy(a).cuda() for a in (X, Y))
+        wt, ct = torch.from_numpy(w0).cuda(), torch.tensor(c0).cuda()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                nw, nc = logreg_step(ns, Xt, Yt, wt, ct)
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            nw, nc = logreg_step(ns, Xt, Yt, wt, ct)
+            wt.copy_(nw)
+            ct.copy_(nc)
+
+        def run():
+            wt.copy_(torch.from_numpy(w0).cuda())
+            ct.fill_(float(c0))
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                g.replay()
+            torch.cuda.synchronize()
+            return time.perf_counter() - t0
+        run()
+        check("logreg torch graph", wt.cpu().numpy(), ref_w, rtol=2e-3)
+        peers["torch cuda graph"] = run()
+    except Exception as e:      # noqa: BLE001
+        failed["torch cuda graph"] = f"{type(e).__name__}: {e}"[:120]
+    return peers, failed
+
+
 # ---- 8. compile time of workload 3 ----
 
 _COMPILE_GRADIENT = textwrap.dedent("""

@@ -15,6 +15,7 @@ import numpy as np
 from .codegen.ir import nodes as N
 from .array import Array
 from .ops.inputs import binding_array, describe_dtype, python_binding
+from .shared import StateUpdates
 from .targets.foreign import host_array_of
 
 _CONTEXT_TARGET = contextvars.ContextVar("polyarray_target", default=None)
@@ -89,17 +90,31 @@ class Program:
     schedules from the tuning cache: its kernels say ``origin == "tuned"``
     and ``tuning_report()`` shows that tuning.  ``tuned=False`` (or
     ``$POLYARRAY_USE_TUNED=0``, which ``tuned=True`` overrides) compiles the
-    policy's defaults instead."""
+    policy's defaults instead.
+
+    ``updates`` ({shared variable: expression}) gives shared variables
+    (``pa.shared``) new values after each call, computed from the old ones
+    (``polyarray.shared``); shared variables are read without bindings."""
 
     def __init__(self, outputs, target=None, schedule=None, tune=False, tuned=None,
-                 **options):
+                 updates=None, **options):
         from polyarray import targets as _targets
         self._kind, self._keys, self._outputs = _flatten(outputs)
+        self._n_out, self._updates = len(self._outputs), updates
+        self._state = StateUpdates.make(updates, self._outputs)
         self.target_name = target or get_default_target()
         self._target = _targets.get_target(self.target_name)
+        self.options = self._exe_options = options
+        if self._state is not None:
+            self._outputs = self._outputs + self._state.exprs
+            if self._state.targets and self.target_name != "numpy":
+                # updated values stay on the device; outputs are copied as asked
+                self._exe_options = dict(options, out="device")
         self.placeholders = N.placeholders(self._outputs)     # ValueError: one name twice
+        if self._state is not None:
+            self.placeholders = {n: p for n, p in self.placeholders.items()
+                                 if n not in self._state.variables}
         self._sorted_placeholders = sorted(self.placeholders.items())
-        self.options = options
         from polyarray.codegen.schedule import normalize_schedule
         self.user_schedule = normalize_schedule(schedule)   # ScheduleError if malformed
         self._use_tuned = tuned
@@ -111,7 +126,7 @@ class Program:
             self._use_stored_tuning()
 
     def _compile(self, schedule):
-        options = dict(self.options, schedule=schedule) if schedule else self.options
+        options = dict(self._exe_options, schedule=schedule) if schedule else self._exe_options
         return self._target.compile(self._outputs, **options)
 
     def _use_stored_tuning(self):
@@ -178,7 +193,7 @@ class Program:
         merged = dict(self.user_schedule)
         merged.update(normalize_schedule(schedule))
         return Program(self.outputs, self.target_name, schedule=merged, tuned=self._use_tuned,
-                       **self.options)
+                       updates=self._updates, **self.options)
 
     def transform(self, kernel_name, fn) -> "Program":
         """A new program whose kernel ``kernel_name`` is also passed through
@@ -218,13 +233,20 @@ class Program:
     def outputs(self):
         """The compiled outputs as lazy arrays, in the structure given to
         ``pa.compile`` (an array, a list/tuple or a dict)."""
-        nodes = [Array(n) for n in self._outputs]
+        nodes = [Array(n) for n in self._outputs[:self._n_out]]
         return self._pack(nodes)
+
+    @property
+    def all_outputs(self) -> list:
+        """Every array this program computes, as a list: the outputs, then the
+        updates' new values (what tuning times)."""
+        return [Array(n) for n in self._outputs]
 
     def __repr__(self):
         ph = ", ".join(f"{n}: {p.dtype.name}{list(p.shape)}"
                        for n, p in sorted(self.placeholders.items()))
-        return (f"<pa.Program target={self.target_name!r} outputs={len(self._outputs)} "
+        updates = f" updates={len(self._state.targets)}" if self._state and self._state.targets else ""
+        return (f"<pa.Program target={self.target_name!r} outputs={self._n_out}{updates} "
                 f"placeholders=({ph})>")
 
     # -- calling ---------------------------------------------------------
@@ -283,6 +305,8 @@ class Program:
         arguments bind the placeholders in ``prog.placeholders`` order."""
         if args:
             bindings = self._positional(args, bindings)
+        if self._state is not None:
+            return self._call_with_state(bindings)
         fast = self._exe.fast_call
         if fast is not None:
             results = fast(bindings)
@@ -290,6 +314,65 @@ class Program:
                 return self._pack(results)
         prepared = self.check_bindings(bindings)
         return self._pack(self._exe.run(prepared))
+
+    def _call_with_state(self, bindings, fetch=True):
+        """A call that reads shared variables and updates them once it has
+        succeeded: an error (bindings, memory, a failed check) leaves them.
+        ``fetch=False``: the outputs are not copied to the host."""
+        state, exe = self._state, self._exe
+        full = dict(bindings)
+        full.update(state.bindings(exe.can_read))
+        results = exe.fast_call(full) if exe.fast_call is not None else None
+        if results is None:
+            results = exe.run(self._prepared_with_state(bindings, full))
+        return self._finish_with_state(results, fetch)
+
+    def _prepared_with_state(self, bindings, full):
+        prepared = self.check_bindings(bindings)
+        prepare = self._target.prepare_binding
+        prepared.update({name: prepare(full[name]) for name in self._state.variables})
+        return prepared
+
+    def _finish_with_state(self, results, fetch=True):
+        outs, new = results[:self._n_out], results[self._n_out:]
+        if self._exe_options is not self.options and self.options.get("out") != "device":
+            if fetch:
+                outs = [r.get() for r in outs]  # waits, and reads the run-time checks
+            if new and getattr(self._exe, "_checks", ()):
+                self._exe.synchronize()         # a failed check raises before the update
+        elif self.target_name == "numpy":       # never keep a view of a caller's array
+            new = [r.copy() if r.base is not None else r for r in new]
+        self._state.apply(new, self.target_name)
+        return self._pack(outs)
+
+    def repeat(self, n, /, *args, **bindings):
+        """``n`` calls with the same bindings, each seeing the shared variables
+        as the previous one updated them (a training loop in one call);
+        returns the last call's outputs.  On CUDA the steps are captured
+        once as a CUDA graph and replayed (``targets/cuda_graphs.py``): one
+        host launch per 64 steps.  Waits for the device."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"repeat: the number of calls must be a positive integer, "
+                             f"got {n!r}")
+        if args:
+            bindings = self._positional(args, bindings)
+        exe, state = self._exe, self._state
+        run_repeated = getattr(exe, "run_repeated", None)
+        if state is None or not state.targets or run_repeated is None:
+            bindings = self.check_bindings(bindings)    # uploaded once, where it can be
+            to_device = getattr(exe, "to_device", None)
+            if to_device is not None:
+                bindings = {k: to_device(v) for k, v in bindings.items()}
+            for _ in range(int(n) - 1):
+                if state is None:
+                    exe.run(bindings)
+                else:
+                    self._call_with_state(dict(bindings), fetch=False)
+            return self(**bindings)
+        full = state.bindings(exe.can_read)
+        carry = [(self._n_out + j, var.name) for j, var in enumerate(state.targets)]
+        results = run_repeated(self._prepared_with_state(bindings, full), int(n), carry)
+        return self._finish_with_state(results)
 
     def _positional(self, args, bindings):
         names = list(self.placeholders)

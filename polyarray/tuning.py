@@ -231,14 +231,14 @@ class _Runner:
                             tuned=False, **self.options)
             self.bindings[name] = ident(**{name: value})
         host = dict(program.options, out="numpy")
-        self.want = flat_outputs(Program(program.outputs, program.target_name,
+        self.want = flat_outputs(Program(program.all_outputs, program.target_name,
                                          schedule=program.user_schedule or None, tuned=False,
                                          **host)(**bindings))
 
     def checked(self, schedule):
         """The program with ``schedule`` if its outputs are right, else None
         (ScheduleError: the schedule does not apply)."""
-        prog = self.Program(self.program.outputs, self.program.target_name, schedule=schedule,
+        prog = self.Program(self.program.all_outputs, self.program.target_name, schedule=schedule,
                             tuned=False, **self.options)
         got = flat_outputs(prog(**self.bindings))
         ok = all(allclose(g, w, tolerances=SCHEDULE_TOLERANCES) for g, w in zip(got, self.want))

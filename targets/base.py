@@ -29,6 +29,13 @@ class Executable:
     def synchronize(self):
         """Wait until all work this program queued on its device is done."""
 
+    def can_read(self, value) -> bool:
+        """Whether a call can take ``value`` (a device array another call
+        returned) as it is; else it goes through the host.  Used for shared
+        variables (``polyarray.shared``)."""
+        import numpy as np
+        return isinstance(value, np.ndarray)
+
 
 class Target:
     name = "?"

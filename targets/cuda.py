@@ -244,6 +244,17 @@ class CudaExecutable(DeviceExecutable):
         drv.Context.synchronize()
         _DEFERRED.resolve()
 
+    def run_repeated(self, bindings, n, carry):
+        """``n`` calls, carried outputs fed back (``cuda_graphs``)."""
+        if not self._ready:
+            self._prepare()
+        from .cuda_graphs import run_repeated
+        return run_repeated(self, bindings, n, carry)
+
+    def can_read(self, value):
+        ga = sys.modules.get("pycuda.gpuarray")
+        return ga is not None and isinstance(value, ga.GPUArray)
+
 
 _DEFERRED = cuda_driver.DEFERRED
 

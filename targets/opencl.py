@@ -134,6 +134,14 @@ class OpenCLExecutable(DeviceExecutable):
         self.queue.finish()
         _DEFERRED.resolve()
 
+    def can_read(self, value):
+        return isinstance(value, self._cla.Array) and value.context == self.ctx
+
+    def to_device(self, value):
+        """A binding on this program's device (uploaded once for repeated calls)."""
+        return self._cla.to_device(self.queue, value) if isinstance(value, np.ndarray) \
+            else value
+
     def _upload(self, arr, owned):
         arr = host_array(arr)
         buf = self._alloc(max(arr.nbytes, 1), owned)

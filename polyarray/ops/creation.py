@@ -21,6 +21,7 @@ from .dtypes import check_dtype, INDEX_DTYPE
 from .inputs import native_array, plain_ndarray
 
 RESERVED_NAMES = frozenset({"out"})
+SHARED_NAMES = set()        # names of live shared variables (polyarray.shared)
 
 
 def _normalize_shape(shape, what="shape") -> tuple:
@@ -79,12 +80,16 @@ def array(obj, dtype=None) -> N.DataWrapper:
     return _wrap_data(data)
 
 
-def placeholder(name: str, shape, dtype=np.float64) -> N.Placeholder:
-    """A named input whose value is bound when the program is called."""
+def placeholder(name: str, shape, dtype=np.float64, shared=False) -> N.Placeholder:
+    """A named input whose value is bound when the program is called
+    (``shared``: a shared variable's, whose name no other placeholder takes)."""
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"placeholder name must be a Python identifier, got {name!r}")
     if name in RESERVED_NAMES:
         raise ValueError(f"placeholder name {name!r} is reserved for an option")
+    if name in SHARED_NAMES and not shared:
+        raise ValueError(f"placeholder name {name!r} is taken by a shared variable "
+                         "(pa.shared); choose another name")
     shape = _normalize_shape(shape)
     return N.Placeholder.make(shape, check_dtype(dtype, f"placeholder {name!r}"), name)
 

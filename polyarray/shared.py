@@ -1,0 +1,206 @@
+"""``pa.shared``: device-resident state that programs read and update.
+
+Theano's shared variables: a ``SharedVariable`` is an Array (a placeholder
+node of its own name) whose value the variable holds, so a program that
+reads it needs no binding for it, and ``pa.compile(..., updates={var:
+expr})`` gives it a new value after each call.  Updates are computed by the
+same kernels as the outputs, into new buffers, from the old values: every
+expression of a call sees the values from before the call (Theano's
+semantics), and no buffer is ever read and written by one call, so there is
+no read-after-write hazard to guard.  After the call the variables take the
+new buffers (the old ones go back to the pool): no copy, no host transfer.
+
+The value lives where the last program that updated it ran (a device array
+of that target); another target reads it through the host.  ``StateUpdates``
+is what ``Program`` uses: which placeholders are shared, the update
+expressions, and the swap after a call.
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+
+import numpy as np
+
+from .array import Array, node_of
+from .codegen.ir import nodes as N
+from .ops import creation as C, inputs as I
+
+_LIVE = weakref.WeakValueDictionary()       # name -> SharedVariable
+_COUNTER = itertools.count()
+
+
+class SharedVariable(Array):
+    """A named array whose value lives with the variable, on a device once a
+    program has run with it: ``get_value()``/``set_value()``; programs read
+    it without a binding, and update it with ``pa.compile(..., updates=)``.
+    It cannot be assigned to in place (``w[i] = v``): give an update."""
+    __slots__ = ("name", "_value", "_where")
+
+    def __init__(self, node, value):
+        super().__init__(node)
+        self.name = node.name
+        self._value, self._where = value, "host"
+
+    def get_value(self) -> np.ndarray:
+        """A NumPy copy of the current value (waits for the device)."""
+        v = self._value
+        if isinstance(v, np.ndarray):
+            return v.copy()
+        return np.asarray(v.get()).reshape(self.shape)
+
+    def set_value(self, value) -> None:
+        """Replace the value (NumPy's shape; the dtype must be the variable's,
+        as for a binding: Python scalars and lists convert when lossless)."""
+        self._value = _checked_value(value, self.name, self.shape, self.dtype)
+        self._where = "host"
+
+    @property
+    def value_location(self) -> str:
+        """Where the value is now: "host", or the target whose program last
+        updated it (a device array there)."""
+        return self._where
+
+    # a variable is a dict key in ``updates=`` (by identity, as in Theano; ``==``
+    # stays elementwise, but dicts compare full hashes, distinct for live objects)
+    __hash__ = object.__hash__
+
+    def __setitem__(self, key, value):
+        raise TypeError(f"shared variable {self.name!r} cannot be assigned to in place; "
+                        f"give an update: pa.compile(..., updates={{{self.name}: new_value}})")
+
+    def __repr__(self):
+        return (f"pa.shared({self.name!r}, {self.dtype.name}{list(self.shape)}, "
+                f"on {self.value_location})")
+
+
+def _checked_value(value, name, shape=None, dtype=None) -> np.ndarray:
+    if isinstance(value, Array):
+        raise TypeError(f"shared variable {name!r}: its value must be concrete data "
+                        "(a NumPy array or a scalar), not a lazy expression; use "
+                        "updates= to give it an expression's value")
+    if isinstance(value, (bool, int, float, complex, list, tuple)) and dtype is not None:
+        value = I.python_binding(value, name, dtype)
+    arr = np.array(getattr(value, "get", lambda: value)(), copy=True, order="C")
+    if shape is not None and arr.shape != tuple(shape):
+        raise ValueError(f"shared variable {name!r} has shape {tuple(shape)}; "
+                         f"the new value has shape {arr.shape}")
+    if dtype is not None and arr.dtype != dtype:
+        raise TypeError(f"shared variable {name!r} has dtype {np.dtype(dtype).name}; "
+                        f"the new value has dtype {I.describe_dtype(arr.dtype)}")
+    return arr
+
+
+def shared(value, name=None, dtype=None) -> SharedVariable:
+    """A shared variable holding a copy of ``value`` (Theano's ``shared``):
+    a named array that programs read without a binding and update with
+    ``pa.compile(outputs, updates={var: expr})``.  ``name`` must be a
+    Python identifier that no live shared variable has (default:
+    ``shared<k>``); ``dtype`` casts ``value`` first."""
+    if dtype is not None:
+        value = np.asarray(value, dtype=dtype)
+    if name is None:
+        name = f"shared{next(_COUNTER)}"
+        while name in _LIVE:
+            name = f"shared{next(_COUNTER)}"
+    elif name in _LIVE:
+        raise ValueError(f"a shared variable named {name!r} exists already; "
+                         "shared variables need distinct names")
+    arr = _checked_value(value, name)
+    var = SharedVariable(C.placeholder(name, arr.shape, arr.dtype, shared=True), arr)
+    _LIVE[name] = var
+    C.SHARED_NAMES.add(name)
+    weakref.finalize(var, C.SHARED_NAMES.discard, name)
+    return var
+
+
+def shared_of(node):
+    """The live shared variable whose node ``node`` is, or None."""
+    if not isinstance(node, N.Placeholder):
+        return None
+    var = _LIVE.get(node.name)
+    return var if var is not None and var._node is node else None
+
+
+class StateUpdates:
+    """The shared variables a program reads and the updates it applies:
+    ``exprs`` are compiled after the user's outputs; ``apply(values)`` gives
+    each updated variable its new value after a call that succeeded."""
+
+    def __init__(self, variables: dict, targets: list, exprs: list):
+        self.variables = variables      # placeholder name -> SharedVariable (all read)
+        self.targets = targets          # the updated variables, in update order
+        self.exprs = exprs              # their new values' nodes
+
+    @classmethod
+    def make(cls, updates, outputs):
+        """From ``updates`` (a dict or a list of (variable, expression)
+        pairs) and the user's output nodes; None when neither reads nor
+        updates a shared variable.  Errors name the variable."""
+        pairs = _pairs(updates)
+        targets, exprs = [], []
+        for var, expr in pairs:
+            if not isinstance(var, SharedVariable):
+                raise TypeError(f"updates: keys must be shared variables (pa.shared), "
+                                f"got {type(var).__name__}")
+            if any(t is var for t in targets):
+                raise ValueError(f"updates: shared variable {var.name!r} is updated twice")
+            node = node_of(expr) if isinstance(expr, Array) else \
+                node_of(_constant(expr, var))
+            if tuple(node.shape) != var.shape:
+                raise ValueError(f"updates: the new value of shared variable {var.name!r} "
+                                 f"has shape {tuple(node.shape)}; the variable has shape "
+                                 f"{var.shape}")
+            if node.dtype != var.dtype:
+                raise TypeError(f"updates: the new value of shared variable {var.name!r} "
+                                f"has dtype {node.dtype.name}; the variable has dtype "
+                                f"{var.dtype.name} (cast it: expr.astype({var.dtype.name!r}))")
+            targets.append(var)
+            exprs.append(node)
+        variables = {}
+        for name, ph in N.placeholders(list(outputs) + exprs).items():
+            var = shared_of(ph)
+            if var is not None:
+                variables[name] = var
+        if not variables and not targets:
+            return None
+        return cls(variables, targets, exprs)
+
+    def bindings(self, fits):
+        """Placeholder name -> current value, for the call; a value that
+        ``fits(value)`` says the program cannot read goes as a host copy."""
+        out = {}
+        for name, var in self.variables.items():
+            v = var._value
+            out[name] = v if isinstance(v, np.ndarray) or fits(v) else var.get_value()
+        return out
+
+    def apply(self, values, where) -> None:
+        """Give the updated variables their new values (one per update),
+        computed by a program of target ``where``."""
+        for var, value in zip(self.targets, values):
+            var._value = value
+            var._where = "host" if isinstance(value, np.ndarray) else where
+
+
+def _pairs(updates):
+    if updates is None:
+        return []
+    if isinstance(updates, dict):
+        return list(updates.items())
+    try:
+        pairs = [tuple(p) for p in updates]
+    except TypeError:
+        raise TypeError("updates must be a dict or a list of (shared variable, "
+                        f"expression) pairs, got {type(updates).__name__}") from None
+    if any(len(p) != 2 for p in pairs):
+        raise TypeError("updates: each item must be a (shared variable, expression) pair")
+    return pairs
+
+
+def _constant(value, var):
+    from .api import asarray
+    return asarray(np.broadcast_to(np.asarray(value, var.dtype), var.shape))
+
+
+__all__ = ["SharedVariable", "shared", "StateUpdates"]

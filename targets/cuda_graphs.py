@@ -1,0 +1,129 @@
+"""Many calls of one CUDA program as replayed CUDA graphs (``prog.repeat``).
+
+A training step is a few small kernels; launched one by one from Python it
+costs microseconds of host time each, more than the kernels themselves.
+``run_repeated`` captures ``K`` consecutive steps into one CUDA graph (the
+stream-capture API, through ctypes: pycuda builds without graph support) and
+replays it ``n // K`` times, so the host does one launch per ``K`` steps.
+
+The carried values (shared variables) ping-pong between two buffers each:
+step ``s`` reads set ``s % 2`` and writes the other, so no kernel ever reads
+a buffer that its own step writes, and ``K`` is even so that every replay
+starts from the same set.  Everything a step needs is allocated before the
+capture; the captured kernels take fixed pointers.
+"""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from .foreign import _check, _libcuda
+
+_RELAXED = 2                # CU_STREAM_CAPTURE_MODE_RELAXED
+_NON_BLOCKING = 1           # CU_STREAM_NON_BLOCKING
+STEPS_PER_GRAPH = 64        # even; a graph of 64 steps instantiates in ~1 ms
+
+
+class Graph:
+    """An instantiated CUDA graph of the launches ``record(stream)`` makes."""
+
+    def __init__(self, stream, record):
+        lib, h = _libcuda(), ctypes.c_void_p(stream.handle)
+        graph, self.exe = ctypes.c_void_p(), ctypes.c_void_p()
+        _check(lib.cuStreamBeginCapture_v2(h, _RELAXED), "cuStreamBeginCapture")
+        try:
+            record(stream)
+        finally:
+            _check(lib.cuStreamEndCapture(h, ctypes.byref(graph)), "cuStreamEndCapture")
+        try:
+            _check(lib.cuGraphInstantiateWithFlags(ctypes.byref(self.exe), graph,
+                                                   ctypes.c_ulonglong(0)),
+                   "cuGraphInstantiate")
+        finally:
+            lib.cuGraphDestroy(graph)
+        self._launch, self._stream = lib.cuGraphLaunch, h
+
+    def launch(self):
+        _check(self._launch(self.exe, self._stream), "cuGraphLaunch")
+
+    def __del__(self):
+        if getattr(self, "exe", None):
+            _libcuda().cuGraphExecDestroy(self.exe)
+
+
+def run_repeated(exe, bindings, n, carry, graphs=True):
+    """``n`` calls of the CUDA executable ``exe`` in which, for each
+    ``(k, name)`` of ``carry``, output ``k`` of a call is placeholder
+    ``name``'s value in the next; other bindings are the same in every call.
+    Returns the last call's outputs as device arrays (a carried output's
+    array is its final value).  Waits for the device."""
+    drv = exe._drv
+    from . import foreign
+    live = []
+    bufs = exe._fixed.copy()
+    for pname, bname in exe._inputs:
+        v = bindings[pname]
+        bufs[bname] = v.gpudata if hasattr(v, "gpudata") else \
+            v if type(v) is foreign.CudaView else exe._upload(v, live)
+    for name, nbytes in exe._allocs:
+        bufs[name] = exe._alloc(nbytes, live)
+    outs = exe._outs
+    in_buf = dict(exe._inputs)
+    carry = [(k, pname) for k, pname in carry if pname in in_buf]
+    # per carried value: the two buffers it alternates between; set 0 starts
+    # as a copy of the binding (the variable keeps its own buffer untouched)
+    pairs = []
+    for k, pname in carry:
+        name, nbytes = outs[k][0], outs[k][5]
+        first = exe._alloc(max(nbytes, 1), live)
+        second = bufs[name] if not outs[k][4] else exe._alloc(max(nbytes, 1), live)
+        pairs.append((in_buf[pname], name, outs[k][4], nbytes, (first, second)))
+    # outputs returned as copies get their own buffers, written every step
+    carried = {k for k, _ in carry}
+    copies = {k: exe._alloc(max(o[5], 1), live) for k, o in enumerate(outs)
+              if o[4] and k not in carried}
+    stream = drv.Stream(flags=_NON_BLOCKING)
+    drv.Context.synchronize()           # uploads and pool fills, on the legacy stream
+    for bname, oname, copied, nbytes, (first, second) in pairs:
+        if nbytes:
+            drv.memcpy_dtod_async(first, bufs[bname], nbytes, stream)
+    pack = exe._pack_args
+
+    def step(parity, stream):
+        for bname, oname, copied, nbytes, sets in pairs:
+            bufs[bname] = sets[parity]
+            if not copied:
+                bufs[oname] = sets[1 - parity]
+        for launch, fmt, args, grid, block in exe._launches:
+            launch(grid, block, pack(fmt, *[bufs[a] for a in args]), 0, stream)
+        for bname, oname, copied, nbytes, sets in pairs:
+            if copied and nbytes:       # the new value is an input: copied
+                drv.memcpy_dtod_async(sets[1 - parity], bufs[oname], nbytes, stream)
+        for k, buf in copies.items():
+            if outs[k][5]:
+                drv.memcpy_dtod_async(buf, bufs[outs[k][0]], outs[k][5], stream)
+
+    per_graph = STEPS_PER_GRAPH if graphs else 0
+    done = 0
+    if per_graph and n >= per_graph:
+        graph = Graph(stream, lambda s: [step(i % 2, s) for i in range(per_graph)])
+        for _ in range(n // per_graph):
+            graph.launch()
+        done = n - n % per_graph
+    for i in range(done, n):
+        step(i % 2, stream)
+    stream.synchronize()
+    results = []
+    final = {k: pair[4][n % 2] for (k, _), pair in zip(carry, pairs)}
+    for k, (name, shape, dtype, sdt, copy, nbytes, attrs) in enumerate(outs):
+        arr = exe._result_type.__new__(exe._result_type)
+        arr.__dict__.update(attrs)
+        arr.gpudata = final.get(k, copies.get(k, bufs[name]))
+        results.append(arr)
+    if exe._checks:
+        exe.read_flags(waited=True)
+    return results
+
+
+__all__ = ["Graph", "run_repeated", "STEPS_PER_GRAPH"]

@@ -1,0 +1,169 @@
+"""Shared variables (issue 17): ``pa.shared``, ``pa.compile(..., updates=)``
+and ``prog.repeat``, on every target, against NumPy loops.
+
+Theano's semantics: every expression of a call, the updates included, sees
+the values from before the call; updates apply only after a call succeeded.
+On CUDA ``repeat`` replays CUDA graphs of 64 steps (n = 133 takes two
+replays and five single steps)."""
+import numpy as np
+import pytest
+
+import polyarray as pa
+from helpers import assert_same
+
+
+def _names(request):
+    """Shared variable names unique to the test (live variables must differ)."""
+    base = request.node.name.replace("[", "_").replace("]", "").replace("-", "_")
+    return lambda name: f"{name}_{abs(hash(base)) % 10**8}"
+
+
+@pytest.fixture
+def nm(request):
+    return _names(request)
+
+
+def test_updates_see_old_values_and_apply_after_the_call(target, nm):
+    a = pa.shared(np.float32([1, 2, 3]), name=nm("a"))
+    b = pa.shared(np.float32([10, 20, 30]), name=nm("b"))
+    k = pa.shared(np.int64(0), name=nm("k"))
+    prog = pa.compile({"sum": a + b, "a": a}, target=target,
+                      updates={a: b, b: a, k: k + 1})     # a swap: both read the old values
+    assert set(prog.placeholders) == set()
+    r = prog()
+    assert_same(r["sum"], np.float32([11, 22, 33]))
+    assert_same(r["a"], np.float32([1, 2, 3]))            # the output sees the old a
+    assert_same(a.get_value(), np.float32([10, 20, 30]))
+    assert_same(b.get_value(), np.float32([1, 2, 3]))
+    assert int(k.get_value()) == 1
+    prog()
+    assert_same(a.get_value(), np.float32([1, 2, 3]))
+    assert int(k.get_value()) == 2
+    assert a.value_location == ("host" if target == "numpy" else target)
+
+
+def _logreg(ns, X, Y, w, c, lr=0.1):
+    p = 1.0 / (1.0 + ns.exp(-(ns.dot(X, w) + c)))
+    d = p - Y
+    n = X.shape[0]
+    return w - lr * (ns.dot(X.T, d) / n + 0.02 * w), c - lr * ns.sum(d) / n
+
+
+@pytest.mark.parametrize("steps", [1, 2, 133])
+def test_training_loop_with_shared_weights_equals_numpy(target, nm, steps):
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((40, 30)).astype(np.float32)
+    Y = (rng.random(40) > 0.5).astype(np.float32)
+    w0 = (0.1 * rng.standard_normal(30)).astype(np.float32)
+    w, c = pa.shared(w0, name=nm("w")), pa.shared(np.float32(0), name=nm("c"))
+    Xp, Yp = pa.placeholder("X", X.shape, np.float32), pa.placeholder("Y", Y.shape, np.float32)
+    nw, nc = _logreg(pa, Xp, Yp, w, c)
+    loss = pa.mean((1.0 / (1.0 + pa.exp(-(pa.dot(Xp, w) + c))) - Yp) ** 2)
+    prog = pa.compile(loss, target=target, updates={w: nw, c: nc})
+    ref_w, ref_c, ref_losses = w0, np.float32(0), []
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(X @ ref_w + ref_c)))
+        ref_losses.append(np.mean((p - Y) ** 2))
+        ref_w, ref_c = _logreg(np, X, Y, ref_w, ref_c)
+    got = prog.repeat(steps, X=X, Y=Y)              # the last step's loss (old weights)
+    np.testing.assert_allclose(got, ref_losses[-1], rtol=1e-4)
+    np.testing.assert_allclose(w.get_value(), ref_w, rtol=2e-4, atol=1e-5)
+    np.testing.assert_allclose(c.get_value(), ref_c, rtol=2e-4, atol=1e-5)
+    # step by step from the same start: the same values
+    w.set_value(w0)
+    c.set_value(np.float32(0))
+    for k in range(min(steps, 3)):
+        np.testing.assert_allclose(prog(X=X, Y=Y), ref_losses[k], rtol=1e-4)
+
+
+def test_repeat_returns_outputs_and_copies_on_every_target(target, nm):
+    """Outputs that are a variable itself, an update's value, or a plain
+    expression; an update whose value is another variable (a copy)."""
+    a = pa.shared(np.arange(4, dtype=np.int32), name=nm("a"))
+    b = pa.shared(np.zeros(4, np.int32), name=nm("b"))
+    prog = pa.compile([a, a * 2, b], target=target, updates={a: a * 2, b: a})
+    out = prog.repeat(5)
+    start = np.arange(4, dtype=np.int32)
+    assert_same(out[0], start * 16)                 # the 5th call sees a after 4 updates
+    assert_same(out[1], start * 32)
+    assert_same(out[2], start * 8)
+    assert_same(a.get_value(), start * 32)
+    assert_same(b.get_value(), start * 16)
+    unread = pa.shared(np.zeros(2, np.float32), name=nm("u"))    # updated, never read
+    x = pa.placeholder("x", (2,), np.float32)
+    p2 = pa.compile([], target=target, updates={unread: x * 3})
+    p2.repeat(70, x=np.float32([1, 2]))
+    assert_same(unread.get_value(), np.float32([3, 6]))
+
+
+def test_shared_read_without_updates_and_set_value(target, nm):
+    s = pa.shared(np.float64([1.5, 2.5]), name=nm("s"))
+    x = pa.placeholder("x", (2,), np.float64)
+    prog = pa.compile(s * x, target=target)
+    assert_same(prog(x=np.float64([2, 2])), np.float64([3, 5]))
+    s.set_value([1, 1])                             # a list: converted losslessly
+    assert_same(prog(x=np.float64([2, 2])), np.float64([2, 2]))
+    v = s.get_value()
+    v[0] = 100                                      # a copy
+    assert_same(s.get_value(), np.float64([1, 1]))
+    assert "float64[2]" in repr(s)
+
+
+def test_errors_name_the_variable_and_leave_state_unchanged(target, nm):
+    w = pa.shared(np.zeros(3, np.float32), name=nm("w"))
+    x = pa.placeholder("x", (3,), np.float32)
+    with pytest.raises(TypeError, match=f"shared variable '{w.name}' has dtype float64; "
+                                        "the variable has dtype float32"):
+        pa.compile(x, target=target, updates={w: x.astype(np.float64)})
+    with pytest.raises(ValueError, match=r"has shape \(\); the variable has shape \(3,\)"):
+        pa.compile(x, target=target, updates={w: pa.sum(x)})
+    with pytest.raises(TypeError, match="keys must be shared variables"):
+        pa.compile(x, target=target, updates={"w": x})
+    with pytest.raises(TypeError, match="dict or a list of"):
+        pa.compile(x, target=target, updates=5)
+    with pytest.raises(ValueError, match="is updated twice"):
+        pa.compile(x, target=target, updates=[(w, x), (w, x + 1)])
+    with pytest.raises(ValueError, match=f"placeholder name '{w.name}' is taken by a shared"):
+        pa.placeholder(w.name, (3,), np.float32)
+    with pytest.raises(ValueError, match="exists already"):
+        pa.shared(np.zeros(2), name=w.name)
+    with pytest.raises(ValueError, match=r"has shape \(3,\); the new value has shape \(2,\)"):
+        w.set_value(np.zeros(2, np.float32))
+    with pytest.raises(TypeError, match="has dtype float32; the new value has dtype int64"):
+        w.set_value(np.zeros(3, np.int64))
+    with pytest.raises(TypeError, match="cannot be assigned to in place"):
+        w[0] = 1
+    prog = pa.compile(w.sum(), target=target, updates={w: w + x})
+    prog(x=np.ones(3, np.float32))
+    for bad in (dict(x=np.ones(2, np.float32)), dict(), dict(x=np.ones(3, np.float32), y=1)):
+        with pytest.raises((ValueError, TypeError)):
+            prog(**bad)
+        assert_same(w.get_value(), np.ones(3, np.float32))     # unchanged
+    with pytest.raises(ValueError, match="positive integer"):
+        prog.repeat(0, x=np.ones(3, np.float32))
+
+
+def test_a_failed_check_leaves_shared_state_unchanged(target, nm):
+    """An out-of-bounds gather raises NumPy's IndexError; the update of that
+    call is not applied, and the next good call works."""
+    v = pa.shared(np.arange(5, dtype=np.float32), name=nm("v"))
+    idx = pa.placeholder("idx", (2,), np.int64)
+    prog = pa.compile(v[idx].sum(), target=target, updates={v: v + v[idx].sum()})
+    with pytest.raises(IndexError, match="index 9 is out of bounds for axis 0 with size 5"):
+        prog(idx=np.array([0, 9]))
+    assert_same(v.get_value(), np.arange(5, dtype=np.float32))
+    assert float(prog(idx=np.array([1, 2]))) == 3.0
+    assert_same(v.get_value(), np.arange(5, dtype=np.float32) + 3)
+
+
+def test_device_outputs_and_another_target(target, nm):
+    """``out="device"`` programs update in place of their outputs' kind; a
+    variable last updated on one target is read by another through the host."""
+    s = pa.shared(np.float32([1, 2]), name=nm("s"))
+    opts = {} if target == "numpy" else {"out": "device"}
+    prog = pa.compile(s * 1, target=target, updates={s: s + 1}, **opts)
+    r = prog()
+    got = r if isinstance(r, np.ndarray) else r.get()
+    assert_same(got, np.float32([1, 2]))
+    other = pa.compile(s * 10, target="numpy")
+    assert_same(other(), np.float32([20, 30]))
