@@ -72,6 +72,7 @@ from .shared import shared, SharedVariable      # noqa: F401
 from .protocols import (Device, get_array_module, array_namespace,  # noqa: E402
                         array_namespace_info as __array_namespace_info__)
 from .jit import jit, Jitted                    # noqa: E402
+from .checking import check, CheckReport        # noqa: E402  (also Program.check)
 from .environment import print_environment_info
 
 from polyarray.codegen.schedule import ScheduleError   # noqa: E402

@@ -223,6 +223,9 @@ class Program:
         from .tuning import format_report
         return format_report(self._tuning)
 
+    # check(): attached by polyarray.checking (it compiles on every target, so it
+    # sits above this module), as this module attaches Array.evaluate
+
     def _adopt(self, other):
         """Take over ``other``'s executable (used by ``tune=True``)."""
         self.user_schedule, self._exe = other.user_schedule, other._exe

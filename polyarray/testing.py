@@ -7,6 +7,10 @@ Floats are compared with NumPy's rule ``|actual - expected| <= atol + rtol *
 expected values' largest finite magnitude (at least 1), so results near 0 of
 a large computation are not held to a tighter bound than its large values.
 NaNs compare equal to NaNs.  Integers and booleans must be equal.
+
+``assert_targets_agree`` (``pa.check`` raising with its table: one DAG on
+every target against NumPy) is defined in ``polyarray.checking``, which
+compiles, and attached here.
 """
 from __future__ import annotations
 
