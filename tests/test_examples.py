@@ -32,3 +32,10 @@ def test_coalescing_example_runs_every_schedule_and_tunes():
         assert label in out, out
     assert "parallel l.0" in out and "out0_tile" in out
     assert "autotuning chose:" in out and "chosen" in out
+
+
+@pytest.mark.skipif(not ok, reason=f"opencl: {reason} (the example trains on a device)")
+def test_training_loop_example_matches_numpy():
+    out = run(["examples/training_loop.py", "--target", "opencl", "--steps", "50",
+               "--samples", "64", "--features", "32"])
+    assert "OK: matches NumPy" in out and "50 steps on opencl" in out, out
