@@ -16,6 +16,7 @@ import loopy as lp
 from polyarray.codegen.ir import nodes as N
 from .cfuncs import HELPERS_PREAMBLE, storage_dtype
 from .checks import ERROR_BUFFER, callable_for
+from .user_functions import UserCallable, is_user_function
 from .classify import Elementwise, contraction_class, reduction_class, rows_class
 from .device import Device
 from .forms import (cpu_matmul, elementwise, lanes, matmul, mma_matmul, reduce, rows,
@@ -161,7 +162,8 @@ class Assembler:
                              index_dtype=index_dtype or self.index_dtype,
                              preambles=[HELPERS_PREAMBLE])
         for f in sorted(kb.functions):
-            knl = lp.register_callable(knl, f, callable_for(f))
+            knl = lp.register_callable(knl, f, UserCallable(f) if is_user_function(f)
+                                       else callable_for(f))
         knl = lp.set_options(knl, enforce_array_accesses_within_bounds="no_check")
         if construct is not None:
             knl = construct(knl)

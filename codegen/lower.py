@@ -22,6 +22,7 @@ from polyarray.codegen.ir.expr import binding_reads
 from polyarray.codegen.ir.mapper import Mapper
 from .cfuncs import BOOL, U8, lower_call, special_constant, storage_dtype
 from .checks import checked_call
+from .user_functions import is_user_function, lower_user_call
 
 SPILL_DEPTH = 24       # spill deep inlined chains into temporaries
 
@@ -347,6 +348,8 @@ class _ExprLowerer(ExprMapper):
             (raw, dt), (n, _), (axis, _) = args
             return checked_call("index", dt, (raw, np.int64(n)), ("index", int(axis), int(n)),
                                 self.kb.plan.checks, self.kb.functions), np.dtype(np.int64)
+        if is_user_function(name):          # pa.elementwise_kernel / reduction_kernel
+            return lower_user_call(name, args, self.kb.functions)
         if name == "power" and args[0][1].kind == "i":
             return checked_call("power", args[0][1], [e for e, _ in args], ("power",),
                                 self.kb.plan.checks, self.kb.functions), args[0][1]

@@ -276,7 +276,10 @@ def build_module(source, arch, fast_math=False):
         said = "\n".join(s.strip() for s in (getattr(e, "stderr", None),
                                               getattr(e, "stdout", None)) if s and s.strip())
         command = " ".join(getattr(e, "command_line", None) or ())
-        raise BuildError(f"nvcc could not compile the generated CUDA source (prog.source)"
+        from polyarray.codegen.user_functions import build_error_note
+        note = build_error_note(source, said or str(e))
+        raise BuildError((note + "\n" if note else "")
+                         + "nvcc could not compile the generated CUDA source (prog.source)"
                          + (f"; command: {command}" if command else "")
                          + f":\n{said or e}") from e
     log_duration(log, f"built the CUDA module for {arch}", time.perf_counter() - t0)

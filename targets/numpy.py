@@ -13,7 +13,8 @@ from polyarray.codegen.ir.mapper import Mapper
 from polyarray.codegen.ir.printing import format_dag
 
 from .base import Executable, Target
-from .numpy_exprs import evaluate_index_lambda
+from .numpy_exprs import NumpyExprEvaluator, evaluate_index_lambda
+from . import numpy_custom
 
 
 def c_array(x) -> np.ndarray:
@@ -34,10 +35,15 @@ class NumpyNodeEvaluator(Mapper):
 
     def map_index_lambda(self, node, values, bindings):
         env = {name: values[id(child)] for name, child in node.bindings}
+        if numpy_custom.special_node(node):     # a reduction kernel's map or post map
+            return numpy_custom.evaluate_special(
+                node, values, NumpyExprEvaluator(node.shape, env).rec)
         return evaluate_index_lambda(node.shape, node.dtype, node.expr, env)
 
     def map_reduce(self, node, values, bindings):
         x = values[id(node.array)]
+        if isinstance(x, numpy_custom.MapArgs):      # a reduction kernel
+            return numpy_custom.reduce_with_reference(node, x)
         if node.op in ("argmax", "argmin"):
             kept = [d for d in range(x.ndim) if d not in node.axes]
             x = np.transpose(x, kept + list(node.axes))
@@ -64,6 +70,7 @@ class NumpyExecutable(Executable):
     def __init__(self, outputs):
         self.outputs = outputs
         self.order = N.topological_order(outputs)
+        numpy_custom.check_references(self.order)
         last_use = {}
         for step, node in enumerate(self.order):
             for child in node.children():

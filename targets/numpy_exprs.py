@@ -15,6 +15,9 @@ import pymbolic.primitives as p
 from numpy.lib.stride_tricks import as_strided
 from pymbolic.mapper import Mapper
 
+from polyarray.codegen.user_functions import is_user_function
+from .numpy_custom import call_elementwise
+
 
 def index_var_number(name: str):
     if name.startswith("_") and name[1:].isdigit():
@@ -106,6 +109,8 @@ class NumpyExprEvaluator(Mapper):
             return np.where(*args)
         if name == "checked_index":
             return checked_index(*args)
+        if is_user_function(name):      # pa.elementwise_kernel: the user's reference
+            return call_elementwise(name, args)
         return getattr(np, name)(*args)
 
     # index arithmetic (int64)

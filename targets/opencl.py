@@ -390,8 +390,16 @@ class OpenCLTarget(Target):
         from polyarray.codegen.logs import routed_warnings
         # pyopencl keeps built binaries in its own disk cache, keyed by source
         # and device, so a second process rebuilds nothing
-        with routed_warnings(log, "the OpenCL build", everything=True):
-            prg = cl.Program(ctx, source).build()
+        try:
+            with routed_warnings(log, "the OpenCL build", everything=True):
+                prg = cl.Program(ctx, source).build()
+        except cl.RuntimeError as e:        # the user's C of a custom kernel: say whose
+            from polyarray.codegen.user_functions import build_error_note
+            note = build_error_note(source, str(e))
+            if not note:
+                raise
+            from .base import BuildError
+            raise BuildError(f"{note}\nthe OpenCL compiler said: {e}") from e
         for dev in ctx.devices:
             try:
                 said = prg.get_build_info(dev, cl.program_build_info.LOG) or ""

@@ -39,3 +39,12 @@ def test_training_loop_example_matches_numpy():
     out = run(["examples/training_loop.py", "--target", "opencl", "--steps", "50",
                "--samples", "64", "--features", "32"])
     assert "OK: matches NumPy" in out and "50 steps on opencl" in out, out
+
+
+@pytest.mark.skipif(not ok, reason=f"opencl: {reason} (the example counts device kernels)")
+def test_custom_kernel_example_runs():
+    out = run(["examples/custom_kernel.py", "--target", "opencl", "--rows", "200"])
+    assert "OK: matches NumPy" in out and "with the custom op 1" in out, out
+    assert "static inline float pa_u_softplus_scaled_" in out, out
+    out = run(["examples/custom_kernel.py", "--target", "numpy", "--rows", "50"])
+    assert "OK: matches NumPy" in out, out

@@ -19,6 +19,7 @@ from ..lower import IDENTITY, KernelBuilder
 from ..policy import Form
 from ..schedule import GroupReduce, WorkGroup
 from .parts import body_at, write_result
+from ..user_functions import identity_call, is_user_reduce
 from .reduction_ops import hoist_nested_pairs, reduction_expr
 
 
@@ -41,10 +42,12 @@ def single(asm, name, spec, choice):
 
 def neutral(asm, name, spec, choice):
     """The identity of ``sum``/``prod``/``any``/``all`` in every output."""
-    value = IDENTITY[spec["op"]]
     kb = KernelBuilder(asm.plan, asm.buffers, ["i"])
+    if is_user_reduce(spec["op"]):      # a custom reduction's identity
+        value = identity_call(spec["op"], kb.functions)
+    else:
+        value = storage_dtype(spec["out_dtype"]).type(IDENTITY[spec["op"]])
     i = p.Variable("i")
-    kb.assign(p.Subscript(p.Variable(spec["out"]), (i,)),
-              storage_dtype(spec["out_dtype"]).type(value), ["i"])
+    kb.assign(p.Subscript(p.Variable(spec["out"]), (i,)), value, ["i"])
     asm.finish(name, kb, [f"{{[i]: 0 <= i < {spec['M']}}}"], {spec["out"]},
                (WorkGroup(choice.params["wg"]),), choice.form, choice.rule)

@@ -12,6 +12,7 @@ from loopy.symbolic import Reduction, ResolvedFunction, TypeCast
 
 from ..cfuncs import BOOL, PaFunction, as_bool, helper_name
 from ..pair_helpers import PaArgCombine, arg_combine_name
+from ..user_functions import is_user_reduce, user_reduction
 
 I32 = np.dtype(np.int32)
 I64 = np.dtype(np.int64)
@@ -139,6 +140,8 @@ def reduction_expr(op, inames, value, index=None):
     the range's length) reduce (value, index) pairs, their accumulator
     dtype a pair too."""
     expr, dt = value
+    if is_user_reduce(op):      # pa.reduction_kernel: the user's combine and identity
+        return Reduction(user_reduction(op), inames, expr), dt
     if op in ("argmax", "argmin"):
         e, d = _widen(expr, dt)
         j, R = index

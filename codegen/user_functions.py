@@ -1,0 +1,263 @@
+"""User C functions: the device side of ``pa.elementwise_kernel`` and
+``pa.reduction_kernel`` (CuPy's ``ElementwiseKernel``/``ReductionKernel``).
+
+A custom op is no new node type: it is a ``Call`` in an IndexLambda
+expression (or the operation of a ``Reduce``) to a typed C function that
+loopy emits as a preamble, as ``cfuncs.PaFunction`` does for our helpers.
+So it fuses with its neighbours like any ufunc.  The function's name,
+``pa_u_<kernel>_<digest>_<role>``, carries a digest of everything that
+makes its C source (parameter types, statements, preamble), so node
+digests, intern keys and program keys change with the C text, and no
+generated code depends on anything but that text.
+
+``register`` keeps each function's ``UserFunction`` (and the NumPy
+reference the user gave, if any: it is not part of the digest) in a
+process-wide table that lowering and the NumPy target read by name.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+import pymbolic.primitives as p
+from loopy.kernel.function_interface import ScalarCallable
+from loopy.library.reduction import ScalarReductionOperation
+from loopy.symbolic import ResolvedFunction
+from loopy.types import NumpyType
+
+from .cfuncs import storage_dtype
+
+PREFIX = "pa_u_"
+MARKER = "/* polyarray custom kernel: "
+
+
+@dataclass(frozen=True)
+class UserFunction:
+    """One C function of a custom kernel.
+
+    ``params``: ((C name, dtype), ...) taken by value; ``variables``: the
+    local variables declared first (a kernel's outputs, which the statements
+    assign); ``returns``: the C expression returned (an output's name, or
+    the user's expression); ``typedefs``: ((placeholder, dtype), ...) so the
+    statements may name ``T``; ``kind``: "elementwise_kernel" or
+    "reduction_kernel"; ``role``: out<k>, map, reduce, identity, post<k>."""
+    kernel: str
+    kind: str
+    role: str
+    params: tuple
+    variables: tuple
+    statements: str
+    returns: str
+    result: np.dtype
+    typedefs: tuple = ()
+    preamble: str = ""
+    partner: str = ""       # a combine's identity function (in the digest, not the C)
+
+    @property
+    def digest(self) -> str:
+        text = repr((self.kernel, self.kind, self.role,
+                     tuple((n, np.dtype(d).str) for n, d in self.params),
+                     tuple((n, np.dtype(d).str) for n, d in self.variables),
+                     self.statements, self.returns, np.dtype(self.result).str,
+                     tuple((n, np.dtype(d).str) for n, d in self.typedefs), self.preamble,
+                     self.partner))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def name(self) -> str:
+        return f"{PREFIX}{self.kernel}_{self.digest}_{self.role}"
+
+    def c_source(self, typename, cuda) -> str:
+        """The definition; ``typename(dtype)`` spells a type in the target."""
+        T = lambda d: typename(storage_dtype(d))       # noqa: E731
+        params = ", ".join(f"{T(d)} {n}" for n, d in self.params) or "void"
+        qual = "__device__ static inline" if cuda else "static inline"
+        lines = [f"{MARKER}{self.kernel} ({self.kind}, {self.role}) */",
+                 f"{qual} {T(self.result)} {self.name}({params})", "{"]
+        lines += [f"  typedef {T(d)} {n};" for n, d in self.typedefs]
+        lines += [f"  {T(d)} {n};" for n, d in self.variables]
+        if self.statements:
+            lines += ["  " + line for line in self.statements.rstrip().rstrip(";").splitlines()]
+            lines[-1] += ";"
+        lines += [f"  return ({T(self.result)}) ({self.returns});", "}", ""]
+        return "\n".join(lines)
+
+
+_FUNCTIONS: dict = {}       # C name -> UserFunction
+_REFERENCES: dict = {}      # C name -> the user's NumPy reference (or None)
+
+
+def register(fn: UserFunction, reference=None) -> str:
+    """Record ``fn`` (and its reference: the latest given wins) by name."""
+    name = fn.name
+    _FUNCTIONS[name] = fn
+    if reference is not None or name not in _REFERENCES:
+        _REFERENCES[name] = reference
+    return name
+
+
+def is_user_function(name) -> bool:
+    return isinstance(name, str) and name.startswith(PREFIX) and name in _FUNCTIONS
+
+
+def lookup(name) -> UserFunction:
+    return _FUNCTIONS[name]
+
+
+def reference_of(name):
+    return _REFERENCES.get(name)
+
+
+def any_registered() -> bool:
+    return bool(_FUNCTIONS)
+
+
+def user_calls(expr) -> list:
+    """The user functions an IndexLambda expression calls, in order."""
+    found, stack = [], [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, p.Call):
+            if is_user_function(e.function.name):
+                found.append(e.function.name)
+            stack.extend(e.parameters)
+        elif isinstance(e, p.ExpressionNode):
+            stack.extend(getattr(e, f) for f in e.__dataclass_fields__)
+        elif isinstance(e, tuple):
+            stack.extend(e)
+    return found
+
+
+def custom_kernel_names(source: str) -> list:
+    """The custom kernels whose functions a generated source defines
+    (for build errors: the compiler's message names our function)."""
+    names = []
+    for line in source.splitlines():
+        if line.startswith(MARKER):
+            kernel = line[len(MARKER):].split(" (", 1)[0]
+            if kernel not in names:
+                names.append(kernel)
+    return names
+
+
+def build_error_note(source: str, message: str) -> str:
+    """What a failed build says about custom kernels: "" when ``source``
+    defines none; else the custom kernels whose lines the compiler's
+    message points at (clang's ``file.cl:11:5``, nvcc's ``file.cu(11)``),
+    with those lines, or every custom kernel of the program."""
+    import re
+    lines = source.splitlines()
+    marks = [(i, line[len(MARKER):].split(" */")[0]) for i, line in enumerate(lines, 1)
+             if line.startswith(MARKER)]
+    if not marks:
+        return ""
+    found = []
+    for m in re.finditer(r"\.(?:cl|cu|cpp|c)[:(](\d+)", message):
+        n = int(m.group(1))
+        owner = [what for i, what in marks if i <= n]
+        if owner and n <= len(lines):
+            entry = f"custom kernel {owner[-1]}, line {n}: {lines[n - 1].strip()}"
+            if entry not in found:
+                found.append(entry)
+    if not found:
+        found = [f"custom kernels in this program: {', '.join(custom_kernel_names(source))}"]
+    return "the device compiler refused the C code of a custom kernel:\n  " + \
+        "\n  ".join(found)
+
+
+# -- loopy --------------------------------------------------------------
+
+class UserCallable(ScalarCallable):
+    """A user function for loopy: typed from its ``UserFunction``; its
+    definition (and the user's preamble) are emitted as preambles."""
+
+    def with_types(self, arg_id_to_dtype, clbl_inf_ctx):
+        from constantdict import constantdict
+        fn = lookup(self.name)
+        types = {k: NumpyType(storage_dtype(d)) for k, (_, d) in enumerate(fn.params)}
+        types[-1] = NumpyType(storage_dtype(fn.result))
+        return self.copy(arg_id_to_dtype=constantdict(types), name_in_target=self.name), \
+            clbl_inf_ctx
+
+    def generate_preambles(self, target):
+        from loopy.target.cuda import CudaTarget
+        fn = lookup(self.name)
+        if fn.preamble:
+            digest = hashlib.sha256(fn.preamble.encode()).hexdigest()[:16]
+            yield (f"40_pa_user_preamble_{digest}",
+                   f"{MARKER}{fn.kernel} (preamble) */\n{fn.preamble}\n")
+        yield (f"45_{self.name}", fn.c_source(
+            lambda d: target.dtype_to_typename(NumpyType(d)), isinstance(target, CudaTarget)))
+
+
+def _resolved(name, callables_table, arg_types):
+    from loopy.translation_unit import add_callable_to_table
+    clbl, callables_table = UserCallable(name).with_types(arg_types, callables_table)
+    fid, callables_table = add_callable_to_table(callables_table, name, clbl)
+    return ResolvedFunction(fid), callables_table
+
+
+class UserReduction(ScalarReductionOperation):
+    """A reduction combining with the user's ``reduce_expr`` (a function of
+    ``a`` and ``b``) from the user's identity: loopy gets both as calls,
+    so every reduction form (thread, group, two stages, lanes, rows,
+    split columns, their combine kernels) takes it as it takes a sum."""
+
+    def __init__(self, combine, identity):
+        self.combine, self.identity = combine, identity     # C function names
+
+    def result_dtypes(self, arg_dtype):
+        return (NumpyType(storage_dtype(lookup(self.combine).result)),)
+
+    def neutral_element(self, *dtypes, callables_table, target):
+        fn, callables_table = _resolved(self.identity, callables_table, {})
+        return fn(), callables_table
+
+    def __call__(self, dtypes, operand1, operand2, callables_table, target):
+        fn, callables_table = _resolved(self.combine, callables_table, {})
+        return fn(operand1, operand2), callables_table
+
+    def __hash__(self):
+        return hash((type(self), self.combine))
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.combine == other.combine
+
+    def __str__(self):
+        return self.combine
+
+    def update_persistent_hash(self, key_hash, key_builder):
+        key_builder.rec(key_hash, (type(self).__name__, self.combine, self.identity))
+
+
+# -- Reduce.op of a custom reduction ------------------------------------
+# ``Reduce.op`` is the combine function's name (an identifier, so kernel
+# names built from it stay valid); its digest covers the identity's name.
+
+def is_user_reduce(op) -> bool:
+    return isinstance(op, str) and op.startswith(PREFIX)
+
+
+def user_reduction(op) -> UserReduction:
+    return UserReduction(op, lookup(op).partner)
+
+
+def identity_call(op, functions) -> p.Call:
+    """The identity of a custom reduction as an expression (empty ones)."""
+    identity = lookup(op).partner
+    functions.add(identity)
+    return p.Call(p.Variable(identity), ())
+
+
+def lower_user_call(name, args, functions):
+    """``name(*args)`` (``args``: (expr, dtype), already of the parameter
+    types) -> ``(loopy call, result dtype)``."""
+    functions.add(name)
+    return p.Call(p.Variable(name), tuple(e for e, _ in args)), np.dtype(lookup(name).result)
+
+
+__all__ = ["UserCallable", "UserFunction", "UserReduction", "any_registered",
+           "build_error_note", "custom_kernel_names", "identity_call", "is_user_function",
+           "is_user_reduce", "lookup", "lower_user_call", "reference_of", "register",
+           "user_calls", "user_reduction"]
