@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import median_time
+from polyarray import hardware
 
 
 class Bench:
@@ -52,39 +52,18 @@ class Bench:
         return self._load_peers()[1]
 
     def measure_copy(self):
-        """Device-to-device copy bandwidth (bytes read + written per second)."""
+        """Device-to-device copy bandwidth (bytes read + written per second;
+        ``polyarray.hardware``, which profiles compare with too)."""
         if self.device == "cuda":
-            import pycuda.driver as drv
-            n = 1 << 26
-            a, b = drv.mem_alloc(4 * n), drv.mem_alloc(4 * n)
-            drv.memset_d32(a, 0x3F800000, n)
-            t = median_time(lambda: drv.memcpy_dtod(b, a, 4 * n), self.sync, repeat=10)
-            return 2 * 4 * n / t
-        import pyopencl as cl
-        n = (1 << 24) if self.quick else (1 << 26)
-        a = cl.Buffer(self.queue.context, cl.mem_flags.READ_WRITE, 4 * n)
-        b = cl.Buffer(self.queue.context, cl.mem_flags.READ_WRITE, 4 * n)
-        cl.enqueue_fill_buffer(self.queue, a, np.float32(1), 0, 4 * n)
-        t = median_time(lambda: cl.enqueue_copy(self.queue, b, a), self.sync, repeat=5)
-        return 2 * 4 * n / t
+            return hardware.cuda_copy_bandwidth()
+        return hardware.opencl_copy_bandwidth(self.queue, (1 << 24) if self.quick else (1 << 26))
 
     def measure_peak_flops(self):
-        """float32 FMA throughput of the CUDA device: 16 independent FMA
-        chains per thread on every SM (None elsewhere)."""
+        """float32 FMA throughput of the CUDA device (``polyarray.hardware``:
+        16 independent FMA chains per thread on every SM); None elsewhere."""
         if self.device != "cuda":
             return None
-        import pycuda.driver as drv
-        from pycuda.compiler import SourceModule
-        fn = SourceModule(_FMA_PEAK, no_extern_c=True).get_function("fma_peak")
-        out = drv.mem_alloc(4 * 1024 * 1024)
-        blocks = drv.Context.get_device().get_attribute(
-            drv.device_attribute.MULTIPROCESSOR_COUNT) * 8
-        iters = 4096
-
-        def run():
-            fn(out, np.float32(1.0001), np.int32(iters), block=(256, 1, 1), grid=(blocks, 1))
-        t = median_time(run, self.sync, repeat=10)
-        return 2 * 16 * iters * 256 * blocks / t
+        return hardware.cuda_peak_flops("float32")
 
     def row(self, name, ours, peers, nbytes=None, flops=None, note="", failed=None):
         best = min(peers.values()) if peers else None
@@ -115,22 +94,6 @@ class Bench:
                 print(f"{'':42s}{r['note']}")
             for k, why in r["peers_not_timed"].items():
                 print(f"{'':42s}not timed: {k}: {why}")
-
-
-_FMA_PEAK = r"""
-extern "C" __global__ void fma_peak(float *out, float a, int iters)
-{
-    float v[16];
-    for (int k = 0; k < 16; ++k) v[k] = threadIdx.x + k;
-    for (int it = 0; it < iters; ++it) {
-        #pragma unroll
-        for (int k = 0; k < 16; ++k) v[k] = fmaf(v[k], a, 0.5f);
-    }
-    float s = 0.0f;
-    for (int k = 0; k < 16; ++k) s += v[k];
-    out[(blockIdx.x * blockDim.x + threadIdx.x) % (1024 * 1024)] = s;
-}
-"""
 
 
 def _fmt(seconds):

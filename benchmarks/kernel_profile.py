@@ -8,7 +8,10 @@ sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread \
 
 gives each kernel's device time, DRAM and SM throughput, with no host
 launch overhead in the numbers.  Peers (CuPy, torch) run the same
-operations on the same inputs where they are installed.
+operations on the same inputs where they are installed.  ``--table``
+prints polyarray's own profile of each program instead (``prog.profile``:
+CUDA events, bytes, estimated flops, fraction of the measured hardware,
+and the kernel times' sum against a synchronized call), no ncu needed.
 """
 import argparse
 
@@ -18,6 +21,7 @@ import polyarray as pa
 from .workloads import chain10_pa
 
 REPEAT = 3
+TABLE = False       # --table: print prog.profile() of each of our programs
 
 
 def _peer(name, fn, sync):
@@ -34,7 +38,10 @@ def _ours(expr, binds):
     for _ in range(REPEAT):
         prog(**binds)
     prog.synchronize()
-    print("ours:", ", ".join(f"{k} ({v.kind}, grid {v.gsize} x {v.lsize})"
+    if TABLE:
+        print(prog.profile(**binds))
+        return
+    print("ours:", ", ".join(f"{k} ({v.form}, grid {v.gsize} x {v.lsize})"
                              for k, v in prog.kernels.items()))
 
 
@@ -102,7 +109,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks.kernel_profile")
     ap.add_argument("--workload", default="chain,sum,softmax",
                     help="comma-separated: " + ", ".join(WORKLOADS))
+    ap.add_argument("--table", action="store_true",
+                    help="print prog.profile() tables (no profiler needed)")
     args = ap.parse_args(argv)
+    global TABLE
+    TABLE = args.table
     import pycuda.autoprimaryctx  # noqa: F401
     import pycuda.gpuarray as ga
     rng = np.random.default_rng(0)

@@ -69,6 +69,10 @@ class KernelInfo:
     # where the schedule came from: "policy" (the default), "user" or "tuned"
     # (the tuning cache's winner; polyarray.program sets it)
     origin: str = "policy"
+    # the materialized nodes its group computes, as positions in the outputs'
+    # topological order (``%k`` in pa.show); a group cut into several kernels
+    # (split-K's combine, packing, two stages, rows apart) lists them on each
+    nodes: tuple = ()
     # (loopy kernel, callables table); or a function that returns them (after
     # a disk-cache hit: the program is lowered again only when they are
     # asked for); None: stripped for the disk cache
@@ -212,9 +216,12 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     if ngroups > 4:
         log.info("polyarray: lowering %d kernels", ngroups)
     t0 = clock()
+    from .logs import Progress
+    bar = Progress(ngroups, "polyarray: lowering")      # drawn past a second, in a terminal
     for gi, g in enumerate(plan.groups):
         if g.size == 0:
             continue
+        bar.step(f"k{gi}")
         if g.kind == "elementwise":
             asm.elementwise(f"k{gi}_elementwise", g)
         elif g.kind == "rows":
@@ -223,6 +230,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
             node = g.units[0].node
             label = node.op if isinstance(node, N.Reduce) else "einsum"
             asm.reduction(f"k{gi}_{label}", node, g.units[1:])
+    bar.close()         # (an error leaves it to tqdm's own cleanup)
     unmatched = sorted(set(schedules) - asm.matched)
     if unmatched:
         raise ScheduleError(f"the schedule for {unmatched[0]!r} matches no kernel; this "
@@ -233,6 +241,9 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
 
     stages["kernels"] = clock() - t0         # policy, forms, schedules
     t0 = clock()
+    position = {id(n): k for k, n in enumerate(order)}
+    group_nodes = {f"k{gi}": tuple(position[id(u.node)] for u in g.units)
+                   for gi, g in enumerate(plan.groups)}
     kernels, tu, source = [], None, ""
     if asm.kernels:
         if len(asm.kernels) > 4:
@@ -259,6 +270,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
                                       # then imports no policy (nor loopy)
                                       str(kp.form), schedule=kp.steps, rule=kp.rule,
                                       facts=kp.facts or {},
+                                      nodes=group_nodes.get(kp.name.split("_")[0], ()),
                                       loopy=(knl, tu.callables_table)))
     from .schedule import check_grid, check_work_groups
     check_work_groups(kernels, max_work_group)      # before any device compiler runs

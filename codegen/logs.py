@@ -6,7 +6,9 @@ polyarray logs through ``logging.getLogger("polyarray")`` and its children
 NullHandler, so a successful compile prints nothing.  To see what happened:
 ``logging.basicConfig(); logging.getLogger("polyarray").setLevel("DEBUG")``
 (INFO: compiles longer than a second, with their stages; DEBUG: every
-compile's stages, what the device compilers and loopy said).
+compile's stages, what the device compilers and loopy said).  In a
+terminal, with tqdm installed, a lowering past a second also draws a
+progress bar over its kernels (``Progress``), gone when it ends.
 
 Warnings raised by loopy, islpy or the device compilers while polyarray
 compiles (``routed_warnings``) are meant for polyarray's developers, not its
@@ -19,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 import warnings
 
 SLOW_COMPILE_S = 1.0        # a compile longer than this logs its stages at INFO
@@ -69,3 +72,34 @@ def log_duration(log, what, seconds, stages=None):
         return
     parts = ", ".join(f"{k} {v:.3f} s" for k, v in (stages or {}).items())
     log.log(level, "polyarray: %s in %.3f s%s", what, seconds, f" ({parts})" if parts else "")
+
+
+class Progress:
+    """A tqdm bar over a compile's ``total`` kernels, drawn only once the
+    compile has taken ``SLOW_COMPILE_S`` (tqdm's ``delay``), where tqdm is
+    installed (the ``progress`` extra) and stderr is a terminal; otherwise
+    nothing (the log still says what took long)."""
+
+    def __init__(self, total, desc):
+        self.bar = None
+        try:
+            terminal = sys.stderr.isatty()
+        except (AttributeError, ValueError):    # replaced or closed
+            terminal = False
+        if total < 2 or not terminal:
+            return
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            return
+        self.bar = tqdm(total=total, desc=desc, unit="kernel", leave=False,
+                        delay=SLOW_COMPILE_S)
+
+    def step(self, what=""):
+        if self.bar is not None:
+            self.bar.set_postfix_str(what, refresh=False)
+            self.bar.update(1)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()

@@ -216,6 +216,22 @@ class Program:
         return tune_program(self, candidates=candidates, budget_s=budget_s, repeat=repeat,
                             log=log, progress=progress)
 
+    def profile(self, /, *args, repeat=5, hardware=None, **bindings):
+        """Run ``repeat`` calls with each kernel timed on the device (CUDA
+        events; OpenCL events on a profiling queue; the NumPy target times
+        its nodes) and return a ``polyarray.profiling.Profile``: a table
+        (``print(p)``), rows as data (``p.rows``, ``p.to_dict()``), a
+        roofline (``p.plot()``), ``pa.show(prog, profile=p)``.  Bindings are
+        checked as by a call; host arrays go to the device once, first.
+        ``hardware``: the ``polyarray.hardware.Hardware`` to compare with
+        (None: measured once per process; False: none).  A placeholder named
+        ``repeat`` or ``hardware`` is bound by position.  Shared variables
+        are read and not updated."""
+        if args:
+            bindings = self._positional(args, bindings)
+        from .profiling import profile_program
+        return profile_program(self, bindings, repeat=repeat, hardware=hardware)
+
     def tuning_report(self) -> str:
         """Every candidate's time from the tuning that produced this program."""
         if self._tuning is None:

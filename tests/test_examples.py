@@ -48,3 +48,12 @@ def test_custom_kernel_example_runs():
     assert "static inline float pa_u_softplus_scaled_" in out, out
     out = run(["examples/custom_kernel.py", "--target", "numpy", "--rows", "50"])
     assert "OK: matches NumPy" in out, out
+
+
+@pytest.mark.skipif(not ok, reason=f"opencl: {reason} (the example profiles kernels)")
+def test_profile_example_prints_the_table_and_the_graph():
+    out = run(["examples/profile.py", "--target", "opencl", "--n", "64", "--features", "32",
+               "--hidden", "16", "--outputs", "8", "--repeat", "2"])
+    assert "profile on opencl" in out and "median of 2 calls" in out, out
+    assert "digraph polyarray {" in out and "subgraph cluster_k1_elementwise" in out, out
+    assert "kernel times / synchronized call:" in out, out

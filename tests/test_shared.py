@@ -167,3 +167,12 @@ def test_device_outputs_and_another_target(target, nm):
     assert_same(got, np.float32([1, 2]))
     other = pa.compile(s * 10, target="numpy")
     assert_same(other(), np.float32([20, 30]))
+
+
+def test_profile_reads_shared_variables_and_updates_none(target, nm):
+    w = pa.shared(np.float32([1, 2, 3]), name=nm("w"))
+    x = pa.placeholder("x", (3,), np.float32)
+    prog = pa.compile((w * x).sum(), target=target, updates={w: w + x})
+    profile = prog.profile(x=np.ones(3, np.float32), repeat=2, hardware=False)
+    assert profile.rows
+    assert_same(w.get_value(), np.float32([1, 2, 3]))

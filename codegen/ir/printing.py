@@ -138,26 +138,41 @@ def describe(node) -> str:
     return f"pa.Array(shape={node.shape}, dtype={node.dtype.name}, expr={text})"
 
 
-def format_dag(outputs) -> str:
-    """One line per node in evaluation order; ``*`` marks shared nodes.
-    ``outputs``: a node, or anything with a ``.node`` (the frontend's Array),
-    or a list or dict of them."""
+def _roots(outputs):
     if isinstance(outputs, dict):
         roots = list(outputs.values())
     elif isinstance(outputs, (list, tuple)):
         roots = list(outputs)
     else:
         roots = [outputs]
-    roots = [getattr(r, "node", r) for r in roots]
+    return [getattr(r, "node", r) for r in roots]
+
+
+def dag_listing(outputs) -> list:
+    """Per node in evaluation order: ``(name, type, body, uses, output)``
+    (``%k``, ``float32[3,4]``, the expression over ``%k`` names, how many
+    nodes read it, the first output it is or None): what ``format_dag``
+    prints, as data (the Graphviz view reads it too)."""
+    roots = _roots(outputs)
     order = N.topological_order(roots)
     uses = N.use_counts(order)
     names = {id(n): f"%{k}" for k, n in enumerate(order)}
     listing = _Listing(names)
-    lines = []
+    rows = []
     for n in order:
-        body = listing(n, 0)
-        mark = f"   * shared: {uses[id(n)]} uses" if uses[id(n)] > 1 else ""
         outs = [k for k, r in enumerate(roots) if r is n]
-        out = f"   -> output {outs[0]}" if outs else ""
-        lines.append(f"{names[id(n)]:>5} {_fmt_type(n):<22} = {body}{mark}{out}")
+        rows.append((names[id(n)], _fmt_type(n), listing(n, 0), uses[id(n)],
+                     outs[0] if outs else None))
+    return rows
+
+
+def format_dag(outputs) -> str:
+    """One line per node in evaluation order; ``*`` marks shared nodes.
+    ``outputs``: a node, or anything with a ``.node`` (the frontend's Array),
+    or a list or dict of them."""
+    lines = []
+    for name, typ, body, uses, out in dag_listing(outputs):
+        mark = f"   * shared: {uses} uses" if uses > 1 else ""
+        out = f"   -> output {out}" if out is not None else ""
+        lines.append(f"{name:>5} {typ:<22} = {body}{mark}{out}")
     return "\n".join(lines)
