@@ -183,8 +183,9 @@ def test_invalid_c_names_the_kernel_opencl():
     x = pa.placeholder("x", (3,), np.float32)
     # PoCL's log has no source line (the note adds it); NVIDIA's quotes it
     with pytest.raises(targets.BuildError, match=r"(?s)custom kernels?( in this program:)? "
-                                                 r"badop.*z = undefined_q \* x.*undefined_q"):
+                                                 r"badop.*undefined_q") as err:
         pa.compile(pa.exp(bad(x)), target="opencl")
+    assert "z = undefined_q * x" in str(err.value)
 
 
 def test_digest_follows_the_c_text():
