@@ -73,6 +73,9 @@ class KernelInfo:
     # topological order (``%k`` in pa.show); a group cut into several kernels
     # (split-K's combine, packing, two stages, rows apart) lists them on each
     nodes: tuple = ()
+    # the function to launch, where it is not ``name``: a raw kernel's
+    # (``codegen/raw.py``: launches of one kernel share its function)
+    entry: str = ""
     # (loopy kernel, callables table); or a function that returns them (after
     # a disk-cache hit: the program is lowered again only when they are
     # asked for); None: stripped for the disk cache
@@ -94,6 +97,9 @@ class KernelInfo:
     def loop_nest(self) -> str:
         """The loop nest with extents and hardware mapping, as text."""
         from .loopnest import loop_nest
+        if self.form == "raw":
+            return (f"raw kernel {self.entry}: the user's code, grid {self.gsize} x block "
+                    f"{self.lsize}")
         if self.loopy_kernel is None:
             raise ValueError("no loopy kernel here (stripped for the disk cache); "
                              "use prog.kernels, whose kernels lower again on demand")
@@ -118,6 +124,8 @@ class Lowered:
     outputs: list                  # buffer name per output
     index_dtype: str = "int32"
     checks: tuple = ()             # run-time checks, by slot of the error buffer
+    scalars: dict = field(default_factory=dict)    # name -> NumPy scalar: kernel
+    #                                arguments passed by value (raw kernels' sizes)
     translation_unit: object = field(default=None, repr=False)
     # seconds per stage of the lowering (plan, kernels, codegen), for the log;
     # None in a disk-cache entry
@@ -171,6 +179,8 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     from .device import Device
     from polyarray.codegen.dtype_checks import check_device_dtypes
     from .passes import make_plan
+    from . import raw
+    raw_language = raw.language_of(target)
 
     from time import perf_counter as clock
     t0 = clock()
@@ -226,6 +236,8 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
             asm.elementwise(f"k{gi}_elementwise", g)
         elif g.kind == "rows":
             asm.rows(f"k{gi}_rows", g)
+        elif g.kind == "raw":
+            raw.build(asm, f"k{gi}_{g.units[0].node.kernel.name}", g)
         else:
             node = g.units[0].node
             label = node.op if isinstance(node, N.Reduce) else "einsum"
@@ -245,12 +257,13 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     group_nodes = {f"k{gi}": tuple(position[id(u.node)] for u in g.units)
                    for gi, g in enumerate(plan.groups)}
     kernels, tu, source = [], None, ""
-    if asm.kernels:
-        if len(asm.kernels) > 4:
-            log.info("polyarray: generating code for %d kernels: %s", len(asm.kernels),
-                     ", ".join(k.name for k in asm.kernels))
-        tu = lp.merge([k.tu for k in asm.kernels]) if len(asm.kernels) > 1 \
-            else asm.kernels[0].tu
+    generated = [k for k in asm.kernels if k.tu is not None]   # not raw kernels
+    if generated:
+        if len(generated) > 4:
+            log.info("polyarray: generating code for %d kernels: %s", len(generated),
+                     ", ".join(k.name for k in generated))
+        tu = lp.merge([k.tu for k in generated]) if len(generated) > 1 \
+            else generated[0].tu
         from loopy.preprocess import preprocess_program
         tu = preprocess_program(tu)
         for kp in asm.kernels:          # e.g. a predicated store after the accumulation
@@ -260,7 +273,13 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
         if plan.checks:
             from .checks import writable_error_buffer
             source = writable_error_buffer(source)
-        for kp in asm.kernels:
+    raw_text = raw.source_after(asm.kernels, raw_language)      # raw kernels' own code
+    if raw_text:
+        source = (source or _names_comment(inputs)) + raw_text
+    for kp in asm.kernels:
+        if kp.tu is None:
+            kernels.append(raw.kernel_info(kp, KernelInfo))
+        else:
             knl = tu[kp.name]
             gsize, lsize = knl.get_grid_size_upper_bounds_as_exprs(tu.callables_table)
             args = tuple((kp.aliases or {}).get(a.name, a.name) for a in knl.args)
@@ -284,7 +303,8 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     specs = {n: b for n, b in specs.items() if b.role != "temp" or n in used}
     stages["codegen"] = clock() - t0        # loopy: merge, preprocess, generate code
     return Lowered(source, kernels, specs, inputs, data, out_names, idx_dt.name,
-                   tuple(plan.checks), tu, stages)
+                   tuple(plan.checks), translation_unit=tu, stages=stages,
+                   scalars=raw.scalars_of(asm.kernels))
 
 
 def _names_comment(inputs):

@@ -71,6 +71,14 @@ class Rows:
     R: int
 
 
+@dataclass(frozen=True)
+class Raw:
+    """A hand-written kernel (``pa.raw_kernel``): its code and launch sizes
+    are the user's, so there is nothing to choose."""
+    name: str
+    language: str
+
+
 def reduction_class(spec, terms=1, read=None) -> Reduction:
     """``read``: how many buffer elements the reduced values are computed
     from (None: as many as there are values)."""

@@ -47,6 +47,9 @@ class _Describer(Mapper):
     def map_concatenate(self, node, kind):
         return f"the result of concatenate ({kind})"
 
+    def map_raw_kernel_output(self, node, kind):
+        return f"output {node.index} of raw kernel {node.kernel.name!r} ({kind})"
+
 
 def describe_node(node) -> str:
     """A short, user-facing name for ``node``."""

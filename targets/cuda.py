@@ -19,7 +19,8 @@ from .base import Target
 from .cache import DiskCache, code_version, key_digest
 from . import cuda_driver, cuda_interop, foreign
 from .deferred_checks import checked_array_type
-from .device_common import DeviceExecutable, host_array, lower_or_load, valid_lowered_entry
+from .device_common import (DeviceExecutable, arg_format, host_array, lower_or_load,
+                            raise_raw_build_error, valid_lowered_entry)
 
 _CACHE = DiskCache("cuda", valid=valid_lowered_entry)
 _driver, _pool = cuda_driver.driver, cuda_driver.pool
@@ -49,11 +50,16 @@ class CudaExecutable(DeviceExecutable):
         key = (self.lowered.source, major, minor, self.fast_math)
         modules = _STATE.setdefault("modules", {})
         if key not in modules and self.lowered.kernels:
-            modules[key] = build_module(self.lowered.source, f"sm_{major}{minor}",
-                                        self.fast_math)
+            try:
+                modules[key] = build_module(self.lowered.source, f"sm_{major}{minor}",
+                                            self.fast_math)
+            except Exception as e:      # noqa: BLE001  (a raw kernel's C: say which)
+                raise_raw_build_error(self.lowered.source, e)
+                raise
         mod = modules.get(key)
         self.pool = _pool()
         self._fixed = {name: self._upload(arr) for name, arr in self._data_arrays.items()}
+        self._fixed.update(self._scalars)       # raw kernels' scalars, by value
         if self._checks:        # run-time checks' flags (codegen.checks), zeroed
             from polyarray.codegen.checks import ERROR_BUFFER
             # mapped page-locked host memory: the kernels write it directly,
@@ -70,12 +76,12 @@ class CudaExecutable(DeviceExecutable):
                 self._mapped = False
         self._launches = []
         for k in self.lowered.kernels:
-            fn = mod.get_function(k.name)
+            fn = mod.get_function(k.entry or k.name)
             grid = tuple(k.gsize) + (1,) * (3 - len(k.gsize))
             block = tuple(k.lsize) + (1,) * (3 - len(k.lsize))
             # pycuda's prepared_async_call re-checks its arguments on every
             # call (2 us); launch with the packed pointer buffer directly
-            self._launches.append((fn._launch_kernel, "P" * len(k.args), k.args,
+            self._launches.append((fn._launch_kernel, arg_format(k.args, self._scalars), k.args,
                                    grid[:2] if grid[2] == 1 else grid, block))
         import pycuda.gpuarray as ga
         from pycuda._pvt_struct import pack

@@ -44,6 +44,7 @@ def valid_lowered_entry(entry) -> bool:
     if type(L) is not Lowered or not isinstance(L.source, str):
         return False
     if not (isinstance(L.kernels, list) and isinstance(L.buffers, dict)
+            and isinstance(getattr(L, "scalars", None), dict)
             and isinstance(L.inputs, dict) and isinstance(L.data, dict)
             and isinstance(L.outputs, list)):
         return False
@@ -54,7 +55,7 @@ def valid_lowered_entry(entry) -> bool:
             return False
     for k in L.kernels:
         if not (type(k) is KernelInfo and isinstance(k.name, str) and k.loopy is None
-                and all(a in L.buffers for a in k.args)
+                and all(a in L.buffers or a in L.scalars for a in k.args)
                 and all(isinstance(n, _INT) for n in (*k.gsize, *k.lsize))
                 and isinstance(k.form, str) and isinstance(k.rule, str)
                 and isinstance(k.schedule, tuple)):
@@ -104,7 +105,11 @@ def _build(build, lowered, t0, origin="built"):
     the compile's stages (``codegen.logs.log_duration``: INFO past a second)."""
     from polyarray.codegen.logs import log_duration
     t1 = time.perf_counter()
-    handle = build(lowered.source) if (build and lowered.kernels) else None
+    try:
+        handle = build(lowered.source) if (build and lowered.kernels) else None
+    except Exception as e:      # noqa: BLE001  (a raw kernel's C: say which)
+        raise_raw_build_error(lowered.source, e)
+        raise
     t2 = time.perf_counter()
     stages = dict(lowered.stages or {}) if origin == "built" else {"cache": t1 - t0}
     if handle is not None:
@@ -114,12 +119,30 @@ def _build(build, lowered, t0, origin="built"):
     return handle
 
 
+def raise_raw_build_error(source, error):
+    """A ``BuildError`` naming the raw kernels (``pa.raw_kernel``) of a
+    program the device compiler refused, with what it said; nothing for a
+    program without them (then the compiler's own error stands)."""
+    from polyarray.codegen.raw import describe_failure
+    from .base import BuildError
+    which = describe_failure(source)
+    if which:
+        raise BuildError(f"the device compiler refused the program; {which}:\n{error}") \
+            from error
+
+
 def clear_memory_cache():
     """Forget compiled programs held in this process (for experiments that
     change codegen settings at run time, and for tests)."""
     from .cache import clear_memory_layers
     _MEMORY.clear()
     clear_memory_layers()
+
+
+def arg_format(args, scalars) -> str:
+    """The struct format of a kernel's packed arguments (CUDA): a pointer
+    per buffer, a scalar's own type per scalar (C alignment: native)."""
+    return "".join(scalars[a].dtype.char if a in scalars else "P" for a in args)
 
 
 def host_array(arr):
@@ -149,6 +172,8 @@ class DeviceExecutable(Executable):
         # buffers allocated per call: (name, bytes)
         self._allocs = [(name, max(b.size, 1) * b.storage.itemsize)
                         for name, b in L.buffers.items() if b.role in ("temp", "output")]
+        # arguments passed by value (raw kernels' scalars): name -> NumPy scalar
+        self._scalars = dict(getattr(L, "scalars", None) or {})
         # run-time checks (codegen.checks): a zeroed flag buffer kept on the device
         self._checks = tuple(getattr(L, "checks", ()))
         self._n_flags = len(self._checks)

@@ -65,12 +65,53 @@ class NumpyNodeEvaluator(Mapper):
     def map_concatenate(self, node, values, bindings):
         return np.concatenate([values[id(a)] for a in node.arrays], axis=node.axis)
 
+    def map_raw_kernel_output(self, node, values, bindings):
+        """A raw kernel's ``reference`` (called once per launch), checked
+        against the declared outputs."""
+        done = self.__dict__.setdefault("_raw", {})
+        if node.call not in done:
+            done[node.call] = raw_reference(node, [values[id(a)] for a in node.inputs])
+        return done[node.call][node.index]
+
+
+def raw_reference(node, arrays):
+    """The outputs of ``reference(*inputs, **scalars)`` for a raw kernel's
+    launch, as declared: a value of the declared shape is cast to the
+    declared dtype when NumPy casts it within its kind; else a ValueError."""
+    spec = node.kernel
+    got = spec.reference(*[np.array(a) for a in arrays], **dict(node.scalars))
+    got = list(got) if isinstance(got, (list, tuple)) else [got]
+    if len(got) != len(node.outputs):
+        raise ValueError(f"the reference of raw kernel {spec.name!r} returned {len(got)} "
+                         f"array(s); {len(node.outputs)} are declared")
+    out = []
+    for k, (value, (shape, dt)) in enumerate(zip(got, node.outputs)):
+        value, dt = np.asarray(value), np.dtype(dt)
+        if value.shape != tuple(shape) or not np.can_cast(value.dtype, dt, "same_kind"):
+            raise ValueError(f"the reference of raw kernel {spec.name!r} returned "
+                             f"{value.dtype.name}{list(value.shape)} for output {k}, "
+                             f"declared {dt.name}{list(shape)}")
+        out.append(c_array(value.astype(dt, copy=False)))
+    return out
+
+
+def check_raw_kernels(order):
+    """Refuse, when compiling, a raw kernel without a NumPy reference."""
+    for n in order:
+        if isinstance(n, N.RawKernelOutput) and n.kernel.reference is None:
+            lang = {"cuda": "CUDA", "opencl": "OpenCL"}[n.kernel.language]
+            raise ValueError(f"raw kernel {n.kernel.name!r} is written in {lang}; the numpy "
+                             f"target cannot run it without reference= (a Python function "
+                             f"of its inputs and scalars returning its outputs), or compile "
+                             f"it for target={n.kernel.language!r}")
+
 
 class NumpyExecutable(Executable):
     def __init__(self, outputs):
         self.outputs = outputs
         self.order = N.topological_order(outputs)
         numpy_custom.check_references(self.order)
+        check_raw_kernels(self.order)
         last_use = {}
         for step, node in enumerate(self.order):
             for child in node.children():

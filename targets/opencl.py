@@ -110,6 +110,7 @@ class OpenCLExecutable(DeviceExecutable):
         # data leaves live on the device for the executable's lifetime
         self._fixed = {name: self._upload(arr, [])
                        for name, arr in self._data_arrays.items()}
+        self._fixed.update(self._scalars)       # raw kernels' scalars, by value
         if self._checks:
             from polyarray.codegen.checks import ERROR_BUFFER
             self._flags = np.zeros(self._n_flags, np.int64)
@@ -283,7 +284,8 @@ def _kernel_objects(compiled):
     import pyopencl as cl
     if getattr(compiled, "_kernels", None) is None:
         object.__setattr__(compiled, "_kernels", {
-            k.name: cl.Kernel(compiled.handle, k.name) for k in compiled.lowered.kernels})
+            k.name: cl.Kernel(compiled.handle, k.entry or k.name)
+            for k in compiled.lowered.kernels})
     return compiled._kernels
 
 

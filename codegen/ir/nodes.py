@@ -28,6 +28,9 @@ Node types
                   tensordot, inner, vdot, einsum).
 ``Reshape``       C-order reshape (cheap on contiguous data, so kept apart).
 ``Concatenate``   joins arrays along an axis.
+``RawKernelOutput`` one output of a launch of a hand-written kernel
+                  (``pa.raw_kernel``): the outputs of one launch share every
+                  field but ``index``.
 """
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ import hashlib
 import math
 import threading
 import weakref
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -272,6 +275,50 @@ class Concatenate(Node):
 
     def children(self):
         return self.arrays
+
+
+@dataclass(frozen=True)
+class RawKernelSpec:
+    """A hand-written kernel (``pa.raw_kernel``): plain values, compared and
+    hashed by value, written in full by ``repr`` (so the source text is in
+    the digests: another source is another program).  ``params``:
+    ``(role, name, C type, dtype str)`` per parameter, role "in", "out" or
+    "scalar"; ``reference``: the NumPy target's Python stand-in (by
+    identity, never in a digest)."""
+    language: str            # "cuda" | "opencl"
+    name: str
+    source: str
+    params: tuple
+    reference: Any = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class RawKernelOutput(Node):
+    """Output ``index`` of one launch of ``kernel`` over the buffers of
+    ``inputs`` and the ``scalars`` (``((name, value), ...)``), with the
+    declared ``outputs`` (``((shape, dtype str), ...)``) and launch sizes
+    ``grid`` (work-groups) x ``block`` (work-items per group)."""
+    mapper_method = "map_raw_kernel_output"
+    kernel: RawKernelSpec
+    inputs: tuple
+    scalars: tuple
+    outputs: tuple
+    grid: tuple
+    block: tuple
+    index: int
+
+    def children(self):
+        return self.inputs
+
+    def _intern_key(self):
+        # scalars as exact text: 0.0 == -0.0 in Python
+        return super()._intern_key() + (repr(self.scalars),)
+
+    @property
+    def call(self) -> tuple:
+        """What the outputs of one launch share (hashable; inputs by identity)."""
+        return (self.kernel, tuple(map(id, self.inputs)), repr(self.scalars), self.outputs,
+                self.grid, self.block)
 
 
 def topological_order(outputs) -> list:

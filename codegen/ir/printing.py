@@ -79,6 +79,13 @@ class _Renderer(Mapper):
         arrays = ", ".join(self.operand(a, depth) for a in node.arrays)
         return f"concatenate([{arrays}], axis={node.axis})"
 
+    @_cut_deep
+    def map_raw_kernel_output(self, node, depth):
+        args = [self.operand(a, depth) for a in node.inputs]
+        args += [f"{k}={v!r}" for k, v in node.scalars]
+        out = f"[{node.index}]" if len(node.outputs) > 1 else ""
+        return f"raw_kernel {node.kernel.name!r}({', '.join(args)}){out}"
+
     def expr(self, e, env, depth):
         """An IndexLambda's expression; ``env``: binding name -> node."""
         if is_call(e):

@@ -3,7 +3,8 @@
 Reductions and einsums get a kernel each.  Elementwise outputs of the same
 size are merged into the most recent elementwise group when every value
 they read from that group is read at their own index (so a dict of outputs
-is computed in as few kernels as possible)."""
+is computed in as few kernels as possible).  A raw kernel's launch is a
+group of its own, holding every output of the launch that the DAG reads."""
 from __future__ import annotations
 
 from polyarray.codegen.ir import nodes as N
@@ -20,6 +21,9 @@ class _UnitOf(Mapper):
     def map_einsum(self, n):
         return Unit(n, "einsum", n.size)
 
+    def map_raw_kernel_output(self, n):
+        return Unit(n, "raw", n.size)
+
     def _elementwise(self, n):
         return Unit(n, "elementwise", n.size)
 
@@ -31,6 +35,7 @@ def group(order, mat):
     """The kernel groups, in launch order."""
     groups = []
     group_of = {}
+    raw_groups = {}     # a raw kernel launch (RawKernelOutput.call) -> its group
     unit_of = _UnitOf()
     for n in order:
         if id(n) not in mat:
@@ -38,7 +43,12 @@ def group(order, mat):
         unit = unit_of(n)
         deps = materialized_deps(n, mat)
         target = None
-        if unit.kind == "elementwise":
+        if unit.kind == "raw":          # one launch writes all its outputs: one group
+            target = raw_groups.get(n.call)
+            if target is None:
+                groups.append(Group([], "raw", launch_size(n)))
+                target = raw_groups[n.call] = len(groups) - 1
+        elif unit.kind == "elementwise":
             # try the most recent elementwise group of the same size
             for gi in range(len(groups) - 1, -1, -1):
                 g = groups[gi]
@@ -55,6 +65,12 @@ def group(order, mat):
         groups[target].units.append(unit)
         group_of[id(n)] = target
     return groups
+
+
+def launch_size(n):
+    """Work-items of a raw kernel's launch (0: it launches nothing)."""
+    import math
+    return math.prod(n.grid) * math.prod(n.block)
 
 
 def _reads_identity(node, dep, mat):

@@ -17,6 +17,8 @@
   probes) is lowered once per index map, so a chain of such reads (the
   stages of a sorting network, the levels of a merge sort) would grow
   geometrically in source size, compile time and work.
+* A raw kernel's (``pa.raw_kernel``) inputs and outputs: its own C reads
+  and writes buffers.
 * Everything else is inlined into its consumers' kernel, except that a
   reduction body whose inlined expression tree would exceed ``MAX_INLINE``
   nodes (or ``MAX_INLINE_DEPTH`` levels) gets its input materialized.
@@ -55,6 +57,11 @@ class _Roots(Mapper):
                 self.mat.add(id(op))
             else:
                 self.transposed[id(op)] = src
+
+    def map_raw_kernel_output(self, n):
+        """A hand-written kernel reads and writes plain buffers."""
+        self.mat.add(id(n))
+        self.mat.update(id(c) for c in n.inputs if not is_input(c))
 
     def _inlined(self, n):
         pass

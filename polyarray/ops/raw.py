@@ -1,0 +1,234 @@
+"""Hand-written kernels as DAG nodes (``pa.raw_kernel``): the parameter
+list read and checked, and one ``RawKernelOutput`` node per declared output
+of a launch.  The kernel itself is the user's C; every check that can be
+made without a compiler is made here, at the user's line: parameter types
+against the arrays' dtypes, output declarations, scalar values, launch
+sizes."""
+from __future__ import annotations
+
+import numbers
+import re
+
+import numpy as np
+
+from polyarray.codegen.ir import nodes as N
+from .creation import _normalize_shape, as_node
+
+LANGUAGES = ("cuda", "opencl")
+
+# C type -> NumPy dtype, per language (CUDA: LP64 Linux, as nvcc's host side)
+_COMMON = {"float": "float32", "double": "float64", "int": "int32", "unsigned int": "uint32",
+           "unsigned": "uint32", "short": "int16", "unsigned short": "uint16",
+           "char": "int8", "signed char": "int8", "unsigned char": "uint8",
+           "long long": "int64", "unsigned long long": "uint64", "int8_t": "int8",
+           "uint8_t": "uint8", "int16_t": "int16", "uint16_t": "uint16", "int32_t": "int32",
+           "uint32_t": "uint32", "int64_t": "int64", "uint64_t": "uint64"}
+C_TYPES = {
+    "cuda": {**_COMMON, "long": "int64", "unsigned long": "uint64", "size_t": "uint64",
+             "ptrdiff_t": "int64", "bool": "bool"},
+    "opencl": {**_COMMON, "long": "int64", "unsigned long": "uint64", "uchar": "uint8",
+               "ushort": "uint16", "uint": "uint32", "ulong": "uint64"},
+}
+# words that say where a pointer points or how it may be used, not what it holds
+_QUALIFIERS = {"__global", "global", "__restrict__", "__restrict", "restrict", "volatile",
+               "__constant", "constant", "__private", "private", "struct"}
+_RESERVED = re.compile(r"(k\d+_|pa_|p\d|lid$|gid$|bIdx$|tIdx$)")
+_IDENT = re.compile(r"[A-Za-z_]\w*\Z")
+
+
+def _strip_comments(source):
+    return re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.S)
+
+
+def signature(source, name, language):
+    """The parameter list of kernel ``name`` in ``source`` (the text between
+    its parentheses)."""
+    head = r"__global__" if language == "cuda" else r"(?:__kernel|\bkernel)"
+    attrs = r"(?:(?:__launch_bounds__\s*\([^)]*\)|__attribute__\s*\(\(.*?\)\))\s*)*"
+    pattern = (head + r"\s+" + attrs + r"void\s+" + attrs + re.escape(name)
+               + r"\s*\(([^)]*)\)")
+    found = re.findall(pattern, _strip_comments(source), flags=re.S)
+    decl = ("__global__ void" if language == "cuda" else "__kernel void") + f" {name}(...)"
+    if not found:
+        raise ValueError(f"raw kernel {name!r}: the {language} source defines no "
+                         f"'{decl}'; check the name, or pass params=")
+    if len(found) > 1:
+        raise ValueError(f"raw kernel {name!r}: the source defines '{decl}' {len(found)} "
+                         "times; pass params= for the one to launch")
+    return found[0]
+
+
+def parse_params(text, language, kname):
+    """``((role, name, C type, dtype str), ...)`` of a C parameter list: a
+    pointer to const (or ``__constant``) is an input array, another pointer
+    an output array, anything else a scalar."""
+    params = []
+    for k, raw in enumerate(p.strip() for p in text.split(",")):
+        if not raw or raw == "void" and k == 0:
+            continue
+        before, star, after = raw.replace("*", " * ", 1).partition("*")
+        if "*" in after or "[" in raw:
+            raise ValueError(f"raw kernel {kname!r}: parameter {raw!r}: only plain pointers "
+                             "and scalars can be parameters")
+        words = before.split()
+        name_words = after.split() if star else words[-1:]
+        if not star:
+            words = words[:-1]
+        name = name_words[-1] if name_words else ""
+        if not _IDENT.match(name):
+            raise ValueError(f"raw kernel {kname!r}: cannot read parameter {raw!r} "
+                             "(expected 'type name' or 'type *name')")
+        if {"__local", "local"} & set(words):
+            raise ValueError(f"raw kernel {kname!r}: parameter {name!r} is local memory; "
+                             "declare local arrays inside the kernel")
+        const = "const" in words or "__constant" in words or "constant" in words
+        ctype = " ".join(w for w in words if w not in _QUALIFIERS and w != "const")
+        table = C_TYPES[language]
+        if ctype not in table:
+            raise TypeError(f"raw kernel {kname!r}: parameter {name!r} has type {ctype!r}, "
+                            f"which polyarray cannot pass ({language} types it knows: "
+                            f"{', '.join(sorted(table))})")
+        role = ("in" if const else "out") if star else "scalar"
+        params.append((role, name, ctype, np.dtype(table[ctype]).str))
+    names = [p[1] for p in params]
+    if len(set(names)) != len(names):
+        raise ValueError(f"raw kernel {kname!r}: two parameters have one name: {names}")
+    return tuple(params)
+
+
+def make_spec(source, name, language, params=None, reference=None) -> N.RawKernelSpec:
+    """The kernel's description, checked: the language, the name (a C
+    identifier that no generated name can be), the parameters (read from
+    ``source`` unless ``params`` is given)."""
+    if language not in LANGUAGES:
+        raise ValueError(f"raw kernel {name!r}: language must be 'cuda' or 'opencl', "
+                         f"got {language!r}")
+    if not isinstance(source, str) or not isinstance(name, str):
+        raise TypeError("pa.raw_kernel(source, name): both must be strings")
+    if not _IDENT.match(name) or _RESERVED.match(name):
+        raise ValueError(f"raw kernel name {name!r} must be a C identifier that does not "
+                         "start with k<digits>_, pa_ or p<digit> (polyarray's own names)")
+    if not re.search(r"\b" + re.escape(name) + r"\b", _strip_comments(source)):
+        raise ValueError(f"raw kernel {name!r} is not defined in its source")
+    if reference is not None and not callable(reference):
+        raise TypeError(f"raw kernel {name!r}: reference must be a function, "
+                        f"got {type(reference).__name__}")
+    text = signature(source, name, language) if params is None else params
+    if not isinstance(text, str):
+        raise TypeError(f"raw kernel {name!r}: params must be a C parameter list as a "
+                        f"string, e.g. 'const float *x, float *out, int n'")
+    parsed = parse_params(text, language, name)
+    if not any(role == "out" for role, *_ in parsed):
+        raise ValueError(f"raw kernel {name!r} has no output: declare outputs as pointers "
+                         "to non-const (inputs as pointers to const)")
+    return N.RawKernelSpec(language, name, source, parsed, reference)
+
+
+def _dtype_fits(ctype_dtype, dtype):
+    """A pointer of ``ctype_dtype`` reads arrays of ``dtype`` as they are
+    stored (bool arrays are bytes 0/1)."""
+    c, d = np.dtype(ctype_dtype), np.dtype(dtype)
+    return c == d or (c == np.uint8 and d == np.bool_)
+
+
+def _scalar_value(kname, name, dtype, value):
+    """A Python number that ``dtype`` holds exactly (floats: any real)."""
+    dtype = np.dtype(dtype)
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if dtype.kind in "iub":
+        if not isinstance(value, (numbers.Integral, np.integer)):
+            raise TypeError(f"raw kernel {kname!r}: scalar {name!r} ({dtype.name}) must be "
+                            f"an integer, got {value!r}")
+        info = np.iinfo(dtype) if dtype.kind != "b" else None
+        value = int(value)
+        if info is not None and not info.min <= value <= info.max:
+            raise OverflowError(f"raw kernel {kname!r}: scalar {name!r} = {value} does not "
+                                f"fit {dtype.name}")
+        return value
+    if not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"raw kernel {kname!r}: scalar {name!r} ({dtype.name}) must be a "
+                        f"real number, got {value!r}")
+    return float(value)
+
+
+def _sizes(kname, what, value):
+    if isinstance(value, (numbers.Integral, np.integer)):
+        value = (value,)
+    try:
+        value = tuple(value)
+    except TypeError:
+        raise TypeError(f"raw kernel {kname!r}: {what} must be an int or a tuple of up to "
+                        f"3 ints, got {value!r}") from None
+    if not 1 <= len(value) <= 3 or not all(
+            isinstance(n, (numbers.Integral, np.integer)) and not isinstance(n, bool)
+            for n in value):
+        raise TypeError(f"raw kernel {kname!r}: {what} must be an int or a tuple of up to 3 "
+                        f"ints, got {value!r}")
+    if any(n < 0 for n in value) or (what == "block" and any(n == 0 for n in value)):
+        raise ValueError(f"raw kernel {kname!r}: {what} {value!r} must be positive")
+    return tuple(int(n) for n in value)
+
+
+def _declared(kname, outputs, out_params):
+    """``((shape, dtype str), ...)`` from ``outputs``: a list of ``(shape,
+    dtype)``, or one pair."""
+    if isinstance(outputs, tuple) and len(outputs) == 2 and not isinstance(outputs[1], tuple):
+        outputs = [outputs]
+    try:
+        pairs = [tuple(o) for o in outputs]
+    except TypeError:
+        pairs = None
+    if pairs is None or not all(len(p) == 2 for p in pairs):
+        raise TypeError(f"raw kernel {kname!r}: outputs must be a list of (shape, dtype) "
+                        f"pairs, got {outputs!r}")
+    if len(pairs) != len(out_params):
+        raise ValueError(f"raw kernel {kname!r}: outputs declares {len(pairs)} output(s), but "
+                         f"the kernel has {len(out_params)} output parameter(s) "
+                         f"({', '.join(p[1] for p in out_params)}: pointers to non-const)")
+    decl = []
+    for (shape, dtype), (_, pname, ctype, cdt) in zip(pairs, out_params):
+        shape = _normalize_shape(shape, f"raw kernel {kname!r}: the shape of output {pname!r}")
+        dtype = np.dtype(dtype)
+        if not _dtype_fits(cdt, dtype):
+            raise TypeError(f"raw kernel {kname!r}: output {pname!r} is declared {dtype.name}, "
+                            f"but its parameter is {ctype} * ({np.dtype(cdt).name})")
+        decl.append((shape, dtype.str))
+    return tuple(decl)
+
+
+def call(spec, inputs, scalars, outputs, grid, block) -> tuple:
+    """The output nodes of one launch of ``spec``: ``inputs`` (array-likes,
+    one per input parameter, in order), ``scalars`` (name -> number, one per
+    scalar parameter), ``outputs`` (declared shapes and dtypes), ``grid``
+    and ``block`` (ints or tuples: work-groups, work-items per group)."""
+    kname = spec.name
+    in_params = [p for p in spec.params if p[0] == "in"]
+    if len(inputs) != len(in_params):
+        raise TypeError(f"raw kernel {kname!r} takes {len(in_params)} input array(s) "
+                        f"({', '.join(p[1] for p in in_params)}), got {len(inputs)}")
+    nodes = []
+    for x, (_, pname, ctype, cdt) in zip(inputs, in_params):
+        node = as_node(x)
+        if not _dtype_fits(cdt, node.dtype):
+            raise TypeError(f"raw kernel {kname!r}: input {pname!r} is {ctype} * "
+                            f"({np.dtype(cdt).name}), but the array is {node.dtype.name}; "
+                            f"pass x.astype({np.dtype(cdt).name!r})")
+        nodes.append(node)
+    wanted = {p[1]: p for p in spec.params if p[0] == "scalar"}
+    unknown = sorted(set(scalars) - set(wanted))
+    if unknown:
+        raise TypeError(f"raw kernel {kname!r} has no scalar parameter {unknown[0]!r} "
+                        f"(its scalars: {', '.join(wanted) or 'none'})")
+    missing = [n for n in wanted if n not in scalars]
+    if missing:
+        raise TypeError(f"raw kernel {kname!r}: missing scalar argument {missing[0]!r}")
+    values = tuple((n, _scalar_value(kname, n, p[3], scalars[n])) for n, p in wanted.items())
+    decl = _declared(kname, outputs, [p for p in spec.params if p[0] == "out"])
+    grid, block = _sizes(kname, "grid", grid), _sizes(kname, "block", block)
+    if 0 in grid and any(0 not in shape for shape, _ in decl):
+        raise ValueError(f"raw kernel {kname!r}: grid {grid} launches nothing, but its "
+                         "outputs have elements (a grid of 0 is for empty outputs)")
+    return tuple(N.RawKernelOutput.make(shape, np.dtype(dt), spec, tuple(nodes), values, decl,
+                                        grid, block, k)
+                 for k, (shape, dt) in enumerate(decl))
