@@ -188,7 +188,9 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     #                                     never get here: they were checked when lowered)
     # the CUDA target alone can emit the FP64 tensor cores' mma (inline PTX)
     device = Device(cpu, max_work_group, fp64_mma=isinstance(target, lp.CudaTarget))
-    plan = make_plan(outputs, device)
+    from .assemble import epilogue_fusable
+    plan = make_plan(outputs, device,
+                     lambda e, mat, transposed: epilogue_fusable(e, mat, transposed, device))
     stages = {"plan": clock() - t0}     # seconds, logged by the target (logs.log_duration)
     order = plan.order
     idx_dt = index_dtype_for(order)

@@ -17,13 +17,15 @@ from polyarray.codegen.ir import nodes as N
 from .cfuncs import HELPERS_PREAMBLE, storage_dtype
 from .checks import ERROR_BUFFER, callable_for
 from .user_functions import UserCallable, is_user_function
-from .classify import Elementwise, contraction_class, reduction_class, rows_class
+from .classify import (Elementwise, contraction_class, product_class, reduction_class,
+                       rows_class)
 from .device import Device
 from .forms import (cpu_matmul, elementwise, lanes, matmul, mma_matmul, reduce, rows,
                     split_columns, two_stage)
 from .forms.parts import reduction_spec
-from .passes import inlined_terms, materialized_deps
-from .policy import Form, choose
+from .passes import Group, inlined_terms, materialized_deps
+from .policy import (EPILOGUE_FORMS, Form, choose, reduction_stores_through_epilogue,
+                     stores_through_epilogue)
 from .schedule import (KernelContext, ScheduleError, apply_steps, build_options,
                        rename_arrays, user_names)
 
@@ -105,8 +107,11 @@ class Assembler:
 
     def reduction(self, name, node, epilogue=()):
         """A Reduce or Einsum node -> one to four kernels; ``epilogue``: the
-        elementwise units a tiled matmul stores instead of its own result
-        (``passes/epilogue.py`` chose them with the same policy)."""
+        elementwise unit stored instead of the node's own result, by a tiled
+        matmul or a reduction form of ``policy.EPILOGUE_FORMS``
+        (``passes/epilogue.py`` chose it with the same policy, from the node
+        alone: where this kernel's facts choose another form -- a user's
+        schedule, one buffer as both operands -- the unit is its own kernel)."""
         spec = reduction_spec(node, self.plan.transposed)
         spec.update(out=self.buffers[id(node)], out_dtype=node.dtype)
         cls = contraction_class(node, spec, self.plan, self.buffers,
@@ -117,16 +122,20 @@ class Assembler:
         choice = choose(cls, self.device)
         if choice.form is None:
             return
-        if choice.form == Form.TILED_MATMUL:
+        if choice.form == Form.TILED_MATMUL and (not epilogue or "split" not in choice.params):
             return matmul.build(self, name, node, choice, epilogue)
-        if choice.form == Form.MMA_MATMUL:      # never chosen with an epilogue
-            assert not epilogue, f"{name}: an epilogue, but the form {choice.form}"
+        if epilogue and choice.form not in EPILOGUE_FORMS:
+            self.reduction(name, node)
+            self.elementwise(f"{name}_epilogue",
+                             Group(list(epilogue), "elementwise", epilogue[0].node.size))
+            return
+        if choice.form == Form.MMA_MATMUL:
             return mma_matmul.build(self, name, node, choice)
         if choice.form == Form.PACKED_MATMUL:
-            assert not epilogue, f"{name}: an epilogue, but the form {choice.form}"
             return cpu_matmul.build(self, name, node, choice)
-        assert not epilogue, f"{name}: an epilogue, but the form {choice.form}"
-        _REDUCTIONS[choice.form](self, name, spec, choice)
+        build = _REDUCTIONS[choice.form]
+        return build(self, name, spec, choice, epilogue) if epilogue else \
+            build(self, name, spec, choice)
 
     # -- kernel parts -> loopy ----------------------------------------------------
     def finish(self, name, kb, domains, written, steps, form=Form.ELEMENTWISE, rule="",
@@ -217,4 +226,19 @@ _REDUCTIONS = {           # reduction form -> its builder
     Form.LANES: lanes.build,
 }
 
-__all__ = ["Assembler", "KernelPlan"]
+def epilogue_fusable(node, mat, transposed, device) -> bool:
+    """Whether the reduction or contraction ``node`` stores an elementwise
+    reader of its result (asked by ``passes/epilogue.py`` before buffers
+    exist: the class from the node and the materialized set alone)."""
+    if isinstance(node, N.Einsum) and stores_through_epilogue(node, device):
+        return True
+    spec = reduction_spec(node, transposed)
+    if isinstance(node, N.Einsum):
+        cls = product_class(node, reduction_class(spec))
+    else:
+        cls = reduction_class(spec, inlined_terms(node.array, mat),
+                              sum(d.size for d in materialized_deps(node, mat)))
+    return reduction_stores_through_epilogue(cls, device)
+
+
+__all__ = ["Assembler", "KernelPlan", "epilogue_fusable"]

@@ -363,6 +363,21 @@ def stores_through_epilogue(einsum, device) -> bool:
     return choice.form == Form.TILED_MATMUL and "split" not in choice.params
 
 
+# reduction forms whose store can be an elementwise reader of the result
+# (``passes/epilogue.py``): each output's value is in a register (or, across
+# a work-group, in local memory) where it is stored.  Not ``lanes`` (CPU),
+# ``neutral`` or the contractions' packed and mma forms.
+EPILOGUE_FORMS = frozenset({Form.THREAD, Form.GROUP, Form.TWO_STAGE, Form.SPLIT_COLUMNS})
+
+
+def reduction_stores_through_epilogue(cls, device) -> bool:
+    """Whether a reduction (or a contraction computed as one) of class
+    ``cls`` stores an elementwise reader of its result instead of it: mean's
+    division, a logistic step's update (``passes/epilogue.py``)."""
+    op = getattr(cls, "op", None) or getattr(getattr(cls, "reduction", None), "op", "sum")
+    return op not in ("argmax", "argmin") and choose(cls, device).form in EPILOGUE_FORMS
+
+
 def describe() -> str:
     """The table as text: one line per rule (for docs and ``print``)."""
     return "\n".join(f"{r.applies.__name__:12s} {r.name:50s} -> "
@@ -370,4 +385,5 @@ def describe() -> str:
                      for r in RULES)
 
 
-__all__ = ["Choice", "Form", "Rule", "RULES", "choose", "describe", "stores_through_epilogue"]
+__all__ = ["Choice", "EPILOGUE_FORMS", "Form", "Rule", "RULES", "choose", "describe",
+           "reduction_stores_through_epilogue", "stores_through_epilogue"]

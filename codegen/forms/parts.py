@@ -111,41 +111,104 @@ def body_at(kb, spec, i_expr, j_expr):
     return spec["body"](kb, kept, red, j_expr)
 
 
-def write_result(kb, spec, lhs_index, red_expr, acc_dt, within, depends=()):
+def write_result(kb, spec, lhs_index, red_expr, acc_dt, within, depends=(), epilogue=(),
+                 buffers=None):
     """Store a reduced value in the output's storage dtype; of a (value,
     index) pair (argmax/argmin), the index (``depends``: instructions the
-    store waits for)."""
+    store waits for).  ``epilogue``: one elementwise unit that reads the
+    result only at its own index (``passes/epilogue.py``): the result goes
+    to a temporary and the unit's value is stored instead, in its buffer
+    (``buffers``: node id -> buffer name).  Returns the buffer written."""
     out = p.Subscript(p.Variable(spec["out"]), (lhs_index,))
     if isinstance(acc_dt, tuple):       # the value goes to a register nobody reads
+        assert not epilogue, "an epilogue of an arg-reduction"
         value = kb.fresh("v")
         kb.temporaries[value] = lp.TemporaryVariable(
             value, dtype=acc_dt[0], shape=(), address_space=lp.AddressSpace.PRIVATE)
         kb.assign((p.Variable(value), out), red_expr, within, depends)
-        return
+        return spec["out"]
     out_dt = np.dtype(spec["out_dtype"])
     res = red_expr
     if out_dt == BOOL:
         res = TypeCast(U8, red_expr)
     elif acc_dt != out_dt:
         res = TypeCast(storage_dtype(out_dt), red_expr)
+    if epilogue:
+        (unit,) = epilogue
+        kept = decompose(lhs_index, spec["kept_shape"])
+        kb.analyze([unit.node])
+        kb.local[id(spec["node"])] = (kb.temp(res, out_dt, within, depends), kept)
+        value, _ = kb.define(unit.node, kept, within)
+        buf = buffers[id(unit.node)]
+        kb.assign(p.Subscript(p.Variable(buf), (lhs_index,)), value, within)
+        return buf
     kb.assign(out, res, within, depends)
+    return spec["out"]
 
 
-def combine(asm, name, spec, part, operation, acc_dt, n, index, form, rule, wg):
+def epilogue_result(knl, epilogue):
+    """After the schedule: a reduction result that an epilogue reads goes to
+    local memory where the reduction runs across work-items (only work-item
+    0 holds it), with a barrier before its readers (``result_space``); the
+    store then runs on every work-item (the same value; loopy asks every
+    instruction to use the kernel's local axes)."""
+    if not epilogue:
+        return knl
+    kern = knl.default_entrypoint
+    results = [n for n, t in kern.temporary_variables.items() if t.shape == ()
+               and any(insn.reduction_inames() and n in insn.assignee_var_names()
+                       for insn in kern.instructions)]
+    import loopy as lp
+    knl = result_space(knl, results)
+    plain = [i.id for i in knl.default_entrypoint.instructions if not i.reduction_inames()]
+    return lp.add_inames_for_unused_hw_axes(knl, " or ".join(f"id:{i}" for i in plain)) \
+        if plain else knl
+
+
+def result_space(knl, results):
+    """Put each reduction result in local memory if its reduction runs
+    across work-items (only work-item 0 holds the result), else private."""
+    import loopy as lp
+    from loopy.kernel.data import LocalInameTagBase
+    kern = knl.default_entrypoint
+    local = {n for n, tags in ((n, kern.iname_tags(n)) for n in kern.all_inames())
+             if any(isinstance(t, LocalInameTagBase) for t in tags)}
+    temps = dict(kern.temporary_variables)
+    shared = []
+    for insn in kern.instructions:
+        name, = insn.assignee_var_names()
+        if name in results and set(insn.reduction_inames()) & local:
+            temps[name] = temps[name].copy(address_space=lp.AddressSpace.LOCAL)
+            shared.append(insn)
+    kern = kern.copy(temporary_variables=temps)
+    for insn in shared:     # loopy sees no race in a scalar: the barrier is explicit
+        readers = [r.id for r in kern.instructions if insn.id in r.depends_on]
+        if readers:
+            kern = lp.add_barrier(kern, f"id:{insn.id}",
+                                  " or ".join(f"id:{r}" for r in readers),
+                                  synchronization_kind="local",
+                                  within_inames=insn.within_inames)
+    return knl.with_kernel(kern)
+
+
+def combine(asm, name, spec, part, operation, acc_dt, n, index, form, rule, wg, epilogue=()):
     """Reduce ``n`` partials per output (in the buffers
     ``result_buffers(part, acc_dt)``) with the first stage's ``operation``;
     ``index(i, j)`` locates one.  ``form``: COMBINE_GROUP
-    (a work-group of ``wg`` per output) or COMBINE_THREAD."""
+    (a work-group of ``wg`` per output) or COMBINE_THREAD; ``epilogue`` as
+    for ``write_result``."""
     M = spec["M"]
     kb = KernelBuilder(asm.plan, asm.buffers, ["i"])
     i, j = p.Variable("i"), p.Variable("j")
     reads = tuple(p.Subscript(p.Variable(buf), (index(i, j),))
                   for buf, _ in result_buffers(part, acc_dt))
     red = Reduction(operation, ("j",), reads if len(reads) > 1 else reads[0])
-    write_result(kb, spec, i, red, acc_dt, ["i"])
+    written = write_result(kb, spec, i, red, acc_dt, ["i"], epilogue=epilogue,
+                           buffers=asm.buffers)
     steps = (GroupReduce("j", wg),) if form == Form.COMBINE_GROUP else (WorkGroup(wg),)
     asm.finish(name, kb, [f"{{[i, j]: 0 <= i < {M} and 0 <= j < {n}}}"],
-               {spec["out"]}, steps, form, rule, scheduled=hoist_nested_pairs)
+               {written}, steps, form, rule,
+               scheduled=lambda knl: epilogue_result(hoist_nested_pairs(knl), epilogue))
 
 
 def guard_reads(knl, guards):

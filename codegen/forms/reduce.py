@@ -18,26 +18,28 @@ from ..cfuncs import storage_dtype
 from ..lower import IDENTITY, KernelBuilder
 from ..policy import Form
 from ..schedule import GroupReduce, WorkGroup
-from .parts import body_at, write_result
+from .parts import body_at, epilogue_result, write_result
 from ..user_functions import identity_call, is_user_reduce
 from .reduction_ops import hoist_nested_pairs, reduction_expr
 
 
-def single(asm, name, spec, choice):
-    """A ``thread`` or ``group`` kernel."""
+def single(asm, name, spec, choice, epilogue=()):
+    """A ``thread`` or ``group`` kernel; ``epilogue``: an elementwise unit
+    stored instead of the result (``parts.write_result``)."""
     kb = KernelBuilder(asm.plan, asm.buffers, ["i"])
     kb.analyze([spec["node"]])
     i, j = p.Variable("i"), p.Variable("j")
     M, R = spec["M"], spec["R"]
     red, acc_dt = reduction_expr(spec["op"], ("j",), body_at(kb, spec, i, j), (j, R))
-    write_result(kb, spec, i, red, acc_dt, ["i"])
+    written = write_result(kb, spec, i, red, acc_dt, ["i"], epilogue=epilogue,
+                           buffers=asm.buffers)
     domain = f"{{[i, j]: 0 <= i < {M} and 0 <= j < {R}}}"
     if choice.form == Form.GROUP:
         steps = (GroupReduce("j", choice.params["size"]),)
     else:
         steps = (WorkGroup(choice.params["wg"]),)
-    asm.finish(name, kb, [domain], {spec["out"]}, steps, choice.form, choice.rule,
-               scheduled=hoist_nested_pairs)
+    asm.finish(name, kb, [domain], {written}, steps, choice.form, choice.rule,
+               scheduled=lambda knl: epilogue_result(hoist_nested_pairs(knl), epilogue))
 
 
 def neutral(asm, name, spec, choice):

@@ -12,7 +12,7 @@ work-item and a tree in local memory (``GroupReduce(.., over="")``); the
 elementwise loop ``c`` is split the same way, so every work-item re-reads
 exactly the addresses it loaded in the first pass (L1 hits).  A reduction
 over work-items ends in work-item 0, so its result goes to a local-memory
-scalar that the others read after a barrier (``_result_space``); with
+scalar that the others read after a barrier (``parts.result_space``); with
 one work-item per row it stays private.
 
 CPU, or rows shorter than ``GROUP_ROW``: one work-item per row, sequential
@@ -35,7 +35,7 @@ from ..lower import KernelBuilder, decompose, linearize
 from ..passes.data import Group
 from ..policy import Form
 from ..schedule import GroupReduce, Split, Tag, WorkGroup
-from .parts import elementwise_body, reduction_spec
+from .parts import elementwise_body, reduction_spec, result_space
 from .reduction_ops import reduction_expr
 
 
@@ -67,33 +67,7 @@ def build(asm, name, group, choice):
         steps += (Split("c", w, outer_tag=unroll, inner_tag="l.0"),)
     results = [kb.local[id(r)][0].name for r in reds]
     asm.finish(name, kb, [domain], written, steps, choice.form, choice.rule,
-               scheduled=lambda knl: _result_space(knl, results))
-
-
-def _result_space(knl, results):
-    """Put each reduction result in local memory if its reduction runs
-    across work-items (only work-item 0 holds the result), else private."""
-    import loopy as lp
-    from loopy.kernel.data import LocalInameTagBase
-    kern = knl.default_entrypoint
-    local = {n for n, tags in ((n, kern.iname_tags(n)) for n in kern.all_inames())
-             if any(isinstance(t, LocalInameTagBase) for t in tags)}
-    temps = dict(kern.temporary_variables)
-    shared = []
-    for insn in kern.instructions:
-        name, = insn.assignee_var_names()
-        if name in results and set(insn.reduction_inames()) & local:
-            temps[name] = temps[name].copy(address_space=lp.AddressSpace.LOCAL)
-            shared.append(insn)
-    kern = kern.copy(temporary_variables=temps)
-    for insn in shared:     # loopy sees no race in a scalar: the barrier is explicit
-        readers = [r.id for r in kern.instructions if insn.id in r.depends_on]
-        if readers:
-            kern = lp.add_barrier(kern, f"id:{insn.id}",
-                                  " or ".join(f"id:{r}" for r in readers),
-                                  synchronization_kind="local",
-                                  within_inames=insn.within_inames)
-    return knl.with_kernel(kern)
+               scheduled=lambda knl: result_space(knl, results))
 
 
 def _build(asm, reds, outs, shape):

@@ -13,7 +13,7 @@ from .parts import body_at, combine
 from .reduction_ops import hoist_nested_pairs, reduction_expr, result_buffers
 
 
-def build(asm, name, spec, choice):
+def build(asm, name, spec, choice, epilogue=()):
     """Stage 1 (``<name>_c1``, partials) and the combine (``<name>_c2``).
 
     ``rows`` > 1 (few outputs, GPU): a work-group is ``rows`` x M work-items,
@@ -60,4 +60,4 @@ def build(asm, name, spec, choice):
     form, wg = ((Form.COMBINE_GROUP, min(256, pow2_floor(slots))) if rows > 1
                 else (Form.COMBINE_THREAD, lw))
     combine(asm, name + "_c2", spec, part, red.operation, acc_dt, slots,
-            lambda i, j: p.Sum((p.Product((M, j)), i)), form, choice.rule, wg)
+            lambda i, j: p.Sum((p.Product((M, j)), i)), form, choice.rule, wg, epilogue)

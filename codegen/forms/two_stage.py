@@ -18,7 +18,7 @@ from .parts import body_at, combine
 from .reduction_ops import hoist_nested_pairs, reduction_expr, result_buffers
 
 
-def build(asm, name, spec, choice):
+def build(asm, name, spec, choice, epilogue=()):
     """Stage 1 (``<name>_s1``, partials) and the combine (``<name>_s2``)."""
     M, R, op = spec["M"], spec["R"], spec["op"]
     prm = choice.params
@@ -45,4 +45,4 @@ def build(asm, name, spec, choice):
                choice.rule, scheduled=hoist_nested_pairs)
     combine(asm, name + "_s2", spec, part, red.operation, acc_dt, n_part,
             lambda i, j: p.Sum((p.Product((n_part, i)), j)), Form.COMBINE_GROUP,
-            choice.rule, WG)
+            choice.rule, WG, epilogue)

@@ -5,8 +5,8 @@ by ``make_plan``:
    read in place as a transposed buffer (decided here, once);
 2. ``group``: which kernel computes each materialized node;
 3. ``fuse_rows``: row reductions join the elementwise kernel that reads them;
-4. ``epilogue``: an elementwise kernel that only transforms a matrix
-   product's result is computed in the product's store (given a device).
+4. ``epilogue``: an elementwise kernel that only transforms a reduction's
+   or a matrix product's result is computed in its store (given a device).
 
 See docs/DESIGN.md, "Materialization and fusion"."""
 from __future__ import annotations
@@ -19,14 +19,19 @@ from .group import group
 from .materialize import inlined_terms, materialize, transposed_buffer
 
 
-def make_plan(outputs, device=None) -> Plan:
+def make_plan(outputs, device=None, fusable=None) -> Plan:
+    """``fusable(node, materialized, transposed)``: whether reduction or
+    contraction ``node`` stores an elementwise reader of its result (the
+    epilogue pass runs when it is given, or a ``device``: then for tiled
+    matmuls alone)."""
     order = N.topological_order(outputs)
     mat, transposed = materialize(outputs, order)
     groups = fuse_rows(group(order, mat), mat, outputs)
-    if device is not None:
+    if fusable is None and device is not None:
         from ..policy import stores_through_epilogue
-        groups = fuse_epilogues(groups, mat, outputs,
-                                lambda e: stores_through_epilogue(e, device))
+        fusable = lambda e, mat, transposed: stores_through_epilogue(e, device)  # noqa: E731
+    if fusable is not None:
+        groups = fuse_epilogues(groups, mat, outputs, lambda e: fusable(e, mat, transposed))
     return Plan(order, mat, groups, list(outputs), transposed=transposed)
 
 

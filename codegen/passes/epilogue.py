@@ -1,15 +1,18 @@
 """Epilogues: an elementwise node that only transforms a matrix product's
-result (``tanh(x @ W + b)``) is computed in the product's store, so the
-product itself is never written to memory and read back.
+or a reduction's result (``tanh(x @ W + b)``, ``sum(x) / n``, a training
+step's ``w - lr * (X.T @ d)``) is computed in its store, so the result
+itself is never written to memory and read back, and it costs no kernel.
 
-An elementwise unit T joins the group of einsum E (as its second unit) when
+An elementwise unit T joins the group of einsum or reduction E (as its
+second unit) when
 * T reads E only at its own index (every path from T to E is an
   identity-indexed elementwise read) and has E's shape;
 * E is not an output and no other kernel reads it;
 * T's other reads are inputs or results of kernels before E's;
-* the policy computes E as a tiled matmul on this device (the form that
-  stores through an epilogue: ``policy.stores_through_epilogue``).
-The tiled matmul builder then stores T, computed from the accumulated sum.
+* the policy computes E in a form that stores through an epilogue on this
+  device: a tiled matmul (``policy.stores_through_epilogue``) or a
+  reduction form of ``policy.EPILOGUE_FORMS`` (``assemble.epilogue_fusable``).
+The builder then stores T, computed from the accumulated value.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ def fuse_epilogues(groups, mat, outputs, fusable):
     out_ids = {id(o) for o in outputs}
     moved = set()
     for gi, g in enumerate(groups):
-        if g.kind != "einsum" or len(g.units) != 1:
+        if g.kind not in ("einsum", "reduce") or len(g.units) != 1:
             continue
         e = g.units[0].node
         users = readers.get(id(e), [])
