@@ -23,10 +23,11 @@ def array(object, dtype=None, *, copy=True, order="K", ndmin=0) -> Array:   # no
     The data is copied now, so later changes to ``object`` are not seen.
     ``copy`` and ``order`` are accepted and mean nothing (data leaves are
     private C-order copies); ``ndmin`` prepends axes of length one.  A
-    polyarray array is returned as it is (cast when ``dtype`` is given).
-    Complex dtypes are refused."""
+    polyarray array gives a new handle of the same expression (cast when
+    ``dtype`` is given), which ``x[i] = v`` rebinds alone.  Complex dtypes
+    are refused."""
     if isinstance(object, Array):
-        out = object if dtype is None else object.astype(dtype)
+        out = Array(object.node) if dtype is None else object.astype(dtype)
     else:
         out = Array(C.array(object, dtype))
     if out.ndim < ndmin:
@@ -46,6 +47,8 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None) -> Array:
     if not isinstance(a, Array) and is_foreign_cuda(a):
         leaf = Array(C.device_leaf(a))
         return leaf if dtype is None else leaf.astype(dtype)
+    if isinstance(a, Array) and dtype is None:
+        return a                # the same handle, as NumPy's asarray
     return array(a, dtype)
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from .codegen.ir import nodes as N
-from .ops import arrange, eager, elementwise, indexing, linalg, matrices, ordering
-from .ops import reductions, scans, shapes, ufuncs
+from .ops import arrange, assign, eager, elementwise, indexing, linalg, matrices
+from .ops import ordering, reductions, scans, shapes, ufuncs
 from .ops.axes import no_out
 from .ops.reductions import NoValue
 
@@ -37,11 +37,13 @@ class Array:
     Its ``shape`` and ``dtype`` are known at once; operators, methods and
     ``pa.*`` functions build new expressions, and nothing is computed until it
     is evaluated (``x.evaluate()``, ``pa.compile``, or an eager hook such as
-    ``np.asarray(x)``, ``float(x)``, ``bool(x)``).  Arrays are immutable:
-    ``x[i] = v`` raises, ``x += 1`` rebinds ``x`` to a new array, and ``out=``
-    must be None.  ``==`` is elementwise, so arrays are unhashable: use
-    ``x.node`` as a key.  Make one with ``pa.array``, ``pa.asarray`` or
-    ``pa.placeholder``.  See docs/numpy_differences.md."""
+    ``np.asarray(x)``, ``float(x)``, ``bool(x)``).  Expressions are immutable:
+    ``x[i] = v`` and ``x += 1`` rebind the handle ``x`` to a new expression
+    (other arrays made from the old one keep its value, as with JAX's
+    ``x.at[i].set(v)``), and ``out=`` must be None.  ``==`` is elementwise,
+    so arrays are unhashable: use ``x.node`` as a key.  Make one with
+    ``pa.array``, ``pa.asarray`` or ``pa.placeholder``.  See
+    docs/numpy_differences.md."""
     __slots__ = ("_node", "__weakref__")
 
     def __init__(self, node: N.Node):
@@ -102,8 +104,13 @@ class Array:
     # (they evaluate, so they live above polyarray.program)
 
     def __setitem__(self, key, value):
-        raise TypeError("polyarray arrays are immutable expressions; build a "
-                        "new array instead, e.g. pa.where(mask, value, x)")
+        """``x[key] = value`` rebinds this handle to "x with that region
+        replaced" (NumPy's indices, broadcasting and casting); arrays made
+        from the old expression, views included, keep the old values."""
+        if isinstance(value, _InPlace):
+            value.check_cast(self.dtype)
+        key = tuple(map(node_of, key)) if isinstance(key, tuple) else node_of(key)
+        self._node = assign.setitem(self._node, key, node_of(value))
 
     def __repr__(self):
         from .codegen.ir.printing import describe
@@ -134,11 +141,21 @@ class Array:
     __gt__, __ge__ = _bin("greater"), _bin("greater_equal")
     __eq__, __ne__ = _bin("equal"), _bin("not_equal")
     del _bin
+
     # augmented assignment rebinds the name to a new expression (arrays are
     # immutable): other handles of the old value keep it, as in JAX
-    __iadd__, __isub__, __imul__ = __add__, __sub__, __mul__
-    __itruediv__, __ifloordiv__, __imod__ = __truediv__, __floordiv__, __mod__
-    __iand__, __ior__, __ixor__ = __and__, __or__, __xor__
+    def _ibin(name):
+        def method(self, other):
+            return _InPlace.wrap(elementwise.apply_ufunc(name, self._node, node_of(other)),
+                                 name, self)
+        method.__name__ = "__i" + name + "__"
+        return method
+
+    __iadd__, __isub__, __imul__ = _ibin("add"), _ibin("subtract"), _ibin("multiply")
+    __itruediv__, __ifloordiv__ = _ibin("divide"), _ibin("floor_divide")
+    __imod__ = _ibin("remainder")
+    __iand__, __ior__, __ixor__ = _ibin("bitwise_and"), _ibin("bitwise_or"), _ibin("bitwise_xor")
+    del _ibin
     __hash__ = None          # elementwise __eq__: use ``.node`` as a dict key
 
     def __pow__(self, other):
@@ -147,7 +164,8 @@ class Array:
             return Array(elementwise.apply_ufunc("square", self._node))
         return Array(elementwise.apply_ufunc("power", self._node, node_of(other)))
 
-    __ipow__ = __pow__
+    def __ipow__(self, other):
+        return _InPlace.wrap(self.__pow__(other)._node, "power", self)
 
     def __neg__(self):
         return Array(elementwise.apply_ufunc("negative", self._node))
@@ -195,9 +213,14 @@ class Array:
                             f"{np.dtype(dtype)!r} according to the rule {casting!r}")
         return Array(elementwise.astype(self._node, dtype))
 
+    def copy(self, order="C"):
+        """A new handle of the same expression (``ndarray.copy``): ``x[i] = v``
+        on one leaves the other unchanged.  ``order`` means nothing."""
+        return Array(self._node)
+
     def __getitem__(self, key):
         key = tuple(map(node_of, key)) if isinstance(key, tuple) else node_of(key)
-        return Array(indexing.getitem(self._node, key))
+        return Array(assign.getitem(self._node, key))
 
     @property
     def T(self):
@@ -374,3 +397,24 @@ class Array:
         """Cumulative product along ``axis`` (``ndarray.cumprod``, as ``pa.cumprod``),
         lazily."""
         return Array(scans.cumprod(self._node, axis, dtype, out))
+
+
+class _InPlace(Array):
+    """The result of ``a op= b`` where NumPy, writing into ``a``, would refuse
+    the cast back to ``a``'s dtype.  The name is rebound as usual, but
+    ``x[i] op= v`` (``x[i] = x[i] op v``) raises NumPy's error, not storing a
+    value NumPy never would (``x[:2] /= 2`` on integers)."""
+    __slots__ = ("_ufunc", "_into")
+
+    @staticmethod
+    def wrap(node, ufunc, left):
+        if left.ndim == 0 or np.can_cast(node.dtype, left.dtype, "same_kind"):
+            return Array(node)        # NumPy's scalar ``x[0] /= 2`` casts unsafely
+        out = _InPlace(node)
+        out._ufunc, out._into = ufunc, left.dtype
+        return out
+
+    def check_cast(self, dtype):
+        if dtype == self._into:
+            raise TypeError(f"Cannot cast ufunc {self._ufunc!r} output from "
+                            f"{self.dtype!r} to {dtype!r} with casting rule 'same_kind'")

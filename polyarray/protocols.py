@@ -166,7 +166,7 @@ _METADATA = {
     "can_cast": lambda *a, **k: _pa().can_cast(*a, **k),
     "iscomplexobj": lambda x: False,
     "isrealobj": lambda x: True,
-    "copy": lambda a, order="K", subok=False: a,
+    "copy": lambda a, order="K", subok=False: Array(a.node),    # a new handle (x[i] = v)
     "asanyarray": lambda a, dtype=None, order=None, **kw: a if dtype is None else a.astype(dtype),
 }
 

@@ -221,7 +221,7 @@ case("bad_axis", lambda xp, a: xp.sum(a, axis=3), shapes=((2, 3),))
 
 # -- indexing ----------------------------------------------------------------
 _I = ((4, 5, 6),)
-for _key_name, _key in [
+_KEYS = [
         ("int", (1,)), ("neg_int", (-1, 2)), ("slice", (slice(1, 3),)),
         ("step_slice", (slice(None, None, 2), slice(1, None, 3))),
         ("neg_step", (slice(None, None, -1), slice(4, 0, -2))),
@@ -236,12 +236,32 @@ for _key_name, _key in [
         ("bool_mask_2d", (np.arange(20).reshape(4, 5) % 3 == 0,)),
         ("empty_slice", (slice(2, 2),)),
         ("out_of_bounds", (7,)), ("too_many", (0, 0, 0, 0)),
-        ("gather_oob", (np.array([0, 9]),)), ("float_index", (1.5,))]:
+        ("gather_oob", (np.array([0, 9]),)), ("float_index", (1.5,))]
+for _key_name, _key in _KEYS:
     case(f"getitem_{_key_name}", lambda xp, a, k=_key: a[k], shapes=_I)
 case("getitem_lazy_gather", lambda xp, a, i: a[i], shapes=((6, 3), (4,)),
      input_dtypes=lambda d: [d, np.dtype(np.int64)], ranges=(None, (-6, 5, False)))
 case("getitem_data_mask", lambda xp, a: a[xp.asarray(np.array([True, False, True]))],
      shapes=((3, 2),))
+
+
+def _setitem(xp, a, key, value):
+    """``t[key] = value`` on a copy of ``a`` (issue 17), returning ``t``."""
+    t = xp.array(a[...])
+    t[key] = value
+    return t
+
+
+for _key_name in ["int", "neg_step", "none", "gather_separated", "gather_int_mixed",
+                  "bool_mask_2d", "out_of_bounds"]:
+    _key = dict(_KEYS)[_key_name]
+    case(f"setitem_{_key_name}", lambda xp, a, k=_key: _setitem(xp, a, k, 3), shapes=_I)
+case("setitem_columns_augmented",
+     lambda xp, a, b: _setitem(xp, _setitem(xp, a, (slice(None), 1), b[:, 0]),
+                               (slice(None), 2), a[:, 2] + b[:, 3]), shapes=((3, 4), (3, 4)))
+case("setitem_lazy_scatter", lambda xp, a, i, b: _setitem(xp, a, i, b),
+     shapes=((6, 3), (4,), (3,)), input_dtypes=lambda d: [d, np.dtype(np.int64), d],
+     ranges=(None, (-6, 5, False)))
 
 # -- creation -------------------------------------------------------------
 case("zeros", lambda xp: xp.zeros((2, 3), np.float32), shapes=())

@@ -55,5 +55,15 @@ def test_profile_example_prints_the_table_and_the_graph():
     out = run(["examples/profile.py", "--target", "opencl", "--n", "64", "--features", "32",
                "--hidden", "16", "--outputs", "8", "--repeat", "2"])
     assert "profile on opencl" in out and "median of 2 calls" in out, out
-    assert "digraph polyarray {" in out and "subgraph cluster_k1_elementwise" in out, out
+    assert "digraph polyarray {" in out and "subgraph cluster_k0_" in out, out
     assert "kernel times / synchronized call:" in out, out
+
+
+def test_hermite_setitem_example_is_one_kernel_matching_numpy():
+    target = "opencl" if ok else "numpy"
+    out = run(["examples/hermite_setitem.py", "--target", target, "--rows", "5000",
+               "--N", "8"])
+    assert "max relative error vs NumPy" in out, out
+    assert "the same DAG as the stack form: True" in out, out
+    if ok:
+        assert "kernels: 1;" in out and "row+tile" in out and "of copy" in out, out

@@ -13,7 +13,7 @@ from fuzz.case import Case
 from fuzz.ops_leaves import op_constant, op_data, op_pair
 from fuzz.ops_shapes import (op_argreduce, op_broadcast, op_concat, op_gather, op_layout,
                              op_matmul, op_nested_reduce, op_reduce, op_reshape,
-                             op_rows)
+                             op_rows, op_setitem)
 from fuzz.ops_values import (op_arith, op_astype, op_bitcmp, op_bitwise, op_compare,
                              op_deep, op_divide, op_divmod, op_float, op_invert, op_logical,
                              op_maxmin, op_narrow_chain, op_power, op_shared, op_shift, op_unary_int,
@@ -26,7 +26,7 @@ OPS = [(op_arith, 10), (op_narrow_chain, 7), (op_bitwise, 5), (op_invert, 1),
        (op_float, 3), (op_maxmin, 2), (op_divide, 1), (op_gather, 4), (op_layout, 5),
        (op_reshape, 2), (op_broadcast, 1), (op_concat, 2), (op_matmul, 3), (op_shared, 2),
        (op_constant, 1), (op_data, 1), (op_pair, 2), (op_rows, 3), (op_deep, 1),
-       (op_nested_reduce, 2), (op_shift, 2)]
+       (op_nested_reduce, 2), (op_shift, 2), (op_setitem, 3)]
 
 
 def make_case(seed, max_ops=None, sizes=None) -> Case:

@@ -6,6 +6,8 @@ Each ``op_*(b)`` takes the ``_Builder`` and returns the new entry or None.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from fuzz.builder import _entry_of, _is_int
@@ -254,3 +256,36 @@ def op_nested_reduce(b):
     axis = b.choice([1, 1, 0])
     rule = ("sum", [], (axis,)) if outer == "sum" else ("move",)
     return b.apply(f"{red.var}.{outer}(axis={axis})", [red.var], rule)
+
+
+def op_setitem(b):
+    """``t[key] = v`` on a copy (issue 17): an integer or a slice (steps, negative)
+    along one axis, a scalar or a same-kind entry broadcast to the region; then,
+    sometimes, another index set from the first (a chain read through)."""
+    a = b.pick(lambda e: e.ndim >= 1 and all(n > 0 for n in e.shape))
+    if a is None:
+        return None
+    ax = int(b.rng.integers(a.ndim))
+    n = a.shape[ax]
+    i = int(b.rng.integers(-n, n))
+    if b.coin(0.5):
+        item = str(i)
+    else:
+        step = b.choice([1, 1, 2, -1, -3])
+        item = f"{i}::{step}" if b.coin(0.5) else f"{min(i % n, n - 1)}:{n}:{step}"
+    key = ", ".join([":"] * ax + [item])
+    region = np.empty(a.shape)[eval(f"np.s_[{key}]")].shape     # noqa: S307
+    if math.prod(region) * (2 if item == str(i) else 1) >= a.val.size:
+        return None             # every input must stay read (the runner binds them all)
+    v = b.pick(lambda e: e is not a and np.can_cast(e.dtype, a.dtype, "safe") and
+               len(e.shape) <= len(region) and all(
+                   x in (1, y) for x, y in zip(e.shape[::-1], region[::-1])))
+    deps = [a.var] + ([v.var] if v is not None else [])
+    value = v.var if v is not None else repr(b.scalar(a.dtype, small=True))
+    second = ""
+    if item == str(i) and n > 1 and b.coin(0.4):
+        j = (i + 1) % n
+        other = ", ".join([":"] * ax + [str(j)])
+        second = f", t.__setitem__(({other},), t[{key}])"
+    code = f"(lambda t: (t.__setitem__(({key},), {value}){second}, t)[-1])(xp.array({a.var}[...]))"
+    return b.apply(code, deps)

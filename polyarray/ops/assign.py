@@ -1,0 +1,292 @@
+"""``x[key] = v``: a new node, "x with that region replaced" (JAX's
+``x.at[key].set(v)`` with NumPy's syntax, broadcasting, casting and errors).
+
+Three forms, chosen by the key:
+
+* one axis restricted by an integer or a step-1 slice (``out[:, i] = v``):
+  the array is kept as *columns*, segments along that axis taken from the base
+  array or from values, and built as the ``concatenate`` of those pieces.
+  Further updates of the same axis edit the segment list (no chain of
+  nodes), so the Hermite recurrence written with ``out[:, i] = ...`` becomes
+  the nodes ``pa.stack(columns, axis=1)`` builds, and the same kernel;
+* any other basic key (steps, several axes, ``None``): one IndexLambda,
+  ``where(index in region, v[mapped index], x[index])``;
+* integer arrays and concrete boolean masks: the same, with a map from each
+  position to the last value written there (NumPy's order, so
+  ``x[[0, 0]] = [1, 2]`` gives 2; made on the host, or for lazy indices a
+  max reduction); ``x[mask] = scalar`` is ``where(mask, v, x)``, lazily for a
+  lazy mask too.
+
+Every node made here is recorded (``_RECORDS``) with how it was made, so
+that ``getitem`` can read through updates at build time: ``updated[sel]``
+where ``sel`` is exactly the replaced region gives the value's node, and
+where it is disjoint from the region reads the array underneath.  Only a few
+records are looked at per read and each update copies one segment list, so
+building and compiling stay linear in the number of updates.
+"""
+from __future__ import annotations
+
+import bisect
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+import pymbolic.primitives as p
+
+from ..codegen.ir import nodes as N
+from ..codegen.ir.expr import binding_name, call, index_var, index_vars, read
+from .creation import full
+from .indexing import _expand, _format_key, getitem as _getitem
+from .scatter import all_of, fit, full_range, mask_of, range_test, scatter, set_mask, value_node
+from .shapes import expand_dims, reshape
+
+_RECORDS = weakref.WeakKeyDictionary()    # node made here -> how (_Columns | _Region)
+_READ_DEPTH = 8                            # records looked through per read
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """``base`` with segments along ``axis`` replaced.  ``segs`` holds
+    ``(start, stop, kind, node)``: kind "base" (node None), "col" (one index,
+    ``node`` without the axis: the value as written) or "block" (``node``
+    with the axis, ``stop - start`` long); ``starts`` their starts and
+    ``pieces`` the nodes concatenated (a "col" with the axis put back)."""
+    base: N.Node
+    axis: int
+    segs: tuple
+    starts: tuple
+    pieces: tuple
+
+
+@dataclass(frozen=True)
+class _Region:
+    """``base`` with the basic region ``sig`` replaced by ``value``."""
+    base: N.Node
+    sig: tuple
+    value: N.Node
+
+
+# -- keys ---------------------------------------------------------------------
+def _basic_sig(node, key):
+    """The key as ``(("none",) | ("int", k) | ("range", range))`` per item,
+    integers and slices normalized; None where it holds arrays or masks."""
+    sig = []
+    for kind, v, d in _expand(node, key):
+        if kind == "none":
+            sig.append(("none", None))
+        elif kind == "int":
+            n = node.shape[d]
+            if not -n <= v < n:
+                return None          # getitem raises NumPy's IndexError
+            sig.append(("int", v % n))
+        elif kind == "slice":
+            sig.append(("range", range(*v.indices(node.shape[d]))))
+        else:
+            return None
+    return tuple(sig)
+
+
+def _axes(sig):
+    """(axis, set of indices as a range, is an int) per non-None item."""
+    out, d = [], 0
+    for kind, v in sig:
+        if kind != "none":
+            out.append((d, range(v, v + 1) if kind == "int" else v, kind == "int"))
+            d += 1
+    return out
+
+
+def _as_key(sig):
+    key = []
+    for kind, v in sig:
+        if kind == "none":
+            key.append(None)
+        elif kind == "int":
+            key.append(v)
+        else:
+            key.append(_range_key(v))
+    return tuple(key)
+
+
+def _disjoint(a: range, b: range) -> bool:
+    if not a or not b:
+        return True
+    if abs(a.step) == 1 and abs(b.step) == 1:
+        return max(a) < min(b) or max(b) < min(a)
+    if min(len(a), len(b)) <= 4096:
+        small, big = (a, b) if len(a) <= len(b) else (b, a)
+        return not any(i in big for i in small)
+    return False                         # not worth proving: read the update
+
+
+# -- reads through updates ------------------------------------------------------
+def getitem(node: N.Node, key) -> N.Node:
+    """``node[key]``, reading through recorded updates where the key is basic:
+    the replaced value itself when ``key`` is the replaced region (or one
+    column of it), the array underneath when ``key`` avoids every update."""
+    if node in _RECORDS:
+        try:
+            sig = _basic_sig(node, key)
+        except (IndexError, TypeError):
+            sig = None                    # getitem raises NumPy's error
+        if sig is not None:
+            node, found = _read_through(node, key, sig, _READ_DEPTH)
+            if found is not None:
+                return found
+    return _getitem(node, key)
+
+
+def _read_through(node, key, sig, depth):
+    """(the node to read ``sig`` from, or None; the value read, or None)."""
+    while depth > 0:
+        depth -= 1
+        rec = _RECORDS.get(node)
+        if isinstance(rec, _Columns):
+            return _read_columns(node, rec, key, sig, depth)
+        if not isinstance(rec, _Region):
+            break
+        if rec.sig == sig:
+            return node, rec.value
+        write, want = _axes(rec.sig), _axes(sig)
+        if not any(_disjoint(w, r) for (_, w, _), (_, r, _) in zip(write, want)):
+            break
+        node = rec.base
+    return node, None
+
+
+def _range_key(r):
+    return slice(r.start, None if r.step < 0 and r.stop < 0 else r.stop, r.step)
+
+
+def _read_columns(node, rec, key, sig, depth):
+    if any(kind == "none" for kind, _ in sig):
+        return node, None
+    a = rec.axis
+    (_, want, is_int) = _axes(sig)[a]
+    if not want:
+        return node, None
+    start, stop, kind, piece = rec.segs[bisect.bisect_right(rec.starts, want[0]) - 1]
+    if not start <= want[-1] < stop:
+        return node, None
+    if kind == "base":
+        below, found = _read_through(rec.base, key, sig, depth)
+        return node, found if found is not None else _constant_read(below, key)
+    items = list(_as_key(sig))
+    if kind == "col":
+        if not is_int:
+            return node, None
+        del items[a]
+        if all(it == slice(0, n, 1) for it, n in zip(items, piece.shape)):
+            return node, piece
+        return node, _getitem(piece, tuple(items))
+    items[a] = want[0] - start if is_int else _range_key(
+        range(want.start - start, want.stop - start, want.step))
+    return node, _getitem(piece, tuple(items))
+
+
+# -- updates ----------------------------------------------------------------
+def setitem(node: N.Node, key, value) -> N.Node:
+    """``node`` with ``node[key]`` replaced by ``value`` (a node, or NumPy
+    data / Python scalars), as NumPy's ``node[key] = value`` would leave it."""
+    mask = mask_of(node, key)
+    if mask is not None:
+        done = set_mask(node, key, mask, value)
+        if done is not None:
+            return done
+    region = _getitem(node, key)          # checks the key: NumPy's IndexErrors
+    sig = _basic_sig(node, key)
+    v = fit(value_node(value, node.dtype), region.shape, advanced=sig is None)
+    if region.size == 0:
+        return node
+    if sig is None:
+        return scatter(node, key, v)
+    restricted = [(d, r, is_int) for d, r, is_int in _axes(sig)
+                  if is_int or not full_range(r, node.shape[d])]
+    if not restricted:                    # the whole array replaced
+        return reshape(v, node.shape)
+    has_none = any(kind == "none" for kind, _ in sig)
+    if len(restricted) == 1 and not has_none and restricted[0][1].step == 1:
+        d, r, is_int = restricted[0]
+        return _set_columns(node, d, r.start, r.stop, "col" if is_int else "block", v)
+    return _set_region(node, sig, v, key)
+
+
+def _set_columns(node, a, lo, hi, kind, v):
+    """Indices ``lo:hi`` along axis ``a`` replaced: the overlapped segments
+    cut (tuples sliced, so each update costs a copy, not a Python loop, over
+    the segments) and one ``Concatenate`` of the segments' pieces made."""
+    rec = _RECORDS.get(node)
+    if not (isinstance(rec, _Columns) and rec.axis == a):
+        n = node.shape[a]
+        rec = _Columns(node, a, ((0, n, "base", None),), (0,),
+                       (_base_piece(node, a, 0, n),))
+    first = bisect.bisect_right(rec.starts, lo) - 1
+    last = bisect.bisect_left(rec.starts, hi) - 1      # the last segment starting before hi
+    head, tail = [], []
+    s0 = rec.starts[first]
+    if s0 < lo:
+        head.append(_cut(rec, first, s0, lo))
+    e1 = rec.segs[last][1]
+    if hi < e1:
+        tail.append(_cut(rec, last, hi, e1))
+    mid = head + [((lo, hi, kind, v), expand_dims(v, a) if kind == "col" else v)] + tail
+    segs = rec.segs[:first] + tuple(m[0] for m in mid) + rec.segs[last + 1:]
+    starts = rec.starts[:first] + tuple(m[0][0] for m in mid) + rec.starts[last + 1:]
+    pieces = rec.pieces[:first] + tuple(m[1] for m in mid) + rec.pieces[last + 1:]
+    if len(pieces) == 1:
+        out = pieces[0]
+    else:               # the pieces fit by construction: no need of concatenate's checks
+        out = N.Concatenate.make(node.shape, node.dtype, pieces, a)
+    _RECORDS.setdefault(out, _Columns(rec.base, a, segs, starts, pieces))
+    return out
+
+
+def _cut(rec, at, s, e):
+    """((segment), piece) for the part ``s:e`` of segment ``at`` (a "col" is
+    one wide, so it is never cut)."""
+    start, _, kind, value = rec.segs[at]
+    if kind == "base":
+        return (s, e, kind, None), _base_piece(rec.base, rec.axis, s, e)
+    value = _getitem(value, (slice(None),) * rec.axis + (slice(s - start, e - start),))
+    return (s, e, kind, value), value
+
+
+def _base_piece(base, a, s, e):
+    """Indices ``s:e`` of the base along ``a``; one wide, as ``stack`` holds a
+    column (``pa.ones`` gives ``expand_dims(full(...))``, as ``ones_like``)."""
+    if e - s == 1:
+        return expand_dims(_constant_read(base, (slice(None),) * a + (s,)), a)
+    return _constant_read(base, (slice(None),) * a + (slice(s, e),))
+
+
+def _constant_read(node, key):
+    """``node[key]``; a constant (``pa.ones``) read gives a constant."""
+    out = _getitem(node, key)
+    if isinstance(node, N.IndexLambda) and not node.bindings \
+            and isinstance(node.expr, np.generic):
+        return full(out.shape, node.expr, node.dtype)
+    return out
+
+
+def _set_region(node, sig, v, key):
+    conds, vidx, d = [], [], 0
+    for kind, val in sig:
+        if kind == "none":
+            vidx.append(0)
+            continue
+        i = index_var(d)
+        if kind == "int":
+            conds.append(p.Comparison(i, "==", val))
+        elif full_range(val, node.shape[d]):
+            vidx.append(i)
+        else:
+            c, j = range_test(i, val)
+            conds += c
+            vidx.append(j)
+        d += 1
+    x, y = binding_name(0), binding_name(1)
+    expr = call("where", all_of(conds), read(y, vidx), read(x, index_vars(node.ndim)))
+    out = N.IndexLambda.make(node.shape, node.dtype, expr, ((x, node), (y, v)),
+                             f"setitem[{_format_key(key)}]")
+    _RECORDS.setdefault(out, _Region(node, sig, v))
+    return out
