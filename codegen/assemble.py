@@ -18,7 +18,7 @@ from .cfuncs import HELPERS_PREAMBLE, storage_dtype
 from .checks import ERROR_BUFFER, callable_for
 from .user_functions import UserCallable, is_user_function
 from .classify import (Elementwise, contraction_class, product_class, reduction_class,
-                       rows_class)
+                       rows_class, stacked_columns)
 from .device import Device
 from .forms import (cpu_matmul, elementwise, lanes, matmul, mma_matmul, reduce, rows,
                     split_columns, two_stage)
@@ -88,7 +88,8 @@ class Assembler:
         user = self.user_steps(name)
         requested = build_options(user, Form.ELEMENTWISE, name) if user is not None else None
         cls = Elementwise(group.size, group.units[0].node.shape, requested,
-                          probe=lambda: elementwise.transposed_reads(self, name, group))
+                          probe=lambda: elementwise.transposed_reads(self, name, group),
+                          stacked=stacked_columns(group))
         elementwise.build(self, name, group, choose(cls, self.device))
         self.prebuilt.pop(name, None)
 

@@ -18,12 +18,38 @@ class Elementwise:
     shape: tuple                # of the first output
     requested: tuple | None = None  # the user's build options (layout, per item, work-group)
     probe: Callable | None = field(default=None, compare=False, repr=False)
+    stacked: int = 0            # columns of a recurrence stacked along the last axis
 
     @cached_property
     def transposed_reads(self) -> tuple:
         """2-D buffers read only at the transposed index (``x[i1, i0]``);
         found by building the body once, on demand."""
         return tuple(self.probe()) if self.probe is not None else ()
+
+
+def stacked_columns(group) -> int:
+    """The number of columns where a group's one output is a 2-D
+    concatenation along its last axis of pieces that build on each other (a
+    recurrence: ``H[k+1] = 2 x H[k] - 2 k H[k-1]``), else 0: the last
+    piece's DAG holds most other pieces' cores (a piece, or the array it
+    transforms through at most two one-input steps: ``(H[k] / sqrt(k!))[:, None]``).  Computed at a flat index, each
+    element would redo the recurrence up to its column."""
+    from polyarray.codegen.ir import nodes as N
+    if len(group.units) != 1:
+        return 0
+    n = group.units[0].node
+    if not isinstance(n, N.Concatenate) or len(n.shape) != 2 or n.axis != 1 \
+            or len(n.arrays) < 4 or n.shape[1] > 64:
+        return 0
+
+    def core(a):         # through a reshape, then a normalization
+        for _ in range(2):
+            if isinstance(a, N.IndexLambda) and len(a.bindings) == 1:
+                (_, a), = a.bindings
+        return a
+    ancestry = {id(m) for m in N.topological_order([core(n.arrays[-1])])}
+    found = {id(core(a)) for a in n.arrays[:-1]} & ancestry
+    return n.shape[1] if len(found) >= max(3, (len(n.arrays) - 1) // 2) else 0
 
 
 @dataclass(frozen=True)

@@ -273,6 +273,12 @@ RULES = (
     # CPU: contiguous work-items over a flat index
     Rule("cpu: flat", E, lambda c, d: d.cpu, Form.ELEMENTWISE,
          lambda c, d: dict(layout="flat", wg=_wg(c.size))),
+    # GPU: columns of a recurrence (each builds on the one before): a work-item per
+    # row computes them in order (columns unrolled), stores through local memory
+    Rule("gpu: stacked recurrence, a row per work-item", E,
+         lambda c, d: STACKED_MIN_COLUMNS <= c.stacked <= STACKED_MAX_COLUMNS,
+         Form.ELEMENTWISE,
+         lambda c, d: dict(layout="axes", rows=STACKED_ROWS)),
     # GPU: a 2-D output reading a 2-D buffer transposed: 32 x 32 tiles through local
     # memory, so reads and stores are both coalesced
     Rule("gpu: transposed tile", E, _is_transposed, Form.ELEMENTWISE,

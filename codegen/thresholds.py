@@ -57,6 +57,14 @@ GPU_COLUMN_CHUNK = 32   # GPU split columns: at least this many rows per chunk
 KEPT_BLOCK = 4
 BLOCKED_FILL = FILL_THREADS * 8
 TRANSPOSE_TILE = 32     # tile edge of transposed elementwise kernels (GPU)
+# A recurrence stacked into columns (Hermite, 1.28M x 16 float32, H100): a
+# work-item per row, columns unrolled, stores through local memory 33.6 us,
+# 0.87 of copy; a work-item per element (each redoing the recurrence) 0.2.
+# At 4 columns the flat layout won (8.5 us, 1.01 of copy, against 10.2 us):
+# from 8 columns.  Up to 64 (the unrolled loop).
+STACKED_ROWS = 256
+STACKED_MIN_COLUMNS = 8
+STACKED_MAX_COLUMNS = 64
 TRANSPOSE_ROWS = 4      # rows of that tile per work-item (work-groups of 32 x 8)
 TILE = 16               # matmul tile edge (and depth); sizes are padded to tiles
 # CUDA grids have at most 65535 work-groups along y and z (g.1, g.2): the
@@ -139,7 +147,8 @@ __all__ = ["WG", "ELEMENTWISE_ILP", "ILP_MIN_GROUPS", "MANY_OUTPUTS", "FILL_THRE
            "PAIR_GROUP_ITEMS", "LONG_COLUMNS", "TWO_STAGE_GROUPS", "TWO_STAGE_STEPS",
            "CPU_COLUMN_CHUNK", "CPU_LANES", "CPU_KEPT_LANES", "CPU_ONE_GROUP",
            "CPU_GROUPS", "CPU_CHUNK_STEPS", "GPU_COLUMN_CHUNK", "KEPT_BLOCK",
-           "BLOCKED_FILL", "TRANSPOSE_TILE", "TRANSPOSE_ROWS", "TILE", "MAX_GRID_YZ",
+           "BLOCKED_FILL", "TRANSPOSE_TILE", "STACKED_ROWS", "STACKED_MIN_COLUMNS",
+           "STACKED_MAX_COLUMNS", "TRANSPOSE_ROWS", "TILE", "MAX_GRID_YZ",
            "REG_TILES", "BIG_TILES", "DEEP_K", "FILL_GROUPS", "SPLIT_K_CHUNK",
            "MATMUL_VECTOR", "MATMUL_VECTOR_8", "MMA_BIG", "MMA_SMALL", "MMA_DEPTH",
            "MMA_MIN", "GROUP_ROW", "ROW_GROUP", "ROW_UNROLL", "ROW_FUSE_MAX",

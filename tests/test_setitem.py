@@ -286,3 +286,27 @@ def test_hermite_build_is_linear_in_the_number_of_updates():
     X = pa.placeholder("X", (100,), np.float64)
     per = {n: _makes(lambda: hermite_setitem(X, n, pa)) / n for n in (32, 64)}
     assert per[64] <= 1.25 * per[32], per
+
+
+def test_stacked_recurrence_gets_a_row_per_work_item_on_gpus():
+    """The policy's row "gpu: stacked recurrence": columns that share their
+    work (the Hermite recurrence, normalized or not) are computed a row per
+    work-item (columns unrolled, stores through local memory), not an
+    element per work-item redoing the recurrence; independent columns are
+    not.  (CUDA source generation needs no GPU.)"""
+    import math
+    X = pa.placeholder("X", (1000,), np.float32)
+    out = pa.ones((1000, 12), np.float32)
+    out[:, 1] = X
+    for i in range(2, 12):
+        out[:, i] = X * out[:, i - 1] - (i - 1) * out[:, i - 2]
+    c = 1.0
+    for i in range(2, 12):
+        c *= i
+        out[:, i] /= math.sqrt(c)
+    (k,) = pa.compile(out, target="cuda").kernels.values()
+    assert k.rule == "gpu: stacked recurrence, a row per work-item", k
+    assert [type(s).__name__ for s in k.schedule] == ["WorkGroup", "Unroll", "StoreThroughLocal"]
+    plain = pa.concatenate([X[:, None] * j for j in range(1, 12)], axis=1)
+    (k,) = pa.compile(plain, target="cuda").kernels.values()
+    assert "stacked" not in k.rule, k

@@ -8,7 +8,8 @@ Layouts (``policy`` picks one; ``choice.params["layout"]``):
   fetched into registers before any store (enough loads in flight to reach
   copy bandwidth);
 * ``axes``: one loop per output axis, multi-dimensional reads (a user's
-  ``Layout("axes")``);
+  ``Layout("axes")``; with ``rows``, the policy's stacked recurrence: a
+  work-item per row, the columns unrolled, stores through local memory);
 * ``transposed``: 2-D output reading a 2-D buffer transposed: tiles of the
   buffer fetched into padded local memory by rows, so both the reads and the
   stores are coalesced.
@@ -20,7 +21,8 @@ import pymbolic.primitives as p
 import loopy as lp
 
 from ..lower import KernelBuilder, ceil_div, linearize
-from ..schedule import ElementsPerItem, Layout, Prefetch, ScheduleError, Split, WorkGroup
+from ..schedule import (ElementsPerItem, Layout, Prefetch, ScheduleError, Split,
+                        StoreThroughLocal, Unroll, WorkGroup)
 from ..schedule import read_indices
 from .parts import elementwise_body
 
@@ -35,8 +37,11 @@ def build(asm, name, group, choice):
         return _transposed(asm, name, group, params, rule)
     if layout == "axes":
         kb, domain, written = axes_kernel(asm, name, group)
-        return asm.finish(name, kb, [domain], written, (), form, rule, shapes=kb.read_shapes,
-                          facts=facts(group))
+        steps = ()
+        if params.get("rows"):          # a work-item per row (a stacked recurrence)
+            steps = (WorkGroup(params["rows"], "i0"), Unroll("i1"), StoreThroughLocal())
+        return asm.finish(name, kb, [domain], written, steps, form, rule,
+                          shapes=kb.read_shapes, facts=facts(group))
     kb = KernelBuilder(asm.plan, asm.buffers, ["i"])
     written = elementwise_body(asm, kb, group, p.Variable("i"), ["i"])
     asm.finish(name, kb, [f"{{[i]: 0 <= i < {group.size}}}"], written,
