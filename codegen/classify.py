@@ -18,7 +18,7 @@ class Elementwise:
     shape: tuple                # of the first output
     requested: tuple | None = None  # the user's build options (layout, per item, work-group)
     probe: Callable | None = field(default=None, compare=False, repr=False)
-    stacked: int = 0            # columns of a recurrence stacked along the last axis
+    stacked: int = 0            # bytes per row of a recurrence stacked along the last axis
 
     @cached_property
     def transposed_reads(self) -> tuple:
@@ -28,7 +28,7 @@ class Elementwise:
 
 
 def stacked_columns(group) -> int:
-    """The number of columns where a group's one output is a 2-D
+    """The bytes per row (columns x item size) where a group's one output is a 2-D
     concatenation along its last axis of pieces that build on each other (a
     recurrence: ``H[k+1] = 2 x H[k] - 2 k H[k-1]``), else 0: the last
     piece's DAG holds most other pieces' cores (a piece, or the array it
@@ -49,7 +49,8 @@ def stacked_columns(group) -> int:
         return a
     ancestry = {id(m) for m in N.topological_order([core(n.arrays[-1])])}
     found = {id(core(a)) for a in n.arrays[:-1]} & ancestry
-    return n.shape[1] if len(found) >= max(3, (len(n.arrays) - 1) // 2) else 0
+    row_bytes = n.shape[1] * n.dtype.itemsize
+    return row_bytes if len(found) >= max(3, (len(n.arrays) - 1) // 2) else 0
 
 
 @dataclass(frozen=True)

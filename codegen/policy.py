@@ -254,6 +254,12 @@ def _cpu_blocks(c, d):
                 lanes=min(8, CPU_VECTOR_BYTES // c.itemsize))
 
 
+def _stacked_rows(c):
+    """Rows per work-group of a stacked recurrence: their tile must fit the
+    local memory a kernel may declare statically."""
+    return pow2_floor(min(STACKED_ROWS, STACKED_LOCAL_BYTES // c.stacked))
+
+
 def _as_reduction(c):
     return c.reduction
 
@@ -276,9 +282,9 @@ RULES = (
     # GPU: columns of a recurrence (each builds on the one before): a work-item per
     # row computes them in order (columns unrolled), stores through local memory
     Rule("gpu: stacked recurrence, a row per work-item", E,
-         lambda c, d: STACKED_MIN_COLUMNS <= c.stacked <= STACKED_MAX_COLUMNS,
-         Form.ELEMENTWISE,
-         lambda c, d: dict(layout="axes", rows=STACKED_ROWS)),
+         lambda c, d: c.stacked and STACKED_MIN_COLUMNS <= c.shape[-1] <= STACKED_MAX_COLUMNS
+         and _stacked_rows(c) >= STACKED_MIN_ROWS, Form.ELEMENTWISE,
+         lambda c, d: dict(layout="axes", rows=_stacked_rows(c))),
     # GPU: a 2-D output reading a 2-D buffer transposed: 32 x 32 tiles through local
     # memory, so reads and stores are both coalesced
     Rule("gpu: transposed tile", E, _is_transposed, Form.ELEMENTWISE,

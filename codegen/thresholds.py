@@ -62,7 +62,11 @@ TRANSPOSE_TILE = 32     # tile edge of transposed elementwise kernels (GPU)
 # 0.87 of copy; a work-item per element (each redoing the recurrence) 0.2.
 # At 4 columns the flat layout won (8.5 us, 1.01 of copy, against 10.2 us):
 # from 8 columns.  Up to 64 (the unrolled loop).
+# The rows' tile goes through local memory: at most 48 KB (CUDA's static
+# limit), so fewer rows per group for wide float64 rows (at least 32).
 STACKED_ROWS = 256
+STACKED_MIN_ROWS = 32
+STACKED_LOCAL_BYTES = 48 * 1024
 STACKED_MIN_COLUMNS = 8
 STACKED_MAX_COLUMNS = 64
 TRANSPOSE_ROWS = 4      # rows of that tile per work-item (work-groups of 32 x 8)
@@ -147,7 +151,7 @@ __all__ = ["WG", "ELEMENTWISE_ILP", "ILP_MIN_GROUPS", "MANY_OUTPUTS", "FILL_THRE
            "PAIR_GROUP_ITEMS", "LONG_COLUMNS", "TWO_STAGE_GROUPS", "TWO_STAGE_STEPS",
            "CPU_COLUMN_CHUNK", "CPU_LANES", "CPU_KEPT_LANES", "CPU_ONE_GROUP",
            "CPU_GROUPS", "CPU_CHUNK_STEPS", "GPU_COLUMN_CHUNK", "KEPT_BLOCK",
-           "BLOCKED_FILL", "TRANSPOSE_TILE", "STACKED_ROWS", "STACKED_MIN_COLUMNS",
+           "BLOCKED_FILL", "TRANSPOSE_TILE", "STACKED_ROWS", "STACKED_MIN_ROWS", "STACKED_LOCAL_BYTES", "STACKED_MIN_COLUMNS",
            "STACKED_MAX_COLUMNS", "TRANSPOSE_ROWS", "TILE", "MAX_GRID_YZ",
            "REG_TILES", "BIG_TILES", "DEEP_K", "FILL_GROUPS", "SPLIT_K_CHUNK",
            "MATMUL_VECTOR", "MATMUL_VECTOR_8", "MMA_BIG", "MMA_SMALL", "MMA_DEPTH",

@@ -310,3 +310,17 @@ def test_stacked_recurrence_gets_a_row_per_work_item_on_gpus():
     plain = pa.concatenate([X[:, None] * j for j in range(1, 12)], axis=1)
     (k,) = pa.compile(plain, target="cuda").kernels.values()
     assert "stacked" not in k.rule, k
+
+
+@pytest.mark.parametrize("columns, dtype, rows", [(16, np.float32, 256), (16, np.float64, 256),
+                                                  (48, np.float64, 128), (64, np.float64, 64)])
+def test_stacked_recurrence_tile_fits_local_memory(columns, dtype, rows):
+    """Rows per work-group shrink so that the stored tile fits in 48 KB."""
+    X = pa.placeholder("X", (1000,), dtype)
+    cols = [pa.ones_like(X), X]
+    for i in range(2, columns):
+        cols.append(X * cols[i - 1] - (i - 1) * cols[i - 2])
+    (k,) = [k for k in pa.compile(pa.stack(cols, axis=1), target="cuda").kernels.values()
+            if "stacked" in k.rule]
+    assert k.schedule[0].size == rows, k
+    assert rows * columns * np.dtype(dtype).itemsize <= 48 * 1024
