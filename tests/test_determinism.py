@@ -63,3 +63,22 @@ def test_ilp_order_follows_loop_priorities_then_names():
     assert in_order(kernel, {"a", "y", "z", "b"}) == ("z", "y", "a", "b")
     names = InOrder({"a", "b", "c"}, ("c", "a", "b"))
     assert list(names) == ["c", "a", "b"] and names == {"a", "b", "c"}
+
+
+def test_one_program_per_computation_whatever_the_einsum_letters():
+    """Issue 18: ``pa.dot(x, y)`` wrote ``ab,bc->ac`` and ``x @ y``
+    ``ik,kj->ij``, so the same product compiled twice.  Letters are renamed
+    in order of first appearance: one node, one program key."""
+    import numpy as np
+    import polyarray as pa
+    from polyarray.codegen import program_key
+    x = pa.placeholder("x", (3, 4), np.float32)
+    y = pa.placeholder("y", (4, 5), np.float32)
+    same = [pa.dot(x, y), x @ y, pa.matmul(x, y), pa.einsum("ij,jk->ik", x, y),
+            pa.einsum("pq,qr", x, y), pa.tensordot(x, y, axes=1)]
+    assert all(s.node is same[0].node for s in same), [s.node.subscripts for s in same]
+    assert len({program_key([s.node]) for s in same}) == 1
+    b = pa.placeholder("b", (2, 3, 4), np.float32)
+    assert pa.einsum("zij,jk->zik", b, y).node is pa.einsum("bik,kj->bij", b, y).node
+    # a different computation stays different
+    assert pa.einsum("ij,jk->ki", x, y).node is not same[0].node

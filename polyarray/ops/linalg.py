@@ -134,7 +134,13 @@ def einsum(subscripts, *operands, dtype=None, casting="safe") -> N.Node:
     dtype = check_dtype(dtype, "einsum")
     nodes = [astype(n, dtype) for n in nodes]
     shape = tuple(sizes[c] for c in out)
-    sub = ",".join(ins) + "->" + out
+    # one spelling per computation (the program key): letters renamed in order
+    # of first appearance, so pa.dot(x, y) and x @ y are one program
+    rename = {}
+    for c in "".join(ins) + out:
+        rename.setdefault(c, _LETTERS[len(rename)])
+    sub = ",".join("".join(rename[c] for c in s) for s in ins) + "->" + \
+        "".join(rename[c] for c in out)
     return N.Einsum.make(shape, dtype, sub, tuple(nodes))
 
 
