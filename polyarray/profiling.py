@@ -197,7 +197,7 @@ def profile_program(prog, bindings, repeat=5, hardware=None) -> Profile:
     prepared = prog.check_bindings(bindings)
     if prog._state is not None:     # shared variables are read; a profile updates none
         full = dict(bindings, **prog._state.bindings(prog._exe.can_read))
-        prepared = prog._prepared_with_state(bindings, full)
+        prepared = prog._state.prepared(prog, bindings, full)
     exe = prog._exe
     bound = tp.device_bindings(exe, prepared)
     tp.wall_time(exe, bound)                        # warm-up: builds, allocates

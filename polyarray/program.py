@@ -325,7 +325,7 @@ class Program:
         if args:
             bindings = self._positional(args, bindings)
         if self._state is not None:
-            return self._call_with_state(bindings)
+            return self._state.call(self, bindings)     # shared variables (shared.py)
         fast = self._exe.fast_call
         if fast is not None:
             results = fast(bindings)
@@ -333,36 +333,6 @@ class Program:
                 return self._pack(results)
         prepared = self.check_bindings(bindings)
         return self._pack(self._exe.run(prepared))
-
-    def _call_with_state(self, bindings, fetch=True):
-        """A call that reads shared variables and updates them once it has
-        succeeded: an error (bindings, memory, a failed check) leaves them.
-        ``fetch=False``: the outputs are not copied to the host."""
-        state, exe = self._state, self._exe
-        full = dict(bindings)
-        full.update(state.bindings(exe.can_read))
-        results = exe.fast_call(full) if exe.fast_call is not None else None
-        if results is None:
-            results = exe.run(self._prepared_with_state(bindings, full))
-        return self._finish_with_state(results, fetch)
-
-    def _prepared_with_state(self, bindings, full):
-        prepared = self.check_bindings(bindings)
-        prepare = self._target.prepare_binding
-        prepared.update({name: prepare(full[name]) for name in self._state.variables})
-        return prepared
-
-    def _finish_with_state(self, results, fetch=True):
-        outs, new = results[:self._n_out], results[self._n_out:]
-        if self._exe_options is not self.options and self.options.get("out") != "device":
-            if fetch:
-                outs = [r.get() for r in outs]  # waits, and reads the run-time checks
-            if new and getattr(self._exe, "_checks", ()):
-                self._exe.synchronize()         # a failed check raises before the update
-        elif self.target_name == "numpy":       # never keep a view of a caller's array
-            new = [r.copy() if r.base is not None else r for r in new]
-        self._state.apply(new, self.target_name)
-        return self._pack(outs)
 
     def repeat(self, n, /, *args, **bindings):
         """``n`` calls with the same bindings, each seeing the shared variables
@@ -375,23 +345,8 @@ class Program:
                              f"got {n!r}")
         if args:
             bindings = self._positional(args, bindings)
-        exe, state = self._exe, self._state
-        run_repeated = getattr(exe, "run_repeated", None)
-        if state is None or not state.targets or run_repeated is None:
-            bindings = self.check_bindings(bindings)    # uploaded once, where it can be
-            to_device = getattr(exe, "to_device", None)
-            if to_device is not None:
-                bindings = {k: to_device(v) for k, v in bindings.items()}
-            for _ in range(int(n) - 1):
-                if state is None:
-                    exe.run(bindings)
-                else:
-                    self._call_with_state(dict(bindings), fetch=False)
-            return self(**bindings)
-        full = state.bindings(exe.can_read)
-        carry = [(self._n_out + j, var.name) for j, var in enumerate(state.targets)]
-        results = run_repeated(self._prepared_with_state(bindings, full), int(n), carry)
-        return self._finish_with_state(results)
+        from .shared import repeat_calls
+        return repeat_calls(self, int(n), bindings)
 
     def _positional(self, args, bindings):
         names = list(self.placeholders)

@@ -175,12 +175,68 @@ class StateUpdates:
             out[name] = v if isinstance(v, np.ndarray) or fits(v) else var.get_value()
         return out
 
+    def call(self, prog, bindings, fetch=True):
+        """One call of ``prog`` with the variables' values; the updates apply
+        once it has succeeded: an error (bindings, memory, a failed check)
+        leaves every variable.  ``fetch=False``: outputs stay on the device."""
+        exe = prog._exe
+        full = dict(bindings)
+        full.update(self.bindings(exe.can_read))
+        results = exe.fast_call(full) if exe.fast_call is not None else None
+        if results is None:
+            results = exe.run(self.prepared(prog, bindings, full))
+        return self.finish(prog, results, fetch)
+
+    def prepared(self, prog, bindings, full):
+        """The user's bindings checked as for any call, plus the variables'."""
+        prepared = prog.check_bindings(bindings)
+        prepare = prog._target.prepare_binding
+        prepared.update({name: prepare(full[name]) for name in self.variables})
+        return prepared
+
+    def finish(self, prog, results, fetch=True):
+        """Split a call's results into the outputs (copied to the host when
+        the user asked for host outputs) and the updates, and apply these."""
+        outs, new = results[:prog._n_out], results[prog._n_out:]
+        if prog._exe_options is not prog.options and prog.options.get("out") != "device":
+            if fetch:
+                outs = [r.get() for r in outs]  # waits, and reads the run-time checks
+            if new and getattr(prog._exe, "_checks", ()):
+                prog._exe.synchronize()         # a failed check raises before the update
+        elif prog.target_name == "numpy":       # never keep a view of a caller's array
+            new = [r.copy() if r.base is not None else r for r in new]
+        self.apply(new, prog.target_name)
+        return prog._pack(outs)
+
     def apply(self, values, where) -> None:
         """Give the updated variables their new values (one per update),
         computed by a program of target ``where``."""
         for var, value in zip(self.targets, values):
             var._value = value
             var._where = "host" if isinstance(value, np.ndarray) else where
+
+
+def repeat_calls(prog, n, bindings):
+    """``prog.repeat``: ``n`` calls, each seeing the previous one's updates.
+    The executable's ``run_repeated`` (CUDA: replayed graphs) where it has
+    one; else a loop of calls with the bindings uploaded once."""
+    exe, state = prog._exe, prog._state
+    run_repeated = getattr(exe, "run_repeated", None)
+    if state is None or not state.targets or run_repeated is None:
+        bindings = prog.check_bindings(bindings)    # uploaded once, where it can be
+        to_device = getattr(exe, "to_device", None)
+        if to_device is not None:
+            bindings = {k: to_device(v) for k, v in bindings.items()}
+        for _ in range(n - 1):
+            if state is None:
+                exe.run(bindings)
+            else:
+                state.call(prog, dict(bindings), fetch=False)
+        return prog(**bindings)
+    full = state.bindings(exe.can_read)
+    carry = [(prog._n_out + j, var.name) for j, var in enumerate(state.targets)]
+    results = run_repeated(state.prepared(prog, bindings, full), n, carry)
+    return state.finish(prog, results)
 
 
 def _pairs(updates):
@@ -203,4 +259,4 @@ def _constant(value, var):
     return asarray(np.broadcast_to(np.asarray(value, var.dtype), var.shape))
 
 
-__all__ = ["SharedVariable", "shared", "StateUpdates"]
+__all__ = ["SharedVariable", "shared", "StateUpdates", "repeat_calls"]
