@@ -324,3 +324,16 @@ def test_stacked_recurrence_tile_fits_local_memory(columns, dtype, rows):
             if "stacked" in k.rule]
     assert k.schedule[0].size == rows, k
     assert rows * columns * np.dtype(dtype).itemsize <= 48 * 1024
+
+
+def test_unit_axis_reads_add_no_copies_hermite_is_one_kernel():
+    """The materialization pass counted ``e[:, None]`` (a read of ``e`` where
+    the reader is, up to a unit axis) as another copy of ``e``, so a
+    recurrence of 1-D columns written with ``out[:, i] = ...`` stored two
+    of its columns in a kernel of their own; now it is one kernel."""
+    X = pa.placeholder("X", (1000,), np.float32)
+    out = pa.ones((1000, 16), np.float32)
+    out[:, 1] = X
+    for i in range(2, 16):
+        out[:, i] = X * out[:, i - 1] - (i - 1) * out[:, i - 2]
+    assert len(pa.compile(out, target="cuda").kernels) == 1

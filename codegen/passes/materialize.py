@@ -160,9 +160,26 @@ def _index_maps(n):
     for name, child in n.bindings:
         maps.setdefault(id(child), (child, set()))[1].update(reads.get(name, ()))
     own = index_vars(n.ndim)
-    return [(child, max(len(m), 1), m <= {()} or (m == {own} and child.shape == n.shape),
+    unit = _unit_axes_dropped(own, n.shape)
+    return [(child, max(len(m), 1),
+             m <= {()} or (m == {own} and child.shape == n.shape)
+             or (len(m) == 1 and _same_point(next(iter(m)), child.shape, unit, n.shape)),
              sum(1 for idx in m if binding_reads(idx)))
             for child, m in maps.values()]
+
+
+def _unit_axes_dropped(idx, shape):
+    return tuple(v for v, s in zip(idx, shape) if s != 1)
+
+
+def _same_point(idx, child_shape, unit, shape):
+    """Whether reading a child at ``idx`` reads it where the reader itself
+    is, up to axes of extent 1 (``x[:, None]``, a squeeze): then the kernel
+    computes the child once for both (the lowering's memo is keyed by the
+    child's index), and the read adds no copy."""
+    return (isinstance(idx, tuple) and len(idx) == len(child_shape)
+            and _unit_axes_dropped(idx, child_shape) == unit
+            and tuple(s for s in child_shape if s != 1) == tuple(s for s in shape if s != 1))
 
 
 def reduced_count(n):
