@@ -53,6 +53,7 @@ class UserFunction:
     typedefs: tuple = ()
     preamble: str = ""
     partner: str = ""       # a combine's identity function (in the digest, not the C)
+    reference: str = ""     # the NumPy reference's code (``reference_key``), digest only
 
     @property
     def digest(self) -> str:
@@ -61,7 +62,7 @@ class UserFunction:
                      tuple((n, np.dtype(d).str) for n, d in self.variables),
                      self.statements, self.returns, np.dtype(self.result).str,
                      tuple((n, np.dtype(d).str) for n, d in self.typedefs), self.preamble,
-                     self.partner))
+                     self.partner) + ((self.reference,) if self.reference else ()))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @property
@@ -88,8 +89,31 @@ _FUNCTIONS: dict = {}       # C name -> UserFunction
 _REFERENCES: dict = {}      # C name -> the user's NumPy reference (or None)
 
 
+def reference_key(fn) -> str:
+    """A reference's code as text (bytecode, constants, names; nested code
+    objects by their own key): one C kernel given two references is two
+    functions, each with its NumPy meaning, and the same code in another
+    process gives the same key (no addresses)."""
+    import types
+    if fn is None:
+        return ""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return f"{type(fn).__module__}.{type(fn).__qualname__}"
+
+    def text(c):
+        consts = tuple(text(k) if isinstance(k, types.CodeType) else repr(k)
+                       for k in c.co_consts)
+        return hashlib.sha256(c.co_code + repr((consts, c.co_names)).encode()).hexdigest()
+    return text(code)[:16]
+
+
 def register(fn: UserFunction, reference=None) -> str:
-    """Record ``fn`` (and its reference: the latest given wins) by name."""
+    """Record ``fn`` with its reference (whose code is part of the name, so
+    two references of one C kernel are two functions); returns the name."""
+    if reference is not None:
+        import dataclasses
+        fn = dataclasses.replace(fn, reference=reference_key(reference))
     name = fn.name
     _FUNCTIONS[name] = fn
     if reference is not None or name not in _REFERENCES:

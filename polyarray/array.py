@@ -107,8 +107,6 @@ class Array:
         """``x[key] = value`` rebinds this handle to "x with that region
         replaced" (NumPy's indices, broadcasting and casting); arrays made
         from the old expression, views included, keep the old values."""
-        if isinstance(value, _InPlace):
-            value.check_cast(self.dtype)
         key = tuple(map(node_of, key)) if isinstance(key, tuple) else node_of(key)
         self._node = assign.setitem(self._node, key, node_of(value))
 
@@ -146,8 +144,8 @@ class Array:
     # immutable): other handles of the old value keep it, as in JAX
     def _ibin(name):
         def method(self, other):
-            return _InPlace.wrap(elementwise.apply_ufunc(name, self._node, node_of(other)),
-                                 name, self)
+            return _in_place(elementwise.apply_ufunc(name, self._node, node_of(other)),
+                             name, self)
         method.__name__ = "__i" + name + "__"
         return method
 
@@ -165,7 +163,7 @@ class Array:
         return Array(elementwise.apply_ufunc("power", self._node, node_of(other)))
 
     def __ipow__(self, other):
-        return _InPlace.wrap(self.__pow__(other)._node, "power", self)
+        return _in_place(self.__pow__(other)._node, "power", self)
 
     def __neg__(self):
         return Array(elementwise.apply_ufunc("negative", self._node))
@@ -399,22 +397,12 @@ class Array:
         return Array(scans.cumprod(self._node, axis, dtype, out))
 
 
-class _InPlace(Array):
-    """The result of ``a op= b`` where NumPy, writing into ``a``, would refuse
-    the cast back to ``a``'s dtype.  The name is rebound as usual, but
-    ``x[i] op= v`` (``x[i] = x[i] op v``) raises NumPy's error, not storing a
-    value NumPy never would (``x[:2] /= 2`` on integers)."""
-    __slots__ = ("_ufunc", "_into")
-
-    @staticmethod
-    def wrap(node, ufunc, left):
-        if left.ndim == 0 or np.can_cast(node.dtype, left.dtype, "same_kind"):
-            return Array(node)        # NumPy's scalar ``x[0] /= 2`` casts unsafely
-        out = _InPlace(node)
-        out._ufunc, out._into = ufunc, left.dtype
-        return out
-
-    def check_cast(self, dtype):
-        if dtype == self._into:
-            raise TypeError(f"Cannot cast ufunc {self._ufunc!r} output from "
-                            f"{self.dtype!r} to {dtype!r} with casting rule 'same_kind'")
+def _in_place(node, ufunc, left):
+    """The result of ``a op= b``, which rebinds ``a``; where NumPy, writing
+    into ``a``, would refuse the cast back to ``a``'s dtype, NumPy's error
+    (``y += 0.5`` on integers, ``x[:2] /= 2``).  A 0-d ``a`` is rebound as
+    NumPy's scalars are (``x[0] /= 2`` casts back unsafely)."""
+    if left.ndim == 0 or np.can_cast(node.dtype, left.dtype, "same_kind"):
+        return Array(node)
+    raise TypeError(f"Cannot cast ufunc {ufunc!r} output from {node.dtype!r} to "
+                    f"{left.dtype!r} with casting rule 'same_kind'")

@@ -314,13 +314,19 @@ def _program_check(self, /, *args, targets=DEFAULT_TARGETS, rtol=None, atol=None
     """Run this program's outputs on each of ``targets`` and compare every
     result with the NumPy reference (``pa.check``): on its own target the
     program itself runs (its schedule included), on the others a default
-    compile.  Bindings as for a call (by name, or by position)."""
+    compile.  Bindings as for a call (by name, or by position).  Shared
+    variables are read and not updated."""
     bindings = _merge(bindings, named_bindings)
     if args:
         bindings = self._positional(args, bindings)
     names = _target_names(targets)
-    ref = self if self.target_name == REFERENCE else Program(self.outputs, target=REFERENCE)
-    return _run(ref, self, names, rtol, atol, bindings)
+    own = self
+    if self._state is not None and self._state.targets:
+        # a check updates no shared variable: the outputs alone, with its schedule
+        own = Program(self.outputs, target=self.target_name,
+                      schedule=self.user_schedule or None, **self.options)
+    ref = own if own.target_name == REFERENCE else Program(own.outputs, target=REFERENCE)
+    return _run(ref, own, names, rtol, atol, bindings)
 
 
 def assert_targets_agree(outputs, targets=DEFAULT_TARGETS, *, rtol=None, atol=None,

@@ -118,6 +118,8 @@ def shared_of(node):
     """The live shared variable whose node ``node`` is, or None."""
     if not isinstance(node, N.Placeholder):
         return None
+    if not node.shared:
+        return None
     var = _LIVE.get(node.name)
     return var if var is not None and var._node is node else None
 
@@ -198,13 +200,13 @@ class StateUpdates:
         """Split a call's results into the outputs (copied to the host when
         the user asked for host outputs) and the updates, and apply these."""
         outs, new = results[:prog._n_out], results[prog._n_out:]
-        if prog._exe_options is not prog.options and prog.options.get("out") != "device":
-            if fetch:
-                outs = [r.get() for r in outs]  # waits, and reads the run-time checks
-            if new and getattr(prog._exe, "_checks", ()):
-                prog._exe.synchronize()         # a failed check raises before the update
-        elif prog.target_name == "numpy":       # never keep a view of a caller's array
-            new = [r.copy() if r.base is not None else r for r in new]
+        if prog._exe_options is not prog.options and prog.options.get("out") != "device" \
+                and fetch:
+            outs = [r.get() for r in outs]      # waits, and reads the run-time checks
+        if new and getattr(prog._exe, "_checks", ()):
+            prog._exe.synchronize()             # a failed check raises before the update
+        if prog.target_name == "numpy":         # never share an array with the caller
+            new = [r.copy() for r in new]
         self.apply(new, prog.target_name)
         return prog._pack(outs)
 

@@ -192,9 +192,16 @@ def test_digest_follows_the_c_text():
     x = pa.placeholder("x", (3,), np.float32)
     a = pa.elementwise_kernel("T x", "T y", "y = x + 1", "dig", reference=lambda x: x + 1)
     b = pa.elementwise_kernel("T x", "T y", "y = x + 2", "dig", reference=lambda x: x + 2)
-    same = pa.elementwise_kernel("T x", "T y", "y = x + 1", "dig")
-    assert a(x).node is same(x).node
+    same = pa.elementwise_kernel("T x", "T y", "y = x + 1", "dig", reference=lambda x: x + 1)
+    assert a(x).node is same(x).node        # the same C and the same reference's code
     assert a(x).node is not b(x).node and a(x).node.digest != b(x).node.digest
+    # one C kernel with another reference is another function (found in review:
+    # the latest reference used to change the meaning of arrays built before)
+    other = pa.elementwise_kernel("T x", "T y", "y = x + 1", "dig", reference=lambda x: x + 5)
+    built = a(x)
+    assert other(x).node is not built.node
+    assert_same(pa.compile(built, target="numpy")(x=np.ones(3, np.float32)),
+                np.full(3, 2, np.float32))
     r1 = pa.reduction_kernel("T x", "T y", "x", "a + b", "y = a", "0", "rdig")
     r2 = pa.reduction_kernel("T x", "T y", "x", "a + b", "y = a", "1", "rdig")
     assert r1(x).node.digest != r2(x).node.digest        # the identity too

@@ -176,3 +176,37 @@ def test_profile_reads_shared_variables_and_updates_none(target, nm):
     profile = prog.profile(x=np.ones(3, np.float32), repeat=2, hardware=False)
     assert profile.rows
     assert_same(w.get_value(), np.float32([1, 2, 3]))
+
+
+def test_review_findings_state_is_kept(target, nm):
+    """Found in review: (1) with device outputs a failed check still applied
+    the update; (2) a placeholder made before a shared variable of its name
+    was taken over; (3) prog.check applied the updates; (4) on numpy an
+    output that is also the update's value was the variable's storage."""
+    w = pa.shared(np.zeros(3), name=nm("w"))
+    i = pa.placeholder("i", (3,), np.int64)
+    opts = {} if target == "numpy" else {"out": "device"}
+    prog = pa.compile(w.sum(), target=target, updates={w: w[i] + 1}, **opts)
+    prog(i=np.array([0, 1, 2]))
+    with pytest.raises(IndexError, match="index 7 is out of bounds"):
+        r = prog(i=np.array([0, 7, 1]))
+        getattr(r, "get", lambda: r)()
+    assert_same(w.get_value(), np.ones(3))
+    early = pa.placeholder(nm("p"), (3,), np.float64)
+    late = pa.shared(np.full(3, 7.0), name=early.node.name)
+    plain = pa.compile(early + 1, target=target)
+    assert list(plain.placeholders) == [early.node.name]
+    assert_same(plain(**{early.node.name: np.zeros(3)}), np.ones(3))
+    with pytest.raises(ValueError, match="two different placeholders"):
+        pa.compile(early + late, target=target)
+    v = pa.shared(np.zeros(4, np.float32), name=nm("v"))
+    x = pa.placeholder("x", (4,), np.float32)
+    p2 = pa.compile(v + x, target=target, updates={v: v + x})
+    report = p2.check(x=np.ones(4, np.float32), targets=("numpy", target))
+    assert report.ok, report
+    assert_same(v.get_value(), np.zeros(4, np.float32))
+    u = pa.shared(np.arange(3.0), name=nm("u"))
+    n = u + 1
+    out = pa.compile(n, target=target, updates={u: n})()
+    out[0] = 99
+    assert_same(u.get_value(), np.arange(3.0) + 1)

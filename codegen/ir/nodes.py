@@ -188,6 +188,7 @@ class Node:
 class Placeholder(Node):
     mapper_method = "map_placeholder"
     name: str
+    shared: bool = False    # a shared variable's (pa.shared): never a user placeholder
 
 
 @dataclass(frozen=True, eq=False, repr=False)

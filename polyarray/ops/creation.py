@@ -91,7 +91,8 @@ def placeholder(name: str, shape, dtype=np.float64, shared=False) -> N.Placehold
         raise ValueError(f"placeholder name {name!r} is taken by a shared variable "
                          "(pa.shared); choose another name")
     shape = _normalize_shape(shape)
-    return N.Placeholder.make(shape, check_dtype(dtype, f"placeholder {name!r}"), name)
+    return N.Placeholder.make(shape, check_dtype(dtype, f"placeholder {name!r}"), name,
+                              bool(shared))
 
 
 def as_node(x) -> N.Node:
