@@ -283,9 +283,18 @@ def _kernel_objects(compiled):
     """Fetch each cl.Kernel once per compiled program (re-fetching is slow)."""
     import pyopencl as cl
     if getattr(compiled, "_kernels", None) is None:
-        object.__setattr__(compiled, "_kernels", {
-            k.name: cl.Kernel(compiled.handle, k.entry or k.name)
-            for k in compiled.lowered.kernels})
+        kernels = {}
+        for k in compiled.lowered.kernels:
+            try:
+                kernels[k.name] = cl.Kernel(compiled.handle, k.entry or k.name)
+            except cl.LogicError as e:
+                if not k.entry:         # ours: not a user's name
+                    raise
+                raise ValueError(     # a raw kernel whose name the compiler took
+                    f"raw kernel {k.entry!r}: the OpenCL program has no kernel of that "
+                    f"name ({e}); OpenCL C built-in functions (mix, clamp, dot, ...) "
+                    "cannot be kernel names: rename it") from None
+        object.__setattr__(compiled, "_kernels", kernels)
     return compiled._kernels
 
 

@@ -361,3 +361,24 @@ def test_cuda_runs_raw_kernels():
     assert_same(got["t"], (3.0 * mv).sum())
     assert_same(got["mv"], np.arange(20)[None, :] + np.arange(30)[:, None])
     assert_same(got["p"], mv > 0)
+
+
+@pytest.mark.skipif(not targets.availability("opencl")[0], reason="no OpenCL device")
+def test_opencl_builtin_name_is_explained():
+    """Found in review: PoCL takes ``mix`` as its built-in, and pyopencl's
+    bare INVALID_KERNEL_NAME named neither the kernel nor the cause.  Other
+    OpenCL compilers may refuse the source, or accept it: then the result
+    must be right."""
+    src = ("__kernel void mix(__global const float *x, __global float *y, int n)\n"
+           "{ int i = get_global_id(0); if (i < n) y[i] = 2 * x[i]; }")
+    k = pa.raw_kernel(src, "mix", language="opencl", outputs=lambda x, n: [(x.shape, x.dtype)],
+                      grid=lambda x, n: 1, block=lambda x, n: 64)
+    x = pa.placeholder("x", (10,), np.float32)
+    try:
+        got = pa.compile(k(x, n=10)[0], target="opencl")(x=np.ones(10, np.float32))
+    except ValueError as e:                   # the kernel is not found: say why
+        assert "raw kernel 'mix'" in str(e) and "built-in functions" in str(e), e
+    except targets.BuildError as e:           # the compiler refused it: say whose
+        assert "mix" in str(e), e
+    else:
+        np.testing.assert_array_equal(got, np.full(10, 2, np.float32))
