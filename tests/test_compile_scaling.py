@@ -3,20 +3,12 @@ quadratic.  A ratio in one run, not an absolute time: lowering the issue's
 chain (every node used twice) of 400 ops takes at most 2.5x the time of 200
 ops (2.0x when measured; a quadratic step would make it 4x).  CUDA source
 generation: no device needed, and no cache in the way."""
+import os
+import sys
 import time
 
-import numpy as np
-
-import polyarray as pa
-
-
-def chain(n):
-    x = pa.placeholder("x", (4096,), np.float32)
-    vals = [x, pa.sin(x), pa.cos(x)]
-    for k in range(n):
-        a, b = vals[-1], vals[-3]
-        vals.append(pa.sin(a) * 0.5 + b if k % 2 == 0 else pa.exp(-a * a) - b * 0.25)
-    return vals[-1]
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks.compile_profile import chain  # noqa: E402  (the benchmark's own chain)
 
 
 def _seconds(n):

@@ -2,6 +2,8 @@
 on every target, old handles unchanged, and the Hermite recurrence written
 with ``out[:, i] = ...`` fused into the one kernel of its ``stack`` form."""
 import math
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -229,27 +231,10 @@ def test_lazy_mask_needs_one_value_per_selected_element():
         a[x > 0] = pa.arange(2.0)
 
 
-def hermite_setitem(X, N, lib):
-    out = lib.ones((X.shape[0], N))
-    out[:, 1] = X
-    for i in range(2, N):
-        out[:, i] = X * out[:, i - 1] - (i - 1) * out[:, i - 2]
-    c = 1.0
-    for i in range(2, N):
-        c *= i
-        out[:, i] /= math.sqrt(c)
-    return out
-
-
-def hermite_stack(X, N):
-    cols = [pa.ones_like(X), X]
-    for i in range(2, N):
-        cols.append(X * cols[i - 1] - (i - 1) * cols[i - 2])
-    c = 1.0
-    for i in range(2, N):
-        c *= i
-        cols[i] = cols[i] / math.sqrt(c)
-    return pa.stack(cols, axis=1)
+# the example's own functions: the test checks the code users read
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "examples"))
+from hermite_setitem import hermite as hermite_setitem, hermite_stack  # noqa: E402
 
 
 def test_hermite_setitem_is_the_stack_form_in_one_kernel(target):
@@ -294,7 +279,6 @@ def test_stacked_recurrence_gets_a_row_per_work_item_on_gpus():
     work-item (columns unrolled, stores through local memory), not an
     element per work-item redoing the recurrence; independent columns are
     not.  (CUDA source generation needs no GPU.)"""
-    import math
     X = pa.placeholder("X", (1000,), np.float32)
     out = pa.ones((1000, 12), np.float32)
     out[:, 1] = X
