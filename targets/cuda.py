@@ -177,18 +177,32 @@ class CudaExecutable(DeviceExecutable):
             self._drv.memcpy_htod(buf, arr)
         return buf
 
-    def run(self, bindings):
-        if not self._ready:
-            self._prepare()
-        live = []
+    def buffers(self, bindings, live):
+        """Buffer name -> device memory for one call: the fixed ones, each
+        binding's (device arrays as they are, host arrays uploaded) and this
+        call's allocations (appended to ``live``)."""
         bufs = self._fixed.copy()
-        gpuarray, result_type = self._gpuarray, self._result_type
+        gpuarray = self._gpuarray
         for pname, bname in self._inputs:
             v = bindings[pname]
             bufs[bname] = v.gpudata if type(v) is gpuarray or isinstance(v, gpuarray) \
                 else v if type(v) is foreign.CudaView else self._upload(v, live)
         for name, nbytes in self._allocs:
             bufs[name] = self._alloc(nbytes, live)
+        return bufs
+
+    def wrap(self, buf, attrs):
+        """A device result over ``buf`` from an output's prepared attributes."""
+        arr = self._result_type.__new__(self._result_type)
+        arr.__dict__.update(attrs)
+        arr.gpudata = buf
+        return arr
+
+    def run(self, bindings):
+        if not self._ready:
+            self._prepare()
+        live = []
+        bufs = self.buffers(bindings, live)
         pack = self._pack_args
         for launch, fmt, args, grid, block in self._launches:
             launch(grid, block, pack(fmt, *[bufs[a] for a in args]), 0, None)
@@ -201,10 +215,7 @@ class CudaExecutable(DeviceExecutable):
                     self._drv.memcpy_dtod_async(new, buf, nbytes)
                 buf = new
             if self.out_mode == "device":
-                arr = result_type.__new__(result_type)
-                arr.__dict__.update(attrs)
-                arr.gpudata = buf
-                results.append(arr)
+                results.append(self.wrap(buf, attrs))
             else:
                 host = np.empty(shape, dtype)
                 if nbytes:

@@ -52,22 +52,15 @@ class Graph:
             _libcuda().cuGraphExecDestroy(self.exe)
 
 
-def run_repeated(exe, bindings, n, carry, graphs=True):
+def run_repeated(exe, bindings, n, carry):
     """``n`` calls of the CUDA executable ``exe`` in which, for each
     ``(k, name)`` of ``carry``, output ``k`` of a call is placeholder
     ``name``'s value in the next; other bindings are the same in every call.
     Returns the last call's outputs as device arrays (a carried output's
     array is its final value).  Waits for the device."""
     drv = exe._drv
-    from . import foreign
     live = []
-    bufs = exe._fixed.copy()
-    for pname, bname in exe._inputs:
-        v = bindings[pname]
-        bufs[bname] = v.gpudata if hasattr(v, "gpudata") else \
-            v if type(v) is foreign.CudaView else exe._upload(v, live)
-    for name, nbytes in exe._allocs:
-        bufs[name] = exe._alloc(nbytes, live)
+    bufs = exe.buffers(bindings, live)
     outs = exe._outs
     in_buf = dict(exe._inputs)
     carry = [(k, pname) for k, pname in carry if pname in in_buf]
@@ -104,9 +97,8 @@ def run_repeated(exe, bindings, n, carry, graphs=True):
             if outs[k][5]:
                 drv.memcpy_dtod_async(buf, bufs[outs[k][0]], outs[k][5], stream)
 
-    per_graph = STEPS_PER_GRAPH if graphs else 0
-    done = 0
-    if per_graph and n >= per_graph:
+    per_graph, done = STEPS_PER_GRAPH, 0
+    if n >= per_graph:
         graph = Graph(stream, lambda s: [step(i % 2, s) for i in range(per_graph)])
         for _ in range(n // per_graph):
             graph.launch()
@@ -114,13 +106,9 @@ def run_repeated(exe, bindings, n, carry, graphs=True):
     for i in range(done, n):
         step(i % 2, stream)
     stream.synchronize()
-    results = []
     final = {k: pair[4][n % 2] for (k, _), pair in zip(carry, pairs)}
-    for k, (name, shape, dtype, sdt, copy, nbytes, attrs) in enumerate(outs):
-        arr = exe._result_type.__new__(exe._result_type)
-        arr.__dict__.update(attrs)
-        arr.gpudata = final.get(k, copies.get(k, bufs[name]))
-        results.append(arr)
+    results = [exe.wrap(final.get(k, copies.get(k, bufs[o[0]])), o[6])
+               for k, o in enumerate(outs)]
     if exe._checks:
         exe.read_flags(waited=True)
     return results
