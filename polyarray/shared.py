@@ -116,9 +116,7 @@ def shared(value, name=None, dtype=None) -> SharedVariable:
 
 def shared_of(node):
     """The live shared variable whose node ``node`` is, or None."""
-    if not isinstance(node, N.Placeholder):
-        return None
-    if not node.shared:
+    if not isinstance(node, N.Placeholder) or not node.shared:
         return None
     var = _LIVE.get(node.name)
     return var if var is not None and var._node is node else None
@@ -200,8 +198,8 @@ class StateUpdates:
         """Split a call's results into the outputs (copied to the host when
         the user asked for host outputs) and the updates, and apply these."""
         outs, new = results[:prog._n_out], results[prog._n_out:]
-        if prog._exe_options is not prog.options and prog.options.get("out") != "device" \
-                and fetch:
+        device_only = prog._exe_options.get("out") == "device" != prog.options.get("out")
+        if device_only and fetch:       # updates kept on the device, outputs asked on the host
             outs = [r.get() for r in outs]      # waits, and reads the run-time checks
         if new and getattr(prog._exe, "_checks", ()):
             prog._exe.synchronize()             # a failed check raises before the update
