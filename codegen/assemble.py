@@ -117,9 +117,7 @@ class Assembler:
         spec.update(out=self.buffers[id(node)], out_dtype=node.dtype)
         cls = contraction_class(node, spec, self.plan, self.buffers,
                                 self.user_steps(name) is not None) \
-            if isinstance(node, N.Einsum) else \
-            reduction_class(spec, inlined_terms(node.array, self.plan.materialized),
-                            sum(d.size for d in materialized_deps(node, self.plan.materialized)))
+            if isinstance(node, N.Einsum) else _reduce_class(node, spec, self.plan.materialized)
         choice = choose(cls, self.device)
         if choice.form is None:
             return
@@ -234,12 +232,16 @@ def epilogue_fusable(node, mat, transposed, device) -> bool:
     if isinstance(node, N.Einsum) and stores_through_epilogue(node, device):
         return True
     spec = reduction_spec(node, transposed)
-    if isinstance(node, N.Einsum):
-        cls = product_class(node, reduction_class(spec))
-    else:
-        cls = reduction_class(spec, inlined_terms(node.array, mat),
-                              sum(d.size for d in materialized_deps(node, mat)))
+    cls = product_class(node, reduction_class(spec)) if isinstance(node, N.Einsum) else \
+        _reduce_class(node, spec, mat)
     return reduction_stores_through_epilogue(cls, device)
+
+
+def _reduce_class(node, spec, mat):
+    """The shape class of Reduce ``node`` (``spec``: its flattened view)
+    given the materialized node ids ``mat``."""
+    return reduction_class(spec, inlined_terms(node.array, mat),
+                           sum(d.size for d in materialized_deps(node, mat)))
 
 
 __all__ = ["Assembler", "KernelPlan", "epilogue_fusable"]
