@@ -28,7 +28,8 @@ from .codegen.ir import nodes as N
 from .codegen.ir.printing import dag_listing
 
 
-def _roots(outputs):
+def node_roots(outputs):
+    """The nodes of an array, a list/tuple or a dict of arrays (or nodes)."""
     if isinstance(outputs, dict):
         outputs = list(outputs.values())
     if not isinstance(outputs, (list, tuple)):
@@ -76,7 +77,7 @@ def to_dot(outputs, kernels=None, notes=None) -> str:
     """Graphviz text of the DAG of ``outputs``; ``kernels``: name -> node
     positions (None: the plan's groups, ``plan_kernels``); ``notes``:
     kernel name -> a line added to its cluster's label (a profile's time)."""
-    roots = _roots(outputs)
+    roots = node_roots(outputs)
     order = N.topological_order(roots)
     listing = dag_listing(roots)
     if kernels is None:

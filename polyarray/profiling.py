@@ -33,6 +33,7 @@ from .codegen.ir import nodes as N
 from .codegen.ir.expr import call_name, is_call
 from .codegen.ir.printing import dag_listing
 from .dotgraph import members
+from .testing import format_seconds
 
 _COPIES = ("_pack_a", "_pack_b")                      # forms/cpu_matmul.py
 _COMBINES = ("_combine", "_l2", "_c2", "_s2")         # a split's second kernel
@@ -269,14 +270,6 @@ def _node_rows(order, listing, calls, hw):
 
 
 # -- the table ------------------------------------------------------------------
-def fmt_seconds(s) -> str:
-    if s < 1e-3:
-        return f"{s * 1e6:.1f} us"
-    if s < 1:
-        return f"{s * 1e3:.2f} ms"
-    return f"{s:.2f} s"
-
-
 def _si(x, unit):
     for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if x >= scale:
@@ -304,11 +297,11 @@ def format_table(p: Profile) -> str:
     lines.append(f"{what:<{width}} {cols}  form [rule], then the nodes it computes")
     for r in p.rows:
         form = r.form + (f" [{r.rule}]" if r.rule else "")
-        lines.append(f"{r.name:<{width}} {fmt_seconds(r.seconds):>10} {_si(r.bytes, 'B'):>10} "
+        lines.append(f"{r.name:<{width}} {format_seconds(r.seconds):>10} {_si(r.bytes, 'B'):>10} "
                      f"{_si(r.flops, ''):>10} {r.bandwidth / 1e9:8.2f} "
                      f"{r.flop_rate / 1e9:8.2f} {of_hardware(r):>9}  {form}")
         lines.extend(f"{'':{width + 4}}{label}" for label in r.labels)
-    lines.append(f"{what}s {fmt_seconds(p.kernel_seconds)} of a {fmt_seconds(p.wall)} "
+    lines.append(f"{what}s {format_seconds(p.kernel_seconds)} of a {format_seconds(p.wall)} "
                  f"synchronized call ({p.ratio:.2f}); * flops are estimates from the DAG nodes")
     return "\n".join(lines)
 

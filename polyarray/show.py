@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from .codegen.ir.printing import describe, format_dag
+from .testing import format_seconds
 
 FORMATS = ("text", "dot", "svg", "png")
 
@@ -27,14 +28,14 @@ def show(outputs, file=None, *, profile=None, format="text"):   # noqa: A002
     program = hasattr(outputs, "kernels") and hasattr(outputs, "outputs")
     roots = outputs.outputs if program else outputs
     if format != "text":
-        from .dotgraph import plan_kernels, render, to_dot, write_image
+        from .dotgraph import node_roots, plan_kernels, render, to_dot, write_image
         kernels = ({k: tuple(info.nodes) for k, info in outputs.kernels.items()}
                    if program and outputs.kernels else None)
         if kernels is None and profile is not None and profile.unit == "node":
             kernels = {}         # the NumPy target runs nodes: no clusters
         notes = _notes(profile) if profile is not None else None
         text = to_dot(roots, kernels if kernels is not None else plan_kernels(
-            _node_roots(roots)), notes)
+            node_roots(roots)), notes)
         if format == "dot":
             print(text, file=file or sys.stdout)
             return None
@@ -56,20 +57,6 @@ def show(outputs, file=None, *, profile=None, format="text"):   # noqa: A002
     return None
 
 
-def _node_roots(outputs):
-    if isinstance(outputs, dict):
-        outputs = list(outputs.values())
-    if not isinstance(outputs, (list, tuple)):
-        outputs = [outputs]
-    return [getattr(o, "node", o) for o in outputs]
-
-
-def _time(seconds):
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.1f} us"
-    return f"{seconds * 1e3:.2f} ms" if seconds < 1 else f"{seconds:.2f} s"
-
-
 def _of_hw(row):
     if row.fraction is None:
         return ""
@@ -77,7 +64,7 @@ def _of_hw(row):
 
 
 def _notes(profile):
-    return {r.name: _time(r.seconds) + _of_hw(r) for r in profile.rows}
+    return {r.name: format_seconds(r.seconds) + _of_hw(r) for r in profile.rows}
 
 
 def _annotate_nodes(lines, profile):
@@ -85,7 +72,7 @@ def _annotate_nodes(lines, profile):
     by_node = {}
     for r in profile.rows:
         for k in r.nodes:
-            by_node.setdefault(k, []).append(f"{r.name} {_time(r.seconds)}")
+            by_node.setdefault(k, []).append(f"{r.name} {format_seconds(r.seconds)}")
     for k, marks in by_node.items():
         if k < len(lines):
             lines[k] += "   [" + "; ".join(marks) + "]"
@@ -96,7 +83,7 @@ def _annotate_kernels(kernels, lines, profile):
     out = []
     for name, line in zip(kernels, lines):
         r = times.get(name)
-        out.append(line if r is None else f"{_time(r.seconds):>10}{_of_hw(r)}  {line}")
+        out.append(line if r is None else f"{format_seconds(r.seconds):>10}{_of_hw(r)}  {line}")
     return out
 
 

@@ -144,6 +144,15 @@ def median_time(fn, sync=lambda: None, repeat=10, warmup=2, min_time=0.2, batch=
     return float(np.median(times))
 
 
+def format_seconds(s) -> str:
+    """``12.3 us``, ``4.56 ms`` or ``1.23 s`` (profiles, ``pa.show``)."""
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} us"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.2f} s"
+
+
 def seconds_per_call(prog, bindings, repeat=10, batch=10) -> float:
     """``median_time`` of a compiled program: ``repeat`` batches of ``batch``
     calls, each batch followed by ``prog.synchronize()``."""
