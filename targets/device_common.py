@@ -145,6 +145,12 @@ def arg_format(args, scalars) -> str:
     return "".join(scalars[a].dtype.char if a in scalars else "P" for a in args)
 
 
+def on_host(value) -> bool:
+    """A non-empty host array (NumPy array or scalar) that ``to_device``
+    uploads."""
+    return isinstance(value, (np.ndarray, np.generic)) and np.asarray(value).nbytes > 0
+
+
 def host_array(arr):
     """A C-contiguous host copy-source; bool is sent as its uint8 bytes."""
     arr = np.ascontiguousarray(arr)

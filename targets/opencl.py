@@ -20,7 +20,7 @@ from .base import Target
 from .cache import DiskCache, code_version, key_digest
 from .deferred_checks import DeferredChecks, checked_array_type
 from .device_common import (CompiledProgram, DeviceExecutable, host_array, lower_or_load,
-                            valid_lowered_entry)
+                            on_host, valid_lowered_entry)
 
 log = logging.getLogger("polyarray.opencl")
 
@@ -139,9 +139,10 @@ class OpenCLExecutable(DeviceExecutable):
         return isinstance(value, self._cla.Array) and value.context == self.ctx
 
     def to_device(self, value):
-        """A binding on this program's device (uploaded once for repeated calls)."""
-        return self._cla.to_device(self.queue, value) if isinstance(value, np.ndarray) \
-            else value
+        """A host binding (not empty) as a device array of this program's, for
+        calls that reuse it (``repeat``, profiles); anything else unchanged."""
+        return self._cla.to_device(self.queue, np.ascontiguousarray(value)) \
+            if on_host(value) else value
 
     def _upload(self, arr, owned):
         arr = host_array(arr)

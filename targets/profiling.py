@@ -23,7 +23,6 @@ import time
 
 import numpy as np
 
-from .device_common import host_array
 
 
 def _kind(exe):
@@ -37,24 +36,14 @@ def _kind(exe):
 
 
 def device_bindings(exe, bindings) -> dict:
-    """``bindings`` (checked) with host arrays copied to ``exe``'s device."""
-    kind = _kind(exe)
-    if kind == "numpy":
+    """``bindings`` (checked) with host arrays copied to ``exe``'s device
+    once (the executable's ``to_device``; the NumPy target has none)."""
+    to_device = getattr(exe, "to_device", None)
+    if to_device is None:
         return dict(bindings)
-    if kind == "cuda":
+    if _kind(exe) == "cuda":
         _ready(exe)
-        import pycuda.gpuarray as ga
-        move = ga.to_gpu
-    else:
-        import pyopencl.array as cla
-        def move(a):
-            return cla.to_device(exe.queue, a)
-    out = {}
-    for name, v in bindings.items():
-        if isinstance(v, (np.ndarray, np.generic)) and np.asarray(v).nbytes:
-            v = move(host_array(v))     # the launchers read only the buffer
-        out[name] = v
-    return out
+    return {name: to_device(v) for name, v in bindings.items()}
 
 
 def _ready(exe):
