@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
 
 import numpy as np
 
 from .base import Target
 from .cache import DiskCache, code_version, key_digest
 from . import cuda_driver, cuda_interop, foreign
+from .cuda_build import NVCC_OPTIONS, build_module   # noqa: F401  (tests import them here)
 from .deferred_checks import checked_array_type
 from .device_common import (DeviceExecutable, arg_format, host_array, lower_or_load,
                             on_host, raise_raw_build_error, valid_lowered_entry)
@@ -26,12 +26,6 @@ _CACHE = DiskCache("cuda", valid=valid_lowered_entry)
 _driver, _pool = cuda_driver.driver, cuda_driver.pool
 _STATE = cuda_driver.STATE
 log = logging.getLogger("polyarray.cuda")
-# loopy declares a loop of one iteration as a constant (``int const j_outer
-# = 0;``) that the body may not read (177: declared but never referenced),
-# and the value half of an argmax pair goes to a register nobody reads (550:
-# set but never used).  Both are loopy's codegen and cost nothing; nvcc
-# prints nothing else for our kernels (tests/test_cuda_codegen.py checks it).
-NVCC_OPTIONS = ("-diag-suppress=177,550",)
 
 
 class CudaExecutable(DeviceExecutable):
@@ -283,33 +277,6 @@ class CudaExecutable(DeviceExecutable):
 
 
 _DEFERRED = cuda_driver.DEFERRED
-
-
-def build_module(source, arch, fast_math=False):
-    """pycuda's ``SourceModule`` of ``source``, quietly: what nvcc prints is
-    logged (pycuda would turn it into a UserWarning), and a failed build
-    raises ``BuildError`` with nvcc's output."""
-    from pycuda.driver import CompileError
-    from polyarray.codegen.logs import log_duration, routed_warnings
-    from .base import BuildError
-    options = [*NVCC_OPTIONS] + (["--use_fast_math"] if fast_math else [])
-    t0 = time.perf_counter()
-    try:
-        with routed_warnings(log, "nvcc", everything=True):
-            from pycuda.compiler import SourceModule
-            module = SourceModule(source, no_extern_c=True, options=options, arch=arch)
-    except CompileError as e:
-        said = "\n".join(s.strip() for s in (getattr(e, "stderr", None),
-                                              getattr(e, "stdout", None)) if s and s.strip())
-        command = " ".join(getattr(e, "command_line", None) or ())
-        from polyarray.codegen.user_functions import build_error_note
-        note = build_error_note(source, said or str(e))
-        raise BuildError((note + "\n" if note else "")
-                         + "nvcc could not compile the generated CUDA source (prog.source)"
-                         + (f"; command: {command}" if command else "")
-                         + f":\n{said or e}") from e
-    log_duration(log, f"built the CUDA module for {arch}", time.perf_counter() - t0)
-    return module
 
 
 def _result_type():

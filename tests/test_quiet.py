@@ -119,22 +119,38 @@ def _fake_pycuda(monkeypatch):
             super().__init__(msg)
             self.command_line, self.stdout, self.stderr = command_line, stdout, stderr
 
-    def SourceModule(source, no_extern_c=False, options=(), arch=None):
+    def compile(source, no_extern_c=False, options=(), arch=None):     # noqa: A001
         import tempfile
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, "kernel.cu"), "w") as f:
                 f.write(source)
             cmd = [NVCC, "--cubin", "-arch", arch, *options, "kernel.cu"]
             r = subprocess.run(cmd, cwd=d, capture_output=True, text=True)
-        if r.returncode:
-            raise CompileError("nvcc compilation of kernel.cu failed", cmd, r.stdout, r.stderr)
+            if r.returncode:
+                raise CompileError("nvcc compilation of kernel.cu failed", cmd, r.stdout,
+                                   r.stderr)
+            with open(os.path.join(d, "kernel.cubin"), "rb") as f:
+                cubin = f.read()
         if r.stdout or r.stderr:
             warnings.warn("The CUDA compiler succeeded, but said the following:\n"
                           + r.stdout + r.stderr, stacklevel=2)
+        return cubin
+
+    def SourceModule(source, no_extern_c=False, options=(), arch=None):
+        compile(source, no_extern_c, options, arch)
         return "module"
+
+    class Module:       # a loaded cubin: its kernels' names, as the driver reads them
+        def __init__(self, cubin):
+            self.cubin = cubin
+
+        def get_function(self, name):
+            assert name.encode() in self.cubin, name
+            return ("function", name)
+
     pkg = types.ModuleType("pycuda")
-    compiler = types.SimpleNamespace(SourceModule=SourceModule)
-    driver = types.SimpleNamespace(CompileError=CompileError)
+    compiler = types.SimpleNamespace(SourceModule=SourceModule, compile=compile)
+    driver = types.SimpleNamespace(CompileError=CompileError, module_from_buffer=Module)
     monkeypatch.setitem(sys.modules, "pycuda", pkg)
     monkeypatch.setitem(sys.modules, "pycuda.compiler", compiler)
     monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
@@ -156,6 +172,35 @@ def test_nvcc_output_is_logged_and_a_failed_build_says_why(monkeypatch, capsys, 
     assert len(said) == 1 and "polyarray-test" in said[0]
     with pytest.raises(targets.BuildError, match=r"(?s)nvcc could not compile.*undefined"):
         build_module(unused.replace("1.0f", "undefined_name"), "sm_90")
+
+
+@needs_nvcc
+def test_a_program_of_several_kernels_is_built_by_concurrent_nvcc_runs(monkeypatch, caplog):
+    """Each generated kernel is its own nvcc run (the prelude plus the
+    kernel), in threads; a raw kernel's program is built whole, and a
+    failure in any piece is the same BuildError."""
+    from polyarray.targets.cuda_build import build_module, split_kernels
+    _fake_pycuda(monkeypatch)
+    x = pa.placeholder("x", (100, 30), np.float32)
+    prog = pa.compile([pa.exp(x) / pa.exp(x).sum(axis=1, keepdims=True), (x * 2).sum()],
+                      target="cuda")
+    names = list(prog.kernels)
+    pieces = split_kernels(prog.source)
+    assert [n for n, _ in pieces] == names and len(names) >= 2, names
+    for name, text in pieces:       # each piece holds its kernel and no other
+        assert [k for k in names if f" {k}(" in text] == [name]
+    with caplog.at_level(logging.INFO, logger="polyarray"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mod = build_module(prog.source, "sm_90")
+    assert [mod.get_function(n) for n in names] == [("function", n) for n in names]
+    bad = prog.source.replace(f" {names[-1]}(", f" {names[-1]}(undefined_t q, ")
+    with pytest.raises(targets.BuildError, match=r"(?s)nvcc could not compile.*undefined_t"):
+        build_module(bad, "sm_90")
+    raw = pa.raw_kernel('extern "C" __global__ void twice(float *y, const float *x, int n)'
+                        '{ int i = threadIdx.x; if (i < n) y[i] = 2 * x[i]; }', "twice",
+                        outputs=[((30,), np.float32)], grid=(1,), block=(32,))
+    both = pa.compile([raw(x[0], np.int32(30))[0], *prog.outputs], target="cuda")
+    assert len(both.kernels) > len(names) and len(split_kernels(both.source)) == 1
 
 
 def test_python_m_polyarray_prints_the_environment():

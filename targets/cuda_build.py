@@ -1,0 +1,111 @@
+"""Building a program's CUDA source into modules with nvcc (through pycuda).
+
+A program of several generated kernels is built as several modules, one
+per kernel, by concurrent nvcc processes (issue 18: nvcc's time is per
+source file, and a program's kernels do not depend on each other).  Each
+piece is the shared prelude (loopy's macros and our helper functions) plus
+one kernel, so a kernel's cubin is also cached by pycuda under its own text
+and shared by every program that contains it.  A source with a raw kernel
+(``pa.raw_kernel``: the user's C, whose declarations we do not parse), or
+with one kernel, is built whole.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+log = logging.getLogger("polyarray.cuda")
+
+# loopy declares a loop of one iteration as a constant (``int const j_outer
+# = 0;``) that the body may not read (177: declared but never referenced),
+# and the value half of an argmax pair goes to a register nobody reads (550:
+# set but never used).  Both are loopy's codegen and cost nothing; nvcc
+# prints nothing else for our kernels (tests/test_cuda_codegen.py checks it).
+NVCC_OPTIONS = ("-diag-suppress=177,550",)
+# kernels from which a program is built by concurrent nvcc processes
+PARALLEL_BUILD_MIN_KERNELS = 2
+MAX_BUILD_THREADS = 8
+
+_KERNEL = re.compile(r'^extern "C" __global__ ', re.M)
+_NAME = re.compile(r"__global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(")
+_RAW_MARK = ", pa.raw_kernel) */"    # codegen/raw.py marks a raw kernel so
+
+
+def split_kernels(source):
+    """``[(kernel name, text), ...]``: the prelude plus each kernel of a
+    generated CUDA source, or ``[(None, source)]`` where it is built whole."""
+    starts = [m.start() for m in _KERNEL.finditer(source)]
+    if len(starts) < PARALLEL_BUILD_MIN_KERNELS or _RAW_MARK in source:
+        return [(None, source)]
+    prelude = source[:starts[0]]
+    pieces = []
+    for a, b in zip(starts, starts[1:] + [len(source)]):
+        text = source[a:b]
+        names = _NAME.findall(text)
+        if len(names) != 1:             # not the shape loopy emits: build it whole
+            return [(None, source)]
+        pieces.append((names[0], prelude + text))
+    return pieces
+
+
+class Modules:
+    """Several pycuda modules behind ``get_function(name)``, as one module."""
+
+    def __init__(self, by_kernel):
+        self.by_kernel = by_kernel
+
+    def get_function(self, name):
+        return self.by_kernel[name].get_function(name)
+
+
+def build_module(source, arch, fast_math=False):
+    """A module (or ``Modules``) of ``source``, quietly: what nvcc prints is
+    logged (pycuda would turn it into a UserWarning), and a failed build
+    raises ``BuildError`` with nvcc's output."""
+    from pycuda.driver import CompileError
+    from polyarray.codegen.logs import log_duration, routed_warnings
+    options = [*NVCC_OPTIONS] + (["--use_fast_math"] if fast_math else [])
+    pieces = split_kernels(source)
+    t0 = time.perf_counter()
+    try:
+        # warning filters are process-wide: nvcc's words from the build
+        # threads are routed too
+        with routed_warnings(log, "nvcc", everything=True):
+            if len(pieces) == 1:
+                from pycuda.compiler import SourceModule
+                module = SourceModule(source, no_extern_c=True, options=options, arch=arch)
+            else:
+                module = _build_concurrently(pieces, options, arch)
+    except CompileError as e:
+        raise _build_error(source, e) from e
+    what = "" if len(pieces) == 1 else f" ({len(pieces)} kernels, concurrently)"
+    log_duration(log, f"built the CUDA module for {arch}{what}", time.perf_counter() - t0)
+    return module
+
+
+def _build_concurrently(pieces, options, arch):
+    from pycuda.compiler import compile as nvcc_compile
+    from pycuda.driver import module_from_buffer
+
+    def cubin(piece):
+        return nvcc_compile(piece[1], options=list(options), no_extern_c=True, arch=arch)
+
+    with ThreadPoolExecutor(min(MAX_BUILD_THREADS, len(pieces))) as pool:
+        cubins = list(pool.map(cubin, pieces))      # the first failure raises here
+    # modules are loaded in this thread: the current CUDA context is per thread
+    return Modules({name: module_from_buffer(c) for (name, _), c in zip(pieces, cubins)})
+
+
+def _build_error(source, e):
+    from polyarray.codegen.user_functions import build_error_note
+    from .base import BuildError
+    said = "\n".join(s.strip() for s in (getattr(e, "stderr", None),
+                                          getattr(e, "stdout", None)) if s and s.strip())
+    command = " ".join(getattr(e, "command_line", None) or ())
+    note = build_error_note(source, said or str(e))
+    return BuildError((note + "\n" if note else "")
+                      + "nvcc could not compile the generated CUDA source (prog.source)"
+                      + (f"; command: {command}" if command else "")
+                      + f":\n{said or e}")
