@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("POLYARRAY_USE_TUNED", "0")
 
 from . import shapes, training, workloads as w  # noqa: E402  (after the path is set)
+from .compile_profile import compile_rows       # noqa: E402
 from .bench import Bench                        # noqa: E402
 from .gathers import gathers                    # noqa: E402
 from .goals import judge, print_goals           # noqa: E402
@@ -32,6 +33,7 @@ TRAINING = [training.gradient, training.logistic_regression, training.compile_gr
 ALL = [w.fused_chain, w.softmax, w.reductions, *TRAINING[:2], w.matmul, w.hermite,
        w.compile_and_dispatch, TRAINING[2], TRAINING[3], w.opencl_vs_cuda, w.transpose, gathers]
 QUICK = {"gathers": [gathers], "dispatch": [w.compile_and_dispatch],
+         "compile": [compile_rows, w.compile_and_dispatch],   # issue 18
          "schedules": [w.hermite, w.transpose, w.matmul],
          "training": TRAINING,
          "state": [training.logistic_regression_shared],
@@ -48,7 +50,7 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="smaller sizes (CI smoke run)")
     ap.add_argument("--json", default=None, help="write results here (default: none)")
     ap.add_argument("--only", default=None,
-                    help="run one group of workloads: dispatch, schedules, training, peers, "
+                    help="run one group of workloads: dispatch, compile, schedules, training, peers, "
                          "reductions, rest, shapes")
     args = ap.parse_args(argv)
     b = Bench(args.device, args.quick)

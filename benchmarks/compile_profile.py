@@ -104,6 +104,83 @@ def measure(target, n_ops, cprofile=0):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+_PEER_SCRIPT = r"""
+import json, os, sys, time
+peer, n = sys.argv[1], int(sys.argv[2])
+import numpy as np
+xv = np.linspace(-1, 1, 4096, dtype=np.float32)
+
+
+def chain(ns, x):
+    vals = [x, ns.sin(x), ns.cos(x)]
+    for k in range(n):
+        a, b = vals[-1], vals[-3]
+        vals.append(ns.sin(a) * 0.5 + b if k % 2 == 0 else ns.exp(-a * a) - b * 0.25)
+    return vals[-1]
+
+
+if peer == "jax":
+    import jax, jax.numpy as jnp
+    x = jax.device_put(xv); x.block_until_ready()
+    t0 = time.perf_counter()
+    jax.jit(lambda x: chain(jnp, x))(x).block_until_ready()
+else:
+    import torch
+    x = torch.from_numpy(xv).cuda(); torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    torch.compile(lambda x: chain(torch, x))(x); torch.cuda.synchronize()
+print(json.dumps({"seconds": time.perf_counter() - t0}))
+"""
+
+
+def peer_compile(peer, n_ops, timeout):
+    """Seconds of a peer's first call of the chain (tracing, compiling and
+    running; after its import and device start-up) in a new process with
+    empty caches, or None past ``timeout`` (or if it does not import)."""
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=d, JAX_COMPILATION_CACHE_DIR=d,
+                   TRITON_CACHE_DIR=d)
+        try:
+            proc = subprocess.run([sys.executable, "-c", _PEER_SCRIPT, peer, str(n_ops)],
+                                  env=env, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+    if proc.returncode:
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])["seconds"]
+
+
+def compile_rows(b, sizes=None, peer_timeout=120.0):
+    """``python -m benchmarks --only compile``: the chain compiled cold in a new
+    process (first call included, after import and device start-up) at
+    several sizes, with JAX ``jit`` and ``torch.compile`` on the same chain
+    (on CUDA, where they run) measured in the same run."""
+    target = b.device
+    sizes = sizes or ([10, 200] if b.quick else [10, 200, 2000])
+    per_op = {}
+    for n in sizes:
+        r = measure(target, n)
+        peers, failed = {}, {}
+        if target == "cuda" and r["ran"]:
+            for peer in ("jax", "torch.compile"):
+                s = peer_compile("jax" if peer == "jax" else "torch", n, peer_timeout)
+                if s is None:
+                    failed[peer] = f"over {peer_timeout:.0f} s or failed"
+                else:
+                    peers[peer] = s
+        per_op[n] = r["total"] / n
+        slow = max(r["stages"], key=r["stages"].get)
+        b.row(f"18. compile chain {n} ops: cold", r["total"], peers, failed=failed,
+              note=f"{r['kernels']} kernel(s), {r['source_kb']:.0f} KB; largest stage "
+                   f"{slow} {r['stages'][slow]:.2f} s"
+                   + ("" if r["ran"] else "; no GPU: CUDA source only"))
+    if len(sizes) > 1:
+        lo, hi = min(sizes), max(sizes)
+        mid = sorted(sizes)[-2]
+        print(f"compile: per-op cost at {hi} ops is {per_op[hi] / per_op[mid]:.2f}x "
+              f"that at {mid} ops (goal <= 1.2x; {lo} ops: {per_op[lo] * 1e3:.1f} ms/op)")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks.compile_profile",
                                  description=__doc__.split("\n\n")[0])
