@@ -26,7 +26,6 @@ from .array import Array, node_of
 from .codegen.ir import nodes as N
 from .ops import creation as C, inputs as I
 
-_LIVE = weakref.WeakValueDictionary()       # name -> SharedVariable
 _COUNTER = itertools.count()
 
 
@@ -101,16 +100,14 @@ def shared(value, name=None, dtype=None) -> SharedVariable:
         value = np.asarray(value, dtype=dtype)
     if name is None:
         name = f"shared{next(_COUNTER)}"
-        while name in _LIVE:
+        while name in C.SHARED:
             name = f"shared{next(_COUNTER)}"
-    elif name in _LIVE:
+    elif name in C.SHARED:
         raise ValueError(f"a shared variable named {name!r} exists already; "
                          "shared variables need distinct names")
     arr = _checked_value(value, name)
     var = SharedVariable(C.placeholder(name, arr.shape, arr.dtype, shared=True), arr)
-    _LIVE[name] = var
-    C.SHARED_NAMES.add(name)
-    weakref.finalize(var, C.SHARED_NAMES.discard, name)
+    C.SHARED[name] = var
     return var
 
 
@@ -118,7 +115,7 @@ def shared_of(node):
     """The live shared variable whose node ``node`` is, or None."""
     if not isinstance(node, N.Placeholder) or not node.shared:
         return None
-    var = _LIVE.get(node.name)
+    var = C.SHARED.get(node.name)
     return var if var is not None and var._node is node else None
 
 

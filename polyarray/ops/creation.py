@@ -11,6 +11,7 @@ import itertools
 import math
 import numbers
 import operator
+import weakref
 
 import numpy as np
 import pymbolic.primitives as p
@@ -21,7 +22,9 @@ from .dtypes import check_dtype, INDEX_DTYPE
 from .inputs import native_array, plain_ndarray
 
 RESERVED_NAMES = frozenset({"out"})
-SHARED_NAMES = set()        # names of live shared variables (polyarray.shared)
+# name -> live shared variable: polyarray.shared registers each one here, below
+# it, so that placeholder() can refuse its name (an entry goes with its variable)
+SHARED = weakref.WeakValueDictionary()
 
 
 def _normalize_shape(shape, what="shape") -> tuple:
@@ -87,7 +90,7 @@ def placeholder(name: str, shape, dtype=np.float64, shared=False) -> N.Placehold
         raise ValueError(f"placeholder name must be a Python identifier, got {name!r}")
     if name in RESERVED_NAMES:
         raise ValueError(f"placeholder name {name!r} is reserved for an option")
-    if name in SHARED_NAMES and not shared:
+    if name in SHARED and not shared:
         raise ValueError(f"placeholder name {name!r} is taken by a shared variable "
                          "(pa.shared); choose another name")
     shape = _normalize_shape(shape)
