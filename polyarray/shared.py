@@ -18,7 +18,6 @@ expressions, and the swap after a call.
 from __future__ import annotations
 
 import itertools
-import weakref
 
 import numpy as np
 
