@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # the rows measure the policy's default schedules, not ones an earlier .tune() stored
 os.environ.setdefault("POLYARRAY_USE_TUNED", "0")
 
-from . import shapes, training, workloads as w  # noqa: E402  (after the path is set)
+from . import dask_chunks, shapes, training, workloads as w  # noqa: E402  (after the path is set)
 from .compile_profile import compile_rows       # noqa: E402
 from .bench import Bench                        # noqa: E402
 from .gathers import gathers                    # noqa: E402
@@ -41,7 +41,8 @@ QUICK = {"gathers": [gathers], "dispatch": [w.compile_and_dispatch],
          "reductions": [w.softmax, w.reductions],
          "rest": [*TRAINING[:2], w.hermite, w.compile_and_dispatch, TRAINING[2],
                   w.opencl_vs_cuda, w.transpose],
-         "shapes": shapes.selected()}    # issue 15's sweep: long, so not in ALL
+         "shapes": shapes.selected(),    # issue 15's sweep: long, so not in ALL
+         "dask": [dask_chunks.workload]}  # issue 19: needs dask + distributed, so not in ALL
 
 
 def main(argv=None):
@@ -50,8 +51,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="smaller sizes (CI smoke run)")
     ap.add_argument("--json", default=None, help="write results here (default: none)")
     ap.add_argument("--only", default=None,
-                    help="run one group of workloads: dispatch, compile, schedules, training, peers, "
-                         "reductions, rest, shapes")
+                    help="run one group of workloads: dispatch, compile, schedules, training, "
+                         "peers, reductions, rest, shapes, dask")
     args = ap.parse_args(argv)
     b = Bench(args.device, args.quick)
     for workload in (QUICK[args.only] if args.only else ALL):

@@ -79,6 +79,7 @@ from .environment import print_environment_info
 
 from polyarray.codegen.schedule import ScheduleError   # noqa: E402
 from . import schedules, testing                # noqa: E402,F401
+from . import dask          # noqa: E402,F401  (pa.dask.evaluate: imports dask when called)
 
 newaxis = None
 __version__ = "0.1.0"

@@ -11,7 +11,7 @@ import sys
 
 # distributions whose versions matter, in the order printed
 PACKAGES = ("numpy", "loopy", "pyopencl", "pymbolic", "islpy", "pycuda", "platformdirs",
-            "tqdm")
+            "tqdm", "dask", "distributed")
 ENV_PREFIXES = ("POLYARRAY_", "PYOPENCL_", "POCL_", "CUDA_VISIBLE_DEVICES", "LOOPY_")
 
 
