@@ -200,13 +200,14 @@ def run(b, args, workers):
             t_ours = persist_time(client, ours, inputs, args.repeat)
             b_in, b_out, n_tasks = crossed(client, ours, inputs)
             peers = {}
-            if peer is not None:
+            if peer is not None and not args.no_peer:
                 peers["dask.array"] = persist_time(client, peer, inputs, args.repeat)
             host = {k: v.compute() for k, v in inputs.items()}
             t_host, t_dev = single_times(b, expr, host, args.repeat)
             local = {k: da.from_array(v, chunks=inputs[k].chunks) for k, v in host.items()}
-            t_sync = median_time(lambda: ours(**local).persist(scheduler="sync"),
-                                 lambda: None, repeat=args.repeat)
+            t_sync = float("nan") if args.no_sync else median_time(
+                lambda: ours(**local).persist(scheduler="sync"), lambda: None,
+                repeat=args.repeat)
             del host, local
             first = sorted(client.scheduler_info()["workers"])[0]
             t_worker = client.submit(one_program_on_this_worker, case, args.n_log,
@@ -232,6 +233,7 @@ def run(b, args, workers):
                      one_program_on_a_worker_s=t_worker, chunked_in_process_sync_s=t_sync,
                      bytes_to_devices=b_in, bytes_from_devices=b_out, tasks=n_tasks)
             ours_s[case] = t_ours
+            print(f"{r['workload']}: ours {t_ours * 1e3:.2f} ms; {r['note']}", flush=True)
     finally:
         client.close()
         cluster.close()
@@ -261,6 +263,10 @@ def parse(argv):
                     help="the goal's cap on the speed-up (default: the workers)")
     ap.add_argument("--pocl-threads", type=int, default=None,
                     help="CPU threads per PoCL worker (default: the cores / the workers)")
+    ap.add_argument("--no-peer", action="store_true",
+                    help="skip dask.array with NumPy chunks (slow on GPU sizes)")
+    ap.add_argument("--no-sync", action="store_true",
+                    help="skip the chunked run in this process (dask's synchronous scheduler)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", default=None, help="write the rows here")
     return ap.parse_args(argv)

@@ -1,17 +1,19 @@
 """Building a program's CUDA source into modules with nvcc (through pycuda).
 
-A program of several generated kernels is built as several modules, one
-per kernel, by concurrent nvcc processes (issue 18: nvcc's time is per
-source file, and a program's kernels do not depend on each other).  Each
-piece is the shared prelude (loopy's macros and our helper functions) plus
-one kernel, so a kernel's cubin is also cached by pycuda under its own text
-and shared by every program that contains it.  A source with a raw kernel
-(``pa.raw_kernel``: the user's C, whose declarations we do not parse), or
-with one kernel, is built whole.
+A program of several generated kernels is built as several modules by
+concurrent nvcc processes (issue 18: a program's kernels do not depend on
+each other).  Each piece is the shared prelude (loopy's macros and our
+helper functions) plus some of the kernels.  An nvcc run costs about 0.45 s
+before its first kernel on the H100's host (a program of 40 small kernels:
+1.26 s whole, 2.73 s as 40 pieces in 8 threads), so there are no more pieces
+than threads, and the kernels are dealt out longest first to the piece with
+the least text.  A source with a raw kernel (``pa.raw_kernel``: the user's C,
+whose declarations we do not parse), or with one kernel, is built whole.
 """
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -26,28 +28,33 @@ log = logging.getLogger("polyarray.cuda")
 NVCC_OPTIONS = ("-diag-suppress=177,550",)
 # kernels from which a program is built by concurrent nvcc processes
 PARALLEL_BUILD_MIN_KERNELS = 2
-MAX_BUILD_THREADS = 8
+MAX_BUILD_THREADS = min(8, os.cpu_count() or 1)
 
 _KERNEL = re.compile(r'^extern "C" __global__ ', re.M)
 _NAME = re.compile(r"__global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(")
 _RAW_MARK = ", pa.raw_kernel) */"    # codegen/raw.py marks a raw kernel so
 
 
-def split_kernels(source):
-    """``[(kernel name, text), ...]``: the prelude plus each kernel of a
-    generated CUDA source, or ``[(None, source)]`` where it is built whole."""
+def split_kernels(source, pieces=None):
+    """``[(kernel names, text), ...]``: the prelude plus some kernels of a
+    generated CUDA source, in at most ``pieces`` (default: the build
+    threads) pieces, or ``[((), source)]`` where it is built whole."""
+    pieces = pieces or MAX_BUILD_THREADS
     starts = [m.start() for m in _KERNEL.finditer(source)]
-    if len(starts) < PARALLEL_BUILD_MIN_KERNELS or _RAW_MARK in source:
-        return [(None, source)]
-    prelude = source[:starts[0]]
-    pieces = []
+    if len(starts) < PARALLEL_BUILD_MIN_KERNELS or pieces < 2 or _RAW_MARK in source:
+        return [((), source)]
+    kernels = []
     for a, b in zip(starts, starts[1:] + [len(source)]):
-        text = source[a:b]
-        names = _NAME.findall(text)
+        names = _NAME.findall(source[a:b])
         if len(names) != 1:             # not the shape loopy emits: build it whole
-            return [(None, source)]
-        pieces.append((names[0], prelude + text))
-    return pieces
+            return [((), source)]
+        kernels.append((names[0], source[a:b]))
+    bins = [[] for _ in range(min(pieces, len(kernels)))]
+    for k in sorted(range(len(kernels)), key=lambda k: -len(kernels[k][1])):
+        min(bins, key=lambda b: sum(len(kernels[j][1]) for j in b)).append(k)
+    prelude = source[:starts[0]]
+    return [(tuple(kernels[k][0] for k in sorted(b)),
+             prelude + "".join(kernels[k][1] for k in sorted(b))) for b in bins]
 
 
 class Modules:
@@ -80,7 +87,7 @@ def build_module(source, arch, fast_math=False):
                 module = _build_concurrently(pieces, options, arch)
     except CompileError as e:
         raise _build_error(source, e) from e
-    what = "" if len(pieces) == 1 else f" ({len(pieces)} kernels, concurrently)"
+    what = "" if len(pieces) == 1 else f" ({len(pieces)} nvcc runs at once)"
     log_duration(log, f"built the CUDA module for {arch}{what}", time.perf_counter() - t0)
     return module
 
@@ -92,10 +99,14 @@ def _build_concurrently(pieces, options, arch):
     def cubin(piece):
         return nvcc_compile(piece[1], options=list(options), no_extern_c=True, arch=arch)
 
-    with ThreadPoolExecutor(min(MAX_BUILD_THREADS, len(pieces))) as pool:
+    with ThreadPoolExecutor(len(pieces)) as pool:
         cubins = list(pool.map(cubin, pieces))      # the first failure raises here
     # modules are loaded in this thread: the current CUDA context is per thread
-    return Modules({name: module_from_buffer(c) for (name, _), c in zip(pieces, cubins)})
+    by_kernel = {}
+    for (names, _), c in zip(pieces, cubins):
+        module = module_from_buffer(c)
+        by_kernel.update(dict.fromkeys(names, module))
+    return Modules(by_kernel)
 
 
 def _build_error(source, e):

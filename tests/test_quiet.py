@@ -185,13 +185,16 @@ def test_a_program_of_several_kernels_is_built_by_concurrent_nvcc_runs(monkeypat
     prog = pa.compile([pa.exp(x) / pa.exp(x).sum(axis=1, keepdims=True), (x * 2).sum()],
                       target="cuda")
     names = list(prog.kernels)
-    pieces = split_kernels(prog.source)
-    assert [n for n, _ in pieces] == names and len(names) >= 2, names
-    for name, text in pieces:       # each piece holds its kernel and no other
-        assert [k for k in names if f" {k}(" in text] == [name]
+    pieces = split_kernels(prog.source, pieces=8)
+    assert sorted(n for ns, _ in pieces for n in ns) == sorted(names) and len(names) >= 2
+    for ns, text in pieces:         # each piece holds its kernels and no other
+        assert [k for k in names if f" {k}(" in text] == list(ns)
+    assert len(split_kernels(prog.source, pieces=1)) == 1
+    two = split_kernels(prog.source, pieces=2)      # no more pieces than threads
+    assert len(two) == 2 and sorted(n for ns, _ in two for n in ns) == sorted(names)
     with caplog.at_level(logging.INFO, logger="polyarray"), warnings.catch_warnings():
         warnings.simplefilter("error")
-        mod = build_module(prog.source, "sm_90")
+        mod = build_module(prog.source, "sm_90")     # in MAX_BUILD_THREADS pieces
     assert [mod.get_function(n) for n in names] == [("function", n) for n in names]
     bad = prog.source.replace(f" {names[-1]}(", f" {names[-1]}(undefined_t q, ")
     with pytest.raises(targets.BuildError, match=r"(?s)nvcc could not compile.*undefined_t"):
