@@ -20,11 +20,10 @@ import numpy as np
 
 from .classify import Raw
 from .policy import choose
+from .user_functions import LANGUAGES as _LANG, RAW_END as _END, RAW_MARK as _MARK
 
 # loopy's macros, which the user's code must not see
 _LOOPY_MACROS = {"opencl": ("lid", "gid"), "cuda": ("bIdx", "tIdx")}
-_MARK = "/* raw kernel {name!r} ({language}, pa.raw_kernel) */"
-_END = "/* end of raw kernel {name!r} */"
 
 
 @dataclass
@@ -86,9 +85,6 @@ def build(asm, name, group):
                                choice.rule, scalars))
 
 
-_LANG = {"cuda": "CUDA", "opencl": "OpenCL"}
-
-
 def _check_block(kname, block, limits):
     """A ValueError naming the kernel when its block exceeds the device's."""
     if limits is None:
@@ -131,19 +127,3 @@ def source_after(plans, language) -> str:
 
 def scalars_of(plans) -> dict:
     return {k: v for kp in plans if isinstance(kp, RawPlan) for k, v in kp.scalars.items()}
-
-
-def describe_failure(source) -> str:
-    """For a failed build: the raw kernels in ``source`` and their lines
-    (the device compiler's line numbers point into ``prog.source``)."""
-    lines = source.splitlines()
-    found = []
-    for k, line in enumerate(lines, 1):
-        m = re.match(r"/\* raw kernel '(\w+)' \((\w+), pa\.raw_kernel\) \*/", line)
-        if m:
-            end = next((j for j in range(k, len(lines) + 1)
-                        if lines[j - 1] == _END.format(name=m.group(1))), len(lines))
-            found.append(f"{m.group(1)!r} ({_LANG.get(m.group(2), m.group(2))}, lines "
-                         f"{k + 1}-{end - 1} of prog.source)")
-    return ("the program includes the raw kernel" + ("s " if len(found) > 1 else " ")
-            + ", ".join(found)) if found else ""

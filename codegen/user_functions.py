@@ -30,6 +30,10 @@ from .cfuncs import storage_dtype
 
 PREFIX = "pa_u_"
 MARKER = "/* polyarray custom kernel: "
+# a raw kernel's source (``raw.source_after``) between these lines
+RAW_MARK = "/* raw kernel {name!r} ({language}, pa.raw_kernel) */"
+RAW_END = "/* end of raw kernel {name!r} */"
+LANGUAGES = {"cuda": "CUDA", "opencl": "OpenCL"}      # of raw kernels, as said
 
 
 @dataclass(frozen=True)
@@ -166,28 +170,50 @@ def custom_kernel_names(source: str) -> list:
 
 
 def build_error_note(source: str, message: str) -> str:
-    """What a failed build says about custom kernels: "" when ``source``
-    defines none; else the custom kernels whose lines the compiler's
-    message points at (clang's ``file.cl:11:5``, nvcc's ``file.cu(11)``),
-    with those lines, or every custom kernel of the program."""
+    """What a failed device build says about the user's code in the
+    generated ``source``: "" where it has none; else the lines of custom
+    kernels' functions and raw kernels (``pa.raw_kernel``) that the
+    compiler's message points at (clang's ``file.cl:11:5``, nvcc's
+    ``file.cu(11)``), or where each of them is."""
     import re
     lines = source.splitlines()
-    marks = [(i, line[len(MARKER):].split(" */")[0]) for i, line in enumerate(lines, 1)
-             if line.startswith(MARKER)]
-    if not marks:
+    pieces = _user_code(lines)
+    if not pieces:
         return ""
     found = []
     for m in re.finditer(r"\.(?:cl|cu|cpp|c)[:(](\d+)", message):
         n = int(m.group(1))
-        owner = [what for i, what in marks if i <= n]
+        owner = [what for first, last, what in pieces if first <= n <= last]
         if owner and n <= len(lines):
-            entry = f"custom kernel {owner[-1]}, line {n}: {lines[n - 1].strip()}"
+            entry = f"{owner[-1]}, line {n}: {lines[n - 1].strip()}"
             if entry not in found:
                 found.append(entry)
     if not found:
-        found = [f"custom kernels in this program: {', '.join(custom_kernel_names(source))}"]
-    return "the device compiler refused the C code of a custom kernel:\n  " + \
+        custom = custom_kernel_names(source)
+        found = [f"custom kernels in this program: {', '.join(custom)}"] if custom else []
+        found += [what for _, _, what in pieces if what.startswith("raw")]
+    return "the device compiler refused the user's code in this program:\n  " + \
         "\n  ".join(found)
+
+
+def _user_code(lines) -> list:
+    """``[(first line, last line, what)]`` of the user's code in a source:
+    a custom kernel's functions run to the next piece (or the end), a raw
+    kernel to its end marker."""
+    import re
+    marks = []
+    for k, line in enumerate(lines, 1):
+        m = re.fullmatch(r"/\* raw kernel '(\w+)' \((\w+), pa\.raw_kernel\) \*/", line)
+        if line.startswith(MARKER):
+            marks.append((k, None, f"custom kernel {line[len(MARKER):].split(' */')[0]}"))
+        elif m:
+            end = next((j for j in range(k, len(lines) + 1)
+                        if lines[j - 1] == RAW_END.format(name=m.group(1))), len(lines) + 1)
+            language = LANGUAGES.get(m.group(2), m.group(2))
+            marks.append((k, end - 1, f"raw kernel {m.group(1)!r} ({language}, lines "
+                                      f"{k + 1}-{end - 1} of prog.source)"))
+    return [(k, last if last is not None else (nxt[0] - 1 if nxt else len(lines)), what)
+            for (k, last, what), nxt in zip(marks, marks[1:] + [None])]
 
 
 # -- loopy --------------------------------------------------------------

@@ -20,7 +20,7 @@ from . import cuda_driver, cuda_interop, foreign
 from .cuda_build import NVCC_OPTIONS, build_module   # noqa: F401  (tests import them here)
 from .deferred_checks import checked_array_type
 from .device_common import (DeviceExecutable, arg_format, host_array, lower_or_load,
-                            on_host, raise_raw_build_error, valid_lowered_entry)
+                            on_host, valid_lowered_entry)
 
 _CACHE = DiskCache("cuda", valid=valid_lowered_entry)
 _driver, _pool = cuda_driver.driver, cuda_driver.pool
@@ -44,12 +44,8 @@ class CudaExecutable(DeviceExecutable):
         key = (self.lowered.source, major, minor, self.fast_math)
         modules = _STATE.setdefault("modules", {})
         if key not in modules and self.lowered.kernels:
-            try:
-                modules[key] = build_module(self.lowered.source, f"sm_{major}{minor}",
-                                            self.fast_math)
-            except Exception as e:      # noqa: BLE001  (a raw kernel's C: say which)
-                raise_raw_build_error(self.lowered.source, e)
-                raise
+            modules[key] = build_module(self.lowered.source, f"sm_{major}{minor}",
+                                        self.fast_math)
         mod = modules.get(key)
         self.pool = _pool()
         self._fixed = {name: self._upload(arr) for name, arr in self._data_arrays.items()}

@@ -18,6 +18,8 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from polyarray.codegen.user_functions import RAW_MARK
+
 log = logging.getLogger("polyarray.cuda")
 
 # loopy declares a loop of one iteration as a constant (``int const j_outer
@@ -32,7 +34,7 @@ MAX_BUILD_THREADS = min(8, os.cpu_count() or 1)
 
 _KERNEL = re.compile(r'^extern "C" __global__ ', re.M)
 _NAME = re.compile(r"__global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(")
-_RAW_MARK = ", pa.raw_kernel) */"    # codegen/raw.py marks a raw kernel so
+_RAW_MARK = RAW_MARK.split("{language}")[1]     # how codegen/raw.py marks a raw kernel
 
 
 def split_kernels(source, pieces=None):

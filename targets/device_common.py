@@ -105,11 +105,7 @@ def _build(build, lowered, t0, origin="built"):
     the compile's stages (``codegen.logs.log_duration``: INFO past a second)."""
     from polyarray.codegen.logs import log_duration
     t1 = time.perf_counter()
-    try:
-        handle = build(lowered.source) if (build and lowered.kernels) else None
-    except Exception as e:      # noqa: BLE001  (a raw kernel's C: say which)
-        raise_raw_build_error(lowered.source, e)
-        raise
+    handle = build(lowered.source) if (build and lowered.kernels) else None
     t2 = time.perf_counter()
     stages = dict(lowered.stages or {}) if origin == "built" else {"cache": t1 - t0}
     if handle is not None:
@@ -117,18 +113,6 @@ def _build(build, lowered, t0, origin="built"):
     n = len(lowered.kernels)
     log_duration(log, f"compiled {n} kernel{'' if n == 1 else 's'} ({origin})", t2 - t0, stages)
     return handle
-
-
-def raise_raw_build_error(source, error):
-    """A ``BuildError`` naming the raw kernels (``pa.raw_kernel``) of a
-    program the device compiler refused, with what it said; nothing for a
-    program without them (then the compiler's own error stands)."""
-    from polyarray.codegen.raw import describe_failure
-    from .base import BuildError
-    which = describe_failure(source)
-    if which:
-        raise BuildError(f"the device compiler refused the program; {which}:\n{error}") \
-            from error
 
 
 def clear_memory_cache():

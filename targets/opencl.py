@@ -405,7 +405,7 @@ class OpenCLTarget(Target):
         try:
             with routed_warnings(log, "the OpenCL build", everything=True):
                 prg = cl.Program(ctx, source).build()
-        except cl.RuntimeError as e:        # the user's C of a custom kernel: say whose
+        except cl.RuntimeError as e:        # the user's C (custom or raw kernels): say whose
             from polyarray.codegen.user_functions import build_error_note
             note = build_error_note(source, str(e))
             if not note:
