@@ -103,7 +103,8 @@ class Assembler:
                 self.reduction(f"{name}_{k}{r.op}", r)
             self.elementwise(f"{name}_elementwise", outs)
             return
-        choice = choose(rows_class(outs.units[0].node.shape), self.device)
+        choice = choose(rows_class(outs.units[0].node.shape, self.user_steps(name) is not None),
+                        self.device)
         rows.build(self, name, group, choice)
 
     def reduction(self, name, node, epilogue=()):

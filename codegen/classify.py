@@ -93,9 +93,11 @@ class Contraction:
 
 @dataclass(frozen=True)
 class Rows:
-    """Row reductions fused with their elementwise readers: M rows of R."""
+    """Row reductions fused with their elementwise readers: M rows of R;
+    ``scheduled``: the user's steps name its loops (``j0``, ``c``...)."""
     M: int
     R: int
+    scheduled: bool = False
 
 
 @dataclass(frozen=True)
@@ -195,8 +197,8 @@ def read_buffer(operand, plan, buffers):
     return plan.transposed[id(operand)]
 
 
-def rows_class(shape) -> Rows:
-    return Rows(math.prod(shape[:-1]), shape[-1])
+def rows_class(shape, scheduled=False) -> Rows:
+    return Rows(math.prod(shape[:-1]), shape[-1], scheduled)
 
 
 __all__ = ["Contraction", "Subscripts", "letter_sizes", "parse_subscripts", "product_class", "Elementwise", "Reduction", "Rows", "contraction_class",

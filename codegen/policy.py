@@ -352,6 +352,12 @@ RULES = (
     Rule("gpu: thread", R, lambda c, d: True, Form.THREAD, lambda c, d: dict(wg=_wg(c.M))),
 
     # fused rows (softmax, layer norm)
+    # CPU: each reduction in CPU_LANES accumulators along the row (as the lanes
+    # form): faster than one chain of dependent adds, and a float sum rounds like
+    # R / CPU_LANES terms, not R.  A user's steps name the plain loops (j0, j1...)
+    Rule("cpu: a work-item per row, lanes along it", W, lambda c, d: d.cpu
+         and c.R >= CPU_LANES and not c.scheduled, Form.ROWS_THREAD,
+         lambda c, d: dict(wg=_wg(c.M), lanes=CPU_LANES)),
     Rule("cpu: a work-item per row", W, lambda c, d: d.cpu, Form.ROWS_THREAD,
          lambda c, d: dict(wg=_wg(c.M))),
     Rule("short rows: a work-item per row", W, lambda c, d: c.R < GROUP_ROW, Form.ROWS_THREAD,

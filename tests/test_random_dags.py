@@ -21,7 +21,7 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import Phase, given, note, settings, strategies as st
+from hypothesis import Phase, example, given, note, settings, strategies as st
 
 import polyarray as pa
 from polyarray import targets
@@ -38,6 +38,9 @@ EXAMPLES = int(os.environ.get("POLYARRAY_DAG_EXAMPLES", "40"))
 @settings(max_examples=EXAMPLES, deadline=None,
           phases=(Phase.explicit, Phase.reuse, Phase.generate))
 @given(seed=st.integers(0, 2**32 - 1), pick=st.integers(0, 1))
+# float32 rows of 4100 summed in one accumulator by the CPU rows form (4e-5 off;
+# the generator's ``long_rows``, rare: 1 seed in 1500 showed it)
+@example(seed=1031, pick=0)
 def test_random_dag_matches_numpy(target_name, seed, pick):
     """``EXAMPLES`` DAGs per target; the opencl target alternates layouts."""
     ok, reason = targets.availability(target_name)

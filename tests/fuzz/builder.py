@@ -122,6 +122,19 @@ class _Builder:
             return rng.integers(a, b, shape, dtype=dt, endpoint=True)
         return rng.integers(a, b + 1, shape).astype(dt)
 
+    def long_rows(self):
+        """A float32 placeholder of rows as long as this DAG's longest axis,
+        each one inexact decimal repeated: a long sum of it rounds the same
+        way at every add, so summing a 4100-long row in one accumulator
+        misses NumPy's pairwise sum by 2-4e-5, more than float32's tolerance
+        (seed 1783).  Only for row sums: NumPy sums a column in order, so
+        summing one of these columns otherwise (in chunks) would differ by
+        as much (random values in placeholders: their sums may cancel to
+        near 0, where NumPy's own rounding exceeds the tolerance)."""
+        shape = (min(self.A, self.B), max(self.A, self.B))
+        return self.add_placeholder(shape, np.float32,
+                                    np.full(shape, self.choice([0.1, 0.7, 1.1, -0.9, 0.45])))
+
     def scalar(self, dtype, small=False):
         """A Python scalar operand suited to ``dtype``."""
         dt = np.dtype(dtype)

@@ -197,14 +197,19 @@ def op_matmul(b):
 def op_rows(b):
     """A reduction over the last axis read back by the rows it reduces (the
     fused ``rows`` kernels: softmax-like), on any dtype."""
+    sums = ["({0} * {0}.sum(axis=-1, keepdims=True))",
+            "(({0} - {0}.max(axis=-1, keepdims=True)) + {0}.sum(axis=-1, keepdims=True))"]
+    if max(b.A, b.B) >= 4096 and b.coin(0.7):
+        # the longest rows: float32 sums of thousands of terms (``builder.long_rows``)
+        a, form = b.long_rows(), b.choice(sums)
+        return b.apply(form.format(a.var), [a.var], ("inexact",))
     a = b.pick(lambda e: e.ndim >= 1 and e.shape[-1] > 0 and e.kind != "b") or \
         b.add_placeholder(shape=b.choice([(b.A, b.B), (b.B,), (2, b.A, b.B)]))
     if a.ndim == 0 or a.shape[-1] == 0:
         return None
     form = b.choice([
         "({0} - {0}.max(axis=-1, keepdims=True))", "({0} - {0}.min(axis=-1, keepdims=True))",
-        "({0} * {0}.sum(axis=-1, keepdims=True))", "({0} == {0}.max(axis=-1, keepdims=True))",
-        "(({0} - {0}.max(axis=-1, keepdims=True)) + {0}.sum(axis=-1, keepdims=True))",
+        sums[0], "({0} == {0}.max(axis=-1, keepdims=True))", sums[1],
         "xp.exp({0} - {0}.max(axis=-1, keepdims=True)) / "
         "xp.exp({0} - {0}.max(axis=-1, keepdims=True)).sum(axis=-1, keepdims=True)",
         "({0} > {0}.mean(axis=-1, keepdims=True))"])
