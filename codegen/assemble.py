@@ -17,6 +17,7 @@ from polyarray.codegen.ir import nodes as N
 from .cfuncs import HELPERS_PREAMBLE, storage_dtype
 from .checks import ERROR_BUFFER, callable_for
 from .user_functions import UserCallable, is_user_function
+from .outline import RegionCallable, is_region
 from .classify import (Elementwise, contraction_class, product_class, reduction_class,
                        rows_class, stacked_columns)
 from .device import Device
@@ -172,6 +173,7 @@ class Assembler:
                              preambles=[HELPERS_PREAMBLE])
         for f in sorted(kb.functions):
             knl = lp.register_callable(knl, f, UserCallable(f) if is_user_function(f)
+                                       else RegionCallable(f) if is_region(f)
                                        else callable_for(f))
         knl = lp.set_options(knl, enforce_array_accesses_within_bounds="no_check")
         if construct is not None:

@@ -5,6 +5,8 @@ rules read them when they run (``benchmarks/sweep.py`` sets some on the
 policy module and re-lowers)."""
 from __future__ import annotations
 
+import os
+
 WG = 256                # default work-group size
 ELEMENTWISE_ILP = 4     # elements per work-item in large GPU elementwise kernels: one
 #                         per work-item reached 0.76 of copy on an H100, four 0.96
@@ -144,6 +146,15 @@ INLINE_REDUCTION_MAX = 16
 # work-group tree over them costs more than it shares (nearest centre, 10^6
 # points x 64 centres x 8 dimensions: 734 us as groups on the H100)
 HEAVY_TERMS = 4
+# An elementwise kernel (flat or ilp layout, no user schedule) with at least this many
+# scalar temporaries gets them as one generated C function (codegen/outline.py): loopy
+# spent ~3.5 ms per instruction over its passes, so the issue-18 chain of 2000 shared
+# values took 9 s of loopy.  48 is not measured as a crossover: below it loopy's cost is
+# small, and the suite's kernels (none that large) keep loopy's exact code.
+# POLYARRAY_OUTLINE_MIN=0 (read once, at import) outlines every kernel it can, even one
+# without temporaries (its stored values), so tests run the suite through the printer.
+OUTLINE_DEFAULT = 48
+OUTLINE_MIN = int(os.environ.get("POLYARRAY_OUTLINE_MIN", OUTLINE_DEFAULT))
 
 
 __all__ = ["WG", "ELEMENTWISE_ILP", "ILP_MIN_GROUPS", "MANY_OUTPUTS", "FILL_THREADS",
@@ -159,4 +170,4 @@ __all__ = ["WG", "ELEMENTWISE_ILP", "ILP_MIN_GROUPS", "MANY_OUTPUTS", "FILL_THRE
            "CPU_VECTOR_BYTES", "CPU_MATMUL_ROWS", "CPU_MATMUL_VECTORS",
            "CPU_MATMUL_WORK", "MAX_INLINE", "MAX_INLINE_DEPTH", "MAX_INLINE_COPIES",
            "INLINE_REDUCTION_MAX",
-           "HEAVY_TERMS"]
+           "HEAVY_TERMS", "OUTLINE_DEFAULT", "OUTLINE_MIN"]

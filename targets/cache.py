@@ -207,4 +207,7 @@ def code_version() -> str:
                     with open(path, "rb") as f:
                         h.update(os.path.relpath(path, folder).encode() + b"\0" + f.read())
         _CODE_VERSION = h.hexdigest()[:16]
+    from polyarray.codegen import policy     # another outlining threshold (a test's)
+    if policy.OUTLINE_MIN != policy.OUTLINE_DEFAULT:   # makes other code
+        return f"{_CODE_VERSION}-o{policy.OUTLINE_MIN}"
     return _CODE_VERSION

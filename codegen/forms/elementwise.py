@@ -43,9 +43,19 @@ def build(asm, name, group, choice):
         return asm.finish(name, kb, [domain], written, steps, form, rule,
                           shapes=kb.read_shapes, facts=facts(group))
     kb = KernelBuilder(asm.plan, asm.buffers, ["i"])
-    written = elementwise_body(asm, kb, group, p.Variable("i"), ["i"])
+    written = elementwise_body(asm, kb, group, p.Variable("i"), ["i"],
+                               outline=outlinable(asm.user_steps(name)))
     asm.finish(name, kb, [f"{{[i]: 0 <= i < {group.size}}}"], written,
                (WorkGroup(params["wg"]),), form, rule, facts=facts(group))
+
+
+def outlinable(user):
+    """Whether a kernel's values may become one C function (``outline.py``):
+    with the default schedule, or a user's of the steps a default is made of
+    (a replayed ``prog.schedule``); other steps may rewrite expressions."""
+    return user is None or all(
+        isinstance(s, (WorkGroup, ElementsPerItem)) or (isinstance(s, Layout) and
+                                                        s.kind == "flat") for s in user)
 
 
 def facts(group):
@@ -135,7 +145,8 @@ def _ilp(asm, name, group, wg, ilp, rule):
         return fetched[buf]
     kb.fetch_direct = fetch
     preds = [p.Comparison(raw, "<", size)] if ragged else []
-    written = elementwise_body(asm, kb, group, i, ["g", "u", "t"], raw, preds)
+    written = elementwise_body(asm, kb, group, i, ["g", "u", "t"], raw, preds,
+                               outline=outlinable(asm.user_steps(name)))
 
     tags = {"g": "g.0", "t": "l.0", "u": "unr"}
     loops = ["g", "u", "t"]

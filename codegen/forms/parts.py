@@ -21,10 +21,14 @@ from ..schedule import GroupReduce, WorkGroup
 from .reduction_ops import hoist_nested_pairs, result_buffers
 
 
-def elementwise_body(asm, kb, group, i, within, store_index=None, predicates=(), axes=None):
+def elementwise_body(asm, kb, group, i, within, store_index=None, predicates=(), axes=None,
+                     outline=False):
     """Instructions writing every unit of ``group`` at flat index ``i``
     (``axes``: (shape, multi-index) of the same point); returns the
-    buffers written."""
+    buffers written.  ``outline``: a long chain of temporaries may become
+    one C function (``outline.py``; only where no later step rewrites the
+    expressions)."""
+    start = len(kb.instructions)
     kb.analyze([u.node for u in group.units])
     later_deps = set()
     for u in group.units[1:]:
@@ -46,6 +50,9 @@ def elementwise_body(asm, kb, group, i, within, store_index=None, predicates=(),
                                                 else i,)),
                   expr, within, predicates=frozenset(predicates))
         written.add(buf)
+    if outline:
+        from ..outline import outline as outline_region
+        outline_region(asm, kb, start, within)
     return written
 
 
