@@ -33,8 +33,9 @@ def forced(monkeypatch):
 
 
 def check(target, outs, bindings, outlined=True, **options):
-    """NumPy's values within tolerance, and on a device bit for bit the
-    values of the same program not outlined (the same C semantics)."""
+    """NumPy's values within tolerance, and on OpenCL bit for bit the
+    values of the same program not outlined (the same C semantics; on CUDA
+    within tolerance, nvcc's FMA contraction may differ)."""
     prog = pa.compile(outs, target=target, **options)
     got = prog(**bindings)
     want = pa.compile(outs, target="numpy")(**bindings)
@@ -48,7 +49,11 @@ def check(target, outs, bindings, outlined=True, **options):
         finally:
             policy.OUTLINE_MIN = forced
         for key in want:
-            assert np.array_equal(got[key], plain[key], equal_nan=True), key
+            if target == "cuda":    # nvcc contracts a*b+c into FMAs as it sees fit, and
+                # inlining changes what it sees: 1 ulp apart on the H100 (float32 'w')
+                assert_same(got[key], plain[key], f"{key}: outlined vs not, on cuda")
+            else:
+                assert np.array_equal(got[key], plain[key], equal_nan=True), key
     return prog
 
 
@@ -99,7 +104,8 @@ def _floats():
     g = pa.maximum(s, np.float32(np.nan)) + w
     outs = {"w": w * w + s, "v": pa.exp(-v) / (v + 2.0) + x.astype(np.float64) * v,
             "g": g - s, "isnan": pa.isnan(g) | (w > s), "minf": pa.where(v > 0, v, -np.inf) + v,
-            "i": (s * 100).astype(np.int32) + (v > 0), "fl": pa.floor_divide(s, 0.75) + s,
+            # of finite values: a cast of NaN or inf is the device's (docs/numpy_differences.md)
+            "i": (pa.where(pa.isfinite(s), s, 0.0) * 100).astype(np.int32) + (v > 0), "fl": pa.floor_divide(s, 0.75) + s,
             "mod": pa.remainder(v, -1.5) * v, "nm": pa.logical_not(m) & (s < 0) | m,
             "h": pa.arctan2(s, w) + pa.sign(s), "user": FMA(s, x) * FMA(s, s)}
     return outs, b
