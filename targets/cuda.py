@@ -98,9 +98,10 @@ class CudaExecutable(DeviceExecutable):
         returns None when any binding differs, and the caller then takes the
         general path, which gives the usual errors."""
         env = {"GA": self._gpuarray, "RT": self._result_type, "pack": self._pack_args,
-               "fixed": self._fixed,
+               "fixed": self._fixed, "in_this_thread": cuda_driver.in_this_thread,
                "pool": self.pool, "oom": self._out_of_memory}
         lines = ["def fast_call(bindings):",
+                 "    in_this_thread()",
                  f"    if len(bindings) != {len(self.placeholders)}:",
                  "        return None"]
         buf_of = {b: f"fixed[{b!r}]" for b in self._fixed}
@@ -191,6 +192,7 @@ class CudaExecutable(DeviceExecutable):
     def run(self, bindings):
         if not self._ready:
             self._prepare()
+        cuda_driver.in_this_thread()        # a thread of its own (a dask worker's)
         live = []
         bufs = self.buffers(bindings, live)
         pack = self._pack_args
@@ -248,6 +250,7 @@ class CudaExecutable(DeviceExecutable):
 
     def synchronize(self):
         import pycuda.driver as drv
+        cuda_driver.in_this_thread()
         drv.Context.synchronize()
         _DEFERRED.resolve()
 
@@ -255,6 +258,7 @@ class CudaExecutable(DeviceExecutable):
         """``n`` calls, carried outputs fed back (``cuda_graphs``)."""
         if not self._ready:
             self._prepare()
+        cuda_driver.in_this_thread()
         from .cuda_graphs import run_repeated
         return run_repeated(self, bindings, n, carry)
 

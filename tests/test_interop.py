@@ -282,3 +282,36 @@ def test_dlpack_export_orders_a_consumer_stream_after_our_work():
     side.synchronize()
     expect = torch.sqrt(torch.exp(torch.sin(xs) ** 2) + 1.0).sum()
     assert abs(total.item() - expect.item()) <= 1e-4 * abs(expect.item())
+
+
+def test_a_cuda_program_runs_in_threads_other_than_its_first():
+    """pycuda's contexts are per thread: a program compiled and first run in
+    this thread, then called (general path and generated launcher) from new
+    threads, one after another, as a dask worker's tasks are; a thread that
+    never touched CUDA made the first allocation fail with "invalid device
+    context".  (Concurrent calls from several threads are not supported:
+    pycuda's memory pool is not thread-safe; pa.dask takes turns.)"""
+    import threading
+    ok, why = _cuda_ok()
+    if not ok:
+        pytest.skip(f"no CUDA device: {why}")
+    x = pa.placeholder("x", (1000,), np.float32)
+    xv = np.arange(1000, dtype=np.float32)
+    host = pa.compile(x * 2.0 + 1.0, target="cuda")
+    dev = pa.compile(x * 3.0, target="cuda", out="device")
+    assert_same(host(x=xv), xv * 2 + 1)
+    xd = dev(x=xv)                  # a device binding: the generated launcher's path
+    got = {}
+
+    def work(k):
+        got[k] = (host(x=xv), dev(x=xd).get(), pa.compile(x - 1.0, target="cuda")(x=xv))
+
+    for k in range(3):      # one at a time: a program is not for concurrent calls
+        t = threading.Thread(target=work, args=(k,))
+        t.start()
+        t.join()
+    assert sorted(got) == [0, 1, 2]
+    for a, b, c in got.values():
+        assert_same(a, xv * 2 + 1)
+        assert_same(b, xv * 9)
+        assert_same(c, xv - 1)
