@@ -62,7 +62,20 @@ def combine(dtypes):
     return res[0].numpy_dtype
 
 
-class Types(Mapper):
+class _Known(Mapper):
+    """A mapper of the nodes lowering emits: anything else is refused (the
+    kernel then keeps loopy's instructions)."""
+
+    def map_foreign(self, e, *args):
+        if isinstance(e, (int, float, complex, np.generic)):
+            return self.map_constant(e, *args)
+        raise Refused(f"{type(e).__name__}")
+
+    def handle_unsupported_expression(self, e, *args):
+        raise Refused(f"{type(e).__name__}")
+
+
+class Types(_Known):
     """loopy's type inference for the nodes lowering emits; ``names``:
     variable name -> dtype (region temporaries); ``param.dtype_of(expr)``:
     the dtype of an expression that is a parameter, else None (asking
@@ -165,16 +178,8 @@ class Types(Mapper):
     def map_call(self, e):
         return call_types(e.function.name)[1]
 
-    def map_foreign(self, e, *args):
-        if isinstance(e, (int, float, complex, np.generic)):
-            return self.map_constant(e, *args)
-        raise Refused(f"{type(e).__name__}")
 
-    def handle_unsupported_expression(self, e, *args):
-        raise Refused(f"{type(e).__name__}")
-
-
-class CLowering(Mapper):
+class CLowering(_Known):
     """Stage one: a loopy expression -> the C-level expression loopy's
     codegen would make of it (literals, casts, error pointers)."""
 
@@ -283,14 +288,6 @@ class CLowering(Mapper):
         if checked:
             out.append(p.Variable(ERROR_BUFFER))
         return p.Variable(name)(*out)
-
-    def map_foreign(self, e, *args):
-        if isinstance(e, (int, float, complex, np.generic)):
-            return self.map_constant(e, *args)
-        raise Refused(f"{type(e).__name__}")
-
-    def handle_unsupported_expression(self, e, *args):
-        raise Refused(f"{type(e).__name__}")
 
     def _refuse(self, e, *args):
         """Integer ``//`` and ``%`` of values: loopy picks its own helpers by
