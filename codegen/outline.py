@@ -30,6 +30,7 @@ from loopy.kernel.function_interface import ScalarCallable
 from loopy.kernel.instruction import Assignment, make_assignment
 from loopy.types import NumpyType
 
+from polyarray.codegen.ir.expr import called_functions
 from .checks import ERROR_BUFFER, callable_for
 from .cprint import Printer, Refused, Types, call_types
 from .user_functions import UserCallable, is_user_function
@@ -86,7 +87,7 @@ def outline(asm, kb, start, within):
     kb.temporaries.update(new_temps)
     used = set()
     for insn in kb.instructions:
-        _calls(insn.expression, used)
+        used.update(called_functions(insn.expression))
     kb.functions = {f for f in kb.functions if f in used} | functions
     OUTLINED[0] += 1
     return True
@@ -256,20 +257,6 @@ def _build(asm, kb, insns, temps, within):
                                    within_inames=within, depends_on=frozenset([call_id]),
                                    predicates=insn.predicates))
     return kept, new, new_temps, {name}
-
-
-def _calls(expr, found):
-    """Add the names of the functions ``expr`` calls to ``found``."""
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, p.Call):
-            found.add(e.function.name)
-            stack.extend(e.parameters)
-        elif isinstance(e, p.ExpressionNode):
-            stack.extend(getattr(e, f) for f in e.__dataclass_fields__)
-        elif isinstance(e, tuple):
-            stack.extend(e)
 
 
 _TYPES: dict = {}       # function name -> (parameter dtypes, result dtypes, checked)

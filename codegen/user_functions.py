@@ -26,6 +26,7 @@ from loopy.library.reduction import ScalarReductionOperation
 from loopy.symbolic import ResolvedFunction
 from loopy.types import NumpyType
 
+from polyarray.codegen.ir.expr import called_functions
 from .cfuncs import storage_dtype
 
 PREFIX = "pa_u_"
@@ -143,18 +144,7 @@ def any_registered() -> bool:
 
 def user_calls(expr) -> list:
     """The user functions an IndexLambda expression calls, in order."""
-    found, stack = [], [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, p.Call):
-            if is_user_function(e.function.name):
-                found.append(e.function.name)
-            stack.extend(e.parameters)
-        elif isinstance(e, p.ExpressionNode):
-            stack.extend(getattr(e, f) for f in e.__dataclass_fields__)
-        elif isinstance(e, tuple):
-            stack.extend(e)
-    return found
+    return [name for name in called_functions(expr) if is_user_function(name)]
 
 
 def custom_kernel_names(source: str) -> list:

@@ -81,6 +81,23 @@ def binding_reads(expr) -> dict:
     return found
 
 
+def called_functions(expr) -> list:
+    """The name of the function of each call in ``expr`` (repeats kept), in the
+    order of a depth-first walk (any pymbolic expression: frontend or
+    loopy-level, whose dataclass fields are its children)."""
+    found, stack = [], [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, p.Call):
+            found.append(e.function.name)
+            stack.extend(e.parameters)
+        elif isinstance(e, p.ExpressionNode):
+            stack.extend(getattr(e, f) for f in e.__dataclass_fields__)
+        elif isinstance(e, tuple):
+            stack.extend(e)
+    return found
+
+
 def _children(e):
     """The sub-expressions of an arithmetic, comparison, logic or If node."""
     if isinstance(e, p.If):
