@@ -32,8 +32,11 @@ def main():
         except ImportError:
             print("distributed is not installed: using Dask's default scheduler")
         else:
-            cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                   dashboard_address=None)
+            import dask
+            # workers that reuse freed chunks rather than fault each one in anew
+            with dask.config.set(pa.dask.cluster.spawn_config()):
+                cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
             client = Client(cluster)
             print(f"LocalCluster: {len(client.scheduler_info()['workers'])} workers")
 

@@ -116,6 +116,8 @@ class OpenCLExecutable(DeviceExecutable):
             self._flags = np.zeros(self._n_flags, np.int64)
             self._fixed[ERROR_BUFFER] = self._flags_buf = self._upload(self._flags, [])
         self._inputs = list(L.inputs.items())
+        from . import opencl_host
+        self._host = opencl_host if opencl_host.enabled(queue.device) else None
         self._launches = []
         for k in L.kernels:
             gs, ls = launch_sizes(k.gsize, k.lsize)
@@ -200,6 +202,9 @@ class OpenCLExecutable(DeviceExecutable):
         cl, q, cla_array = self._cl, self.queue, self._cla.Array
         bufs = dict(self._fixed) if self._fixed else {}
         owned = []          # this call's allocations, freed on MemoryError
+        device = self.out_mode == "device"
+        zero = None if device else self._host    # CPU devices: zero-copy (opencl_host)
+        direct = {}         # results the kernels write in place: name -> (array, buffer)
         for pname, bname in self._inputs:
             v = bindings[pname]
             if type(v) is cla_array or isinstance(v, cla_array):
@@ -208,16 +213,22 @@ class OpenCLExecutable(DeviceExecutable):
                                     "OpenCL context than this program's device")
                 bufs[bname] = v.base_data if not v.offset else self._offset_binding(v, owned)
             else:
-                bufs[bname] = self._upload(v, owned)
+                if zero:
+                    v = host_array(v)
+                buf = zero and zero.input_buffer(self.ctx, v)
+                bufs[bname] = buf or self._upload(v, owned)
+        if zero:
+            direct = zero.result_buffers(self.ctx, self._outs, self._max_alloc)
+            bufs.update((name, buf) for name, (_, buf) in direct.items())
         alloc = self._alloc
         for name, nbytes in self._allocs:
-            bufs[name] = alloc(nbytes, owned)
+            if name not in direct:
+                bufs[name] = alloc(nbytes, owned)
         enqueue = cl.enqueue_nd_range_kernel
         for knl, args, gs, ls in self._launches:
             knl.set_args(*[bufs[a] for a in args])
             enqueue(q, knl, gs, ls)
         results = []
-        device = self.out_mode == "device"
         for name, shape, dtype, sdt, copy, size, attrs in self._outs:
             buf = bufs[name]
             if copy:            # an input returned as is, or an output repeated
@@ -227,6 +238,8 @@ class OpenCLExecutable(DeviceExecutable):
                 buf = new
             if device:
                 results.append(self._wrap(buf, attrs))
+            elif not copy and name in direct:
+                results.append(direct[name][0])
             else:
                 host = np.empty(shape, dtype)
                 if size:
@@ -241,6 +254,8 @@ class OpenCLExecutable(DeviceExecutable):
                 self.read_flags()   # blocking: waits for the call
             else:
                 q.finish()
+            if direct:
+                zero.sync_results(q, [b for _, b in direct.values()])
             if _DEFERRED:           # earlier device-result calls: their flags now
                 _DEFERRED.resolve()
         return results

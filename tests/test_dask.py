@@ -216,3 +216,20 @@ def test_the_example_runs_on_a_local_cluster():
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "LocalCluster: 2 workers" in out.stdout and "OK: matches NumPy" in out.stdout
     assert "programs compiled" in out.stdout and " 0 tasks" not in out.stdout, out.stdout
+
+
+def test_cluster_settings():
+    """pa.dask.cluster: the allocator settings ride on distributed's own
+    pre-spawn environment; PoCL workers split the cores."""
+    pytest.importorskip("distributed", reason="distributed is in the dask extra")
+    import dask
+    env = pa.dask.cluster.spawn_config()["distributed.nanny.pre-spawn-environ"]
+    own = dask.config.get("distributed.nanny.pre-spawn-environ")
+    assert env == dict(own, **pa.dask.cluster.KEEP_FREED_MEMORY)
+    assert pa.dask.cluster.spawn_config(False)["distributed.nanny.pre-spawn-environ"] == own
+    assert pa.dask.cluster.worker_env("opencl", 2, cpu_device=True, cores=4) == {
+        "POLYARRAY_TARGET": "opencl", "POCL_CPU_MAX_CU_COUNT": "2",
+        "POCL_MAX_PTHREAD_COUNT": "2"}
+    assert pa.dask.cluster.worker_env(None, 3, cpu_device=True, cores=2)[
+        "POCL_MAX_PTHREAD_COUNT"] == "1"
+    assert pa.dask.cluster.worker_env("cuda", 2) == {"POLYARRAY_TARGET": "cuda"}

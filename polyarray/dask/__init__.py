@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["evaluate", "stats"]
+from . import cluster       # worker settings (imports nothing of Dask's)
+
+__all__ = ["evaluate", "stats", "cluster"]
 
 
 def stats() -> dict:
