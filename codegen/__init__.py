@@ -272,6 +272,9 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
             if kp.preprocessed is not None:
                 tu = tu.with_kernel(kp.preprocessed(tu[kp.name]))
         source = _names_comment(inputs) + lp.generate_code_v2(tu).device_code()
+        if isinstance(target, lp.CudaTarget):
+            from .noinline import noinline_large_helpers
+            source = noinline_large_helpers(source)
         if plan.checks:
             from .checks import writable_error_buffer
             source = writable_error_buffer(source)

@@ -156,6 +156,23 @@ HEAVY_TERMS = 4
 OUTLINE_DEFAULT = 48
 OUTLINE_MIN = int(os.environ.get("POLYARRAY_OUTLINE_MIN", OUTLINE_DEFAULT))
 
+# CUDA math helpers compiled once per source (``__noinline__``) instead of at each call
+# (codegen/noinline.py): those whose inlined code is large because of a slow path (the
+# range reduction of sinf, powf's exact log).  nvcc -cubin -arch=sm_90 on this CPU, a
+# chain of 64 calls, inlined -> once: float32 sin 0.86 s 94 KB -> 0.24 s 11 KB, cos, tan,
+# power and arctan2 alike (56-96 KB); exp 13 KB, log 31 KB, sqrt 20 KB stay inlined.
+# float64: sin 60 KB, exp 41 KB, log 88 KB, power 84 KB, tanh 104 KB, arctan2 126 KB,
+# expm1 77 KB, arctan 57 KB (sqrt 31 KB).  The 2000-op chain of issue 18: nvcc 24.5 s ->
+# 1.2 s; 200 ops 1.31 s -> 0.30 s.  Below NOINLINE_MIN_CALLS calls in a source a call
+# is not worth saving.
+NOINLINE_OPS = {
+    "float32": ("sin", "cos", "tan", "power", "arctan2"),
+    "float64": ("sin", "cos", "tan", "exp", "exp2", "log", "log2", "log10", "power",
+                "arctan2", "arctan", "arcsin", "arccos", "tanh", "sinh", "cosh",
+                "expm1", "log1p"),
+}
+NOINLINE_MIN_CALLS = 16
+
 
 __all__ = ["WG", "ELEMENTWISE_ILP", "ILP_MIN_GROUPS", "MANY_OUTPUTS", "FILL_THREADS",
            "LONG_REDUCTION", "FEW_OUTPUTS", "GROUP_REDUCTION", "GROUP_ITEMS", "WARP",
@@ -170,4 +187,5 @@ __all__ = ["WG", "ELEMENTWISE_ILP", "ILP_MIN_GROUPS", "MANY_OUTPUTS", "FILL_THRE
            "CPU_VECTOR_BYTES", "CPU_MATMUL_ROWS", "CPU_MATMUL_VECTORS",
            "CPU_MATMUL_WORK", "MAX_INLINE", "MAX_INLINE_DEPTH", "MAX_INLINE_COPIES",
            "INLINE_REDUCTION_MAX",
-           "HEAVY_TERMS", "OUTLINE_DEFAULT", "OUTLINE_MIN"]
+           "HEAVY_TERMS", "OUTLINE_DEFAULT", "OUTLINE_MIN", "NOINLINE_OPS",
+           "NOINLINE_MIN_CALLS"]

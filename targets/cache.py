@@ -207,7 +207,11 @@ def code_version() -> str:
                     with open(path, "rb") as f:
                         h.update(os.path.relpath(path, folder).encode() + b"\0" + f.read())
         _CODE_VERSION = h.hexdigest()[:16]
-    from polyarray.codegen import policy     # another outlining threshold (a test's)
-    if policy.OUTLINE_MIN != policy.OUTLINE_DEFAULT:   # makes other code
+    # another outlining threshold (a test's, or POLYARRAY_OUTLINE_MIN) makes
+    # other code; policy is read only where it was imported (set by a caller)
+    import sys
+    from polyarray.codegen import thresholds
+    policy = sys.modules.get("polyarray.codegen.policy", thresholds)
+    if policy.OUTLINE_MIN != thresholds.OUTLINE_DEFAULT:
         return f"{_CODE_VERSION}-o{policy.OUTLINE_MIN}"
     return _CODE_VERSION

@@ -1,7 +1,8 @@
-"""Building a program's CUDA source into modules with nvcc (through pycuda).
+"""Building a program's CUDA source into modules (``cuda_compiler``: NVRTC
+or nvcc, and a cache of cubins).
 
 A program of several generated kernels is built as several modules by
-concurrent nvcc processes (issue 18: a program's kernels do not depend on
+concurrent compiles (issue 18: a program's kernels do not depend on
 each other).  Each piece is the shared prelude (loopy's macros and our
 helper functions) plus some of the kernels.  An nvcc run costs about 0.45 s
 before its first kernel on the H100's host (a program of 40 small kernels:
@@ -60,7 +61,7 @@ def split_kernels(source, pieces=None):
 
 
 class Modules:
-    """Several pycuda modules behind ``get_function(name)``, as one module."""
+    """Several CUDA modules behind ``get_function(name)``, as one module."""
 
     def __init__(self, by_kernel):
         self.by_kernel = by_kernel
@@ -70,55 +71,42 @@ class Modules:
 
 
 def build_module(source, arch, fast_math=False):
-    """A module (or ``Modules``) of ``source``, quietly: what nvcc prints is
-    logged (pycuda would turn it into a UserWarning), and a failed build
-    raises ``BuildError`` with nvcc's output."""
-    from pycuda.driver import CompileError
-    from polyarray.codegen.logs import log_duration, routed_warnings
+    """A module (or ``Modules``) of ``source``: cubins from the cache or
+    compiled (``cuda_compiler``: NVRTC or nvcc), concurrently when there are
+    several pieces, loaded in this thread (the current CUDA context is per
+    thread).  A failed build raises ``BuildError`` with the compiler's
+    output."""
+    from pycuda.driver import module_from_buffer
+    from polyarray.codegen.logs import log_duration
+    from .cuda_compiler import CudaCompileError, cubin
     options = [*NVCC_OPTIONS] + (["--use_fast_math"] if fast_math else [])
     pieces = split_kernels(source)
     t0 = time.perf_counter()
     try:
-        # warning filters are process-wide: nvcc's words from the build
-        # threads are routed too
-        with routed_warnings(log, "nvcc", everything=True):
-            if len(pieces) == 1:
-                from pycuda.compiler import SourceModule
-                module = SourceModule(source, no_extern_c=True, options=options, arch=arch)
-            else:
-                module = _build_concurrently(pieces, options, arch)
-    except CompileError as e:
+        if len(pieces) == 1:
+            cubins = [cubin(source, arch, options)]
+        else:
+            with ThreadPoolExecutor(len(pieces)) as pool:     # the first failure raises
+                cubins = list(pool.map(lambda piece: cubin(piece[1], arch, options), pieces))
+    except CudaCompileError as e:
         raise _build_error(source, e) from e
-    what = "" if len(pieces) == 1 else f" ({len(pieces)} nvcc runs at once)"
+    if len(pieces) == 1:
+        module = module_from_buffer(cubins[0])
+    else:
+        by_kernel = {}
+        for (names, _), c in zip(pieces, cubins):
+            by_kernel.update(dict.fromkeys(names, module_from_buffer(c)))
+        module = Modules(by_kernel)
+    what = "" if len(pieces) == 1 else f" ({len(pieces)} pieces at once)"
     log_duration(log, f"built the CUDA module for {arch}{what}", time.perf_counter() - t0)
     return module
-
-
-def _build_concurrently(pieces, options, arch):
-    from pycuda.compiler import compile as nvcc_compile
-    from pycuda.driver import module_from_buffer
-
-    def cubin(piece):
-        return nvcc_compile(piece[1], options=list(options), no_extern_c=True, arch=arch)
-
-    with ThreadPoolExecutor(len(pieces)) as pool:
-        cubins = list(pool.map(cubin, pieces))      # the first failure raises here
-    # modules are loaded in this thread: the current CUDA context is per thread
-    by_kernel = {}
-    for (names, _), c in zip(pieces, cubins):
-        module = module_from_buffer(c)
-        by_kernel.update(dict.fromkeys(names, module))
-    return Modules(by_kernel)
 
 
 def _build_error(source, e):
     from polyarray.codegen.user_functions import build_error_note
     from .base import BuildError
-    said = "\n".join(s.strip() for s in (getattr(e, "stderr", None),
-                                          getattr(e, "stdout", None)) if s and s.strip())
-    command = " ".join(getattr(e, "command_line", None) or ())
-    note = build_error_note(source, said or str(e))
+    note = build_error_note(source, e.said)
     return BuildError((note + "\n" if note else "")
-                      + "nvcc could not compile the generated CUDA source (prog.source)"
-                      + (f"; command: {command}" if command else "")
-                      + f":\n{said or e}")
+                      + f"{e.compiler} could not compile the generated CUDA source (prog.source)"
+                      + (f"; command: {e.command}" if e.command else "")
+                      + f":\n{e.said}")

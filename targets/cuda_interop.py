@@ -45,8 +45,10 @@ _COPY_SOURCE = "\n".join(
 def _strided_copy_kernel(itemsize):
     from .cuda_driver import STATE
     if "strided_copy" not in STATE:
-        from pycuda.compiler import SourceModule
-        STATE["strided_copy"] = SourceModule(_COPY_SOURCE, no_extern_c=True)
+        from .cuda_build import build_module
+        from .cuda_driver import driver
+        major, minor = driver()[1].compute_capability()
+        STATE["strided_copy"] = build_module(_COPY_SOURCE, f"sm_{major}{minor}")
     return STATE["strided_copy"].get_function(f"strided_copy_{itemsize * 8}")
 
 

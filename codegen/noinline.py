@@ -1,0 +1,47 @@
+"""Large CUDA math helpers compiled once per source instead of at every call.
+
+nvcc inlines a ``static inline`` helper at each call.  For most helpers that
+is what we want, but some carry a slow path whose code is large (``sinf``'s
+range reduction for huge arguments, ``powf``'s extended-precision log): a
+chain of 2000 fused ops with 500 ``sin`` calls took nvcc 24.5 s, nearly all
+in that inlined code, and 1.2 s with ``sin`` compiled once (issue 18).  A
+helper of ``policy.NOINLINE_OPS`` called at least ``NOINLINE_MIN_CALLS``
+times in one source is declared ``__noinline__``: the numbers are the same
+(the same function runs; only its call is not expanded), the source shows it,
+and smaller programs keep today's inlined code byte for byte.
+
+An outlined region (``outline.py``: ``__forceinline__``) called more than
+once in a source -- a kernel of several elements per work-item calls it for
+each -- is compiled once too: the 2000-op chain over 65536 elements (four
+calls) took NVRTC 21.6 s on the H100's host inlined, nvcc 1.4 s here once.
+OpenCL sources
+are left alone (the OpenCL compilers get one kernel at a time and have no
+portable spelling for it).
+"""
+from __future__ import annotations
+
+import re
+
+_DEFINITION = re.compile(r"^__device__ static inline (\w+) (pa_(\w+)_(float32|float64))\(",
+                         re.M)
+_REGION = re.compile(r"^__device__ static __forceinline__ (\w+) (pa_r_[0-9a-f]+)\(", re.M)
+
+
+def noinline_large_helpers(source: str) -> str:
+    from . import policy
+    changes = []
+    for m in _REGION.finditer(source):
+        if source.count(m.group(2) + "(") - 1 > 1:
+            changes.append((m.start(), m.end(),
+                            f"__device__ static __noinline__ {m.group(1)} {m.group(2)}("))
+    for m in _DEFINITION.finditer(source):
+        name, op, dtype = m.group(2), m.group(3), m.group(4)
+        if op not in policy.NOINLINE_OPS.get(dtype, ()):
+            continue
+        calls = source.count(name + "(") - 1            # less its definition
+        if calls >= policy.NOINLINE_MIN_CALLS:
+            changes.append((m.start(), m.end(),
+                            f"__device__ static __noinline__ {m.group(1)} {name}("))
+    for start, end, text in sorted(changes, reverse=True):
+        source = source[:start] + text + source[end:]
+    return source

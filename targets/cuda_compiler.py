@@ -1,0 +1,157 @@
+"""CUDA source to cubin: NVRTC in this process where its library is found,
+else an nvcc process; the cubins are cached on disk by us.
+
+Why not pycuda's ``SourceModule``: an nvcc run costs about 0.45 s before its
+first kernel (nvcc, cicc and ptxas start as processes), and pycuda's own
+cache runs ``nvcc --version`` once per process, 81 ms of a disk hit on the
+H100's host (issue 18).  NVRTC is the same front end, NVVM and ptxas as a
+library: a small kernel compiles in about 20 ms on that host (the first in
+a process about 0.13 s).  The options mean the same to both (``-arch=sm_XY``
+gives a cubin; fused multiply-add, precise division and square root are
+both compilers' defaults).
+
+The cache key is the source, the architecture, the options and the
+compiler's identity: NVRTC's version, or nvcc's path, size and mtime (no
+process to ask).  ``POLYARRAY_CUDA_COMPILER=nvcc`` (or ``nvrtc``) chooses one;
+a source with an ``#include`` (a raw kernel's) goes to nvcc, which knows the
+toolkit's header paths.
+"""
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+
+from .cache import DiskCache, key_digest
+
+log = logging.getLogger("polyarray.cuda")
+_CUBINS = DiskCache("cubin", valid=lambda v: isinstance(v, bytes) and v[:4] == b"\x7fELF")
+_NVRTC_NAMES = ("libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2")
+
+
+class CudaCompileError(Exception):
+    """The device compiler refused a source: ``said`` is its log."""
+
+    def __init__(self, compiler, said, command=""):
+        super().__init__(said)
+        self.compiler, self.said, self.command = compiler, said, command
+
+
+class Nvrtc:
+    name = "nvrtc"
+
+    def __init__(self, lib):
+        self.lib = lib
+        major, minor = ctypes.c_int(), ctypes.c_int()
+        lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
+        self.identity = f"nvrtc {major.value}.{minor.value}"
+        lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+
+    def compile(self, source, arch, options):
+        """``(cubin bytes, what the compiler said)``."""
+        lib, prog = self.lib, ctypes.c_void_p()
+        self._check(lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"polyarray.cu",
+                                           0, None, None), "nvrtcCreateProgram")
+        try:
+            opts = [f"-arch={arch}".encode(), *(o.encode() for o in options)]
+            status = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+            size = ctypes.c_size_t()
+            lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+            text = ctypes.create_string_buffer(size.value)
+            lib.nvrtcGetProgramLog(prog, text)
+            said = text.value.decode(errors="replace").strip()
+            if status != 0:
+                raise CudaCompileError(self.name, said or lib.nvrtcGetErrorString(status).decode(),
+                                       " ".join(o.decode() for o in opts))
+            self._check(lib.nvrtcGetCUBINSize(prog, ctypes.byref(size)), "nvrtcGetCUBINSize")
+            cubin = ctypes.create_string_buffer(size.value)
+            self._check(lib.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
+            return cubin.raw, said
+        finally:
+            lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+    def _check(self, status, what):
+        if status != 0:
+            raise CudaCompileError(self.name, f"{what}: "
+                                   f"{self.lib.nvrtcGetErrorString(status).decode()}")
+
+
+class Nvcc:
+    name = "nvcc"
+
+    def __init__(self, path):
+        st = os.stat(path)
+        self.path, self.identity = path, f"nvcc {path} {st.st_size} {st.st_mtime_ns}"
+
+    def compile(self, source, arch, options):
+        with tempfile.TemporaryDirectory(prefix="polyarray-nvcc-") as d:
+            src, out = os.path.join(d, "kernel.cu"), os.path.join(d, "kernel.cubin")
+            with open(src, "w") as f:
+                f.write(source)
+            command = [self.path, "-cubin", f"-arch={arch}", *options, "-o", out, src]
+            r = subprocess.run(command, capture_output=True, text=True)
+            said = "\n".join(s.strip() for s in (r.stderr, r.stdout) if s.strip())
+            if r.returncode != 0:
+                raise CudaCompileError(self.name, said or f"exit status {r.returncode}",
+                                       " ".join(command))
+            with open(out, "rb") as f:
+                return f.read(), said
+
+
+_CHOSEN = {}
+
+
+def _nvrtc():
+    if "nvrtc" not in _CHOSEN:
+        found = None
+        home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+        for name in (*_NVRTC_NAMES, os.path.join(home, "lib64", "libnvrtc.so")):
+            try:
+                found = Nvrtc(ctypes.CDLL(name))
+                break
+            except (OSError, AttributeError):
+                continue
+        _CHOSEN["nvrtc"] = found
+    return _CHOSEN["nvrtc"]
+
+
+def _nvcc():
+    if "nvcc" not in _CHOSEN:
+        path = shutil.which("nvcc")
+        _CHOSEN["nvcc"] = Nvcc(path) if path else None
+    return _CHOSEN["nvcc"]
+
+
+def compiler_for(source):
+    """The compiler for ``source``: the one asked for, else NVRTC unless the
+    source includes a header or no NVRTC library is found."""
+    asked = os.environ.get("POLYARRAY_CUDA_COMPILER", "").lower()
+    if asked not in ("", "nvrtc", "nvcc"):
+        raise ValueError(f"POLYARRAY_CUDA_COMPILER={asked!r}: use 'nvrtc' or 'nvcc'")
+    found = None
+    if asked == "nvrtc" or (not asked and "#include" not in source):
+        found = _nvrtc()
+    if found is None and asked != "nvrtc":
+        found = _nvcc()
+    if found is None:
+        raise CudaCompileError("nvrtc" if asked == "nvrtc" else "nvcc",
+                               "no CUDA compiler: NVRTC's library (libnvrtc.so) was not found"
+                               + ("" if asked == "nvrtc" else " and nvcc is not on PATH"))
+    return found
+
+
+def cubin(source, arch, options=()):
+    """The cubin of ``source`` for ``arch`` ("sm_90"), from the cache or
+    compiled; what the compiler said is logged at DEBUG."""
+    comp = compiler_for(source)
+    key = key_digest("cubin", source, arch, tuple(options), comp.identity)
+    binary = _CUBINS.get(key)
+    if binary is None:
+        binary, said = comp.compile(source, arch, tuple(options))
+        if said:
+            log.debug("%s: %s", comp.name, said)
+        _CUBINS.put(key, binary)
+    return binary
