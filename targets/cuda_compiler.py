@@ -14,13 +14,16 @@ The cache key is the source, the architecture, the options and the
 compiler's identity: NVRTC's version, or nvcc's path, size and mtime (no
 process to ask).  ``POLYARRAY_CUDA_COMPILER=nvcc`` (or ``nvrtc``) chooses one;
 a source with an ``#include`` (a raw kernel's) goes to nvcc, which knows the
-toolkit's header paths.
+toolkit's header paths, and so does one holding the user's C (a raw or
+custom kernel, written for nvcc's implicit ``cuda_runtime.h``: ``uint32_t``
+without an include) where nvcc is installed.
 """
 from __future__ import annotations
 
 import ctypes
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -29,6 +32,7 @@ from .cache import DiskCache, key_digest
 
 log = logging.getLogger("polyarray.cuda")
 _CUBINS = DiskCache("cubin", valid=lambda v: isinstance(v, bytes) and v[:4] == b"\x7fELF")
+_USER_C = re.compile(r"/\* (raw kernel |polyarray custom kernel: )")
 _NVRTC_NAMES = ("libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2")
 
 
@@ -126,13 +130,16 @@ def _nvcc():
 
 
 def compiler_for(source):
-    """The compiler for ``source``: the one asked for, else NVRTC unless the
-    source includes a header or no NVRTC library is found."""
+    """The compiler for ``source``: the one asked for, else nvcc for a
+    source holding the user's C (a raw or custom kernel), else NVRTC unless
+    the source includes a header or no NVRTC library is found."""
     asked = os.environ.get("POLYARRAY_CUDA_COMPILER", "").lower()
     if asked not in ("", "nvrtc", "nvcc"):
         raise ValueError(f"POLYARRAY_CUDA_COMPILER={asked!r}: use 'nvrtc' or 'nvcc'")
     found = None
-    if asked == "nvrtc" or (not asked and "#include" not in source):
+    if not asked and _USER_C.search(source):
+        found = _nvcc()         # the user's C: compiled as PyCUDA compiled it
+    if found is None and (asked == "nvrtc" or (not asked and "#include" not in source)):
         found = _nvrtc()
     if found is None and asked != "nvrtc":
         found = _nvcc()

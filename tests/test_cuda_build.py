@@ -70,6 +70,10 @@ def test_the_compiler_is_chosen_by_name_and_a_missing_one_is_said(monkeypatch):
     monkeypatch.setenv("POLYARRAY_CUDA_COMPILER", "nvcc")
     if NVCC is not None:
         assert cuda_compiler.compiler_for(SOURCE).name == "nvcc"
+        monkeypatch.delenv("POLYARRAY_CUDA_COMPILER")     # the user's C: as PyCUDA built it
+        from polyarray.codegen.user_functions import MARKER, RAW_MARK
+        for mark in (RAW_MARK.format(name="twice", language="CUDA"), MARKER + "k (map) */"):
+            assert cuda_compiler.compiler_for(mark + "\n" + SOURCE).name == "nvcc"
 
 
 def _chain(x, op, n, binary=False):
