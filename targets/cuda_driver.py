@@ -3,6 +3,7 @@ lazily (through ``pycuda.autoprimaryctx``, so that CuPy, PyTorch and JAX
 share the primary context), the memory pool, and the device's ordinal."""
 from __future__ import annotations
 
+import sys
 import threading
 
 from .deferred_checks import DeferredChecks
@@ -15,20 +16,34 @@ _THREAD = threading.local()     # .current: this thread has polyarray's context
 
 
 class _Pushed:
-    """The primary context pushed on this thread's pycuda context stack,
-    popped when the thread ends (its ``threading.local`` values are dropped
-    in the ending thread): pycuda aborts the process when a thread exits
-    with a non-empty stack."""
+    """The primary context on this thread's pycuda context stack (pushed
+    here, or by ``autoprimaryctx`` when this thread imported it), popped
+    when the thread ends (its ``threading.local`` values are dropped in the
+    ending thread), or at exit for the main thread: pycuda aborts the
+    process when a thread exits with a non-empty stack ("The context stack
+    was not empty upon module cleanup"; a dask worker's task thread)."""
 
-    def __init__(self, context):
-        context.push()
+    def __init__(self, context, push=True):
+        if push:
+            context.push()
         self.context = context
 
-    def __del__(self):
-        try:
-            self.context.pop()
-        except Exception:       # noqa: BLE001  (interpreter shutdown: nothing to undo)
-            pass
+    def pop(self):
+        context, self.context = self.context, None
+        if context is not None:
+            try:
+                context.pop()
+            except Exception:       # noqa: BLE001  (interpreter shutdown: nothing to undo)
+                pass
+
+    __del__ = pop
+
+
+def _pop_at_exit():
+    """atexit, in the main thread: what polyarray pushed there."""
+    pushed = getattr(_THREAD, "pushed", None)
+    if pushed is not None:
+        pushed.pop()
 
 
 def in_this_thread():
@@ -71,6 +86,15 @@ def driver():
             raise Unavailable(f"CUDA is unavailable: {STATE['error']}") from None
         STATE["drv"] = drv
         STATE["device"] = drv.Context.get_device()
+        import atexit
+        primary = sys.modules["pycuda.autoprimaryctx"]
+        if threading.current_thread() is not threading.main_thread():
+            # autoprimaryctx pushed the context on this thread's stack and
+            # would pop it at exit from the main thread, where it is not:
+            # this thread pops it when it ends
+            atexit.unregister(primary._finish_up)
+            _THREAD.pushed = _Pushed(primary.context, push=False)
+        atexit.register(_pop_at_exit)
         _THREAD.current = True
     in_this_thread()
     return STATE["drv"], STATE["device"]

@@ -284,6 +284,48 @@ def test_dlpack_export_orders_a_consumer_stream_after_our_work():
     assert abs(total.item() - expect.item()) <= 1e-4 * abs(expect.item())
 
 
+_FIRST_IN_A_THREAD = """
+import threading, numpy as np, polyarray as pa
+x = pa.placeholder("x", (1000,), np.float32)
+xv = np.arange(1000, dtype=np.float32)
+got = []
+def work():
+    got.append(pa.compile(x * 2.0, target="cuda")(x=xv))
+t = threading.Thread(target=work)       # CUDA's first use: a worker's task thread
+t.start(); t.join()
+got.append(pa.compile(x + 1.0, target="cuda")(x=xv))      # then the main thread
+stop = threading.Event()
+def stay():
+    got.append(pa.compile(x - 1.0, target="cuda")(x=xv))
+    stop.wait()
+threading.Thread(target=stay, daemon=True).start()        # alive at exit
+while len(got) < 3:
+    pass
+assert np.array_equal(got[0], xv * 2) and np.array_equal(got[1], xv + 1)
+assert np.array_equal(got[2], xv - 1)
+print("ok")
+"""
+
+
+def test_cuda_first_used_in_another_thread_leaves_a_clean_exit():
+    """pycuda aborts the process when a thread ends with a context on its
+    stack, and ``autoprimaryctx`` pushes the context on whichever thread
+    imports it: a dask worker's task thread.  A benchmark's worker printed
+    "PyCUDA ERROR: The context stack was not empty upon module cleanup" and
+    aborted.  Here CUDA is first used in a thread that ends, then in the
+    main thread, then in a daemon thread alive at exit: a clean exit."""
+    import subprocess
+    import sys
+    from helpers import subprocess_env
+    ok, why = _cuda_ok()
+    if not ok:
+        pytest.skip(f"no CUDA device: {why}")
+    r = subprocess.run([sys.executable, "-c", _FIRST_IN_A_THREAD], capture_output=True,
+                       text=True, env=subprocess_env(), timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]
+    assert "PyCUDA ERROR" not in r.stderr and "Exception ignored" not in r.stderr, r.stderr
+
+
 def test_a_cuda_program_runs_in_threads_other_than_its_first():
     """pycuda's contexts are per thread: a program compiled and first run in
     this thread, then called (general path and generated launcher) from new
