@@ -16,6 +16,7 @@ inspection), so targets can cache it on disk and launch it themselves.
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -155,9 +156,28 @@ def without_loopy_caches(fn):
     def run(*args, **kwargs):
         import loopy as lp
         from .logs import routed_warnings
-        with lp.CacheMode(False), routed_warnings(log, "lowering"):
+        with lp.CacheMode(False), routed_warnings(log, "lowering"), collector_paused():
             return fn(*args, **kwargs)
     return run
+
+
+@contextmanager
+def collector_paused():
+    """Python's cyclic garbage collector paused (reference counting still
+    frees what lowering drops).  Lowering allocates millions of small
+    objects; each gen-2 collection they trigger walks every object of the
+    process (loopy, islpy, numpy and the user's DAG): a third of the
+    issue-18 chain's 2000-op lowering went there.  A collector someone
+    else paused stays paused; concurrent lowerings may re-enable it early
+    (harmless: only the saving is lost)."""
+    import gc
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 @without_loopy_caches

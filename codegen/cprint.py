@@ -55,16 +55,41 @@ def call_types(name):
     raise Refused(f"unknown function {name}")
 
 
+_COMBINED: dict = {}     # tuple of dtypes -> combine's result
+
+
 def combine(dtypes):
-    """loopy's ``TypeInferenceMapper.combine`` of numpy dtypes."""
-    from loopy.type_inference import TypeInferenceMapper
-    res = TypeInferenceMapper.combine(None, [[NumpyType(d)] for d in dtypes])
-    return res[0].numpy_dtype
+    """loopy's ``TypeInferenceMapper.combine`` of numpy dtypes (once per
+    tuple of dtypes: a region asks it for every node)."""
+    key = tuple(dtypes)
+    hit = _COMBINED.get(key)
+    if hit is None:
+        from loopy.type_inference import TypeInferenceMapper
+        res = TypeInferenceMapper.combine(None, [[NumpyType(d)] for d in key])
+        hit = _COMBINED[key] = res[0].numpy_dtype
+    return hit
+
+
+_METHODS: dict = {}      # expression type -> its mapper_method (or None)
 
 
 class _Known(Mapper):
     """A mapper of the nodes lowering emits: anything else is refused (the
     kernel then keeps loopy's instructions)."""
+
+    def dispatch(self, expr, *args):
+        """pymbolic's ``Mapper.__call__``, with the method name looked up once
+        per expression type (the common case: the method exists)."""
+        t = type(expr)
+        name = _METHODS.get(t, False)
+        if name is False:
+            name = _METHODS[t] = getattr(t, "mapper_method", None) \
+                if issubclass(t, p.ExpressionNode) else None
+        if name is not None:
+            method = getattr(self, name, None)
+            if method is not None:
+                return method(expr, *args)
+        return Mapper.__call__(self, expr, *args)
 
     def map_foreign(self, e, *args):
         if isinstance(e, (int, float, complex, np.generic)):
@@ -95,7 +120,7 @@ class Types(_Known):
         dt = self.param.dtype_of(expr) if self.param is not None else None
         if dt is None:
             try:
-                dt = super().rec(expr)
+                dt = self.dispatch(expr)
             except NotImplementedError:     # pymbolic's default for a node type
                 raise Refused(f"the type of a {type(expr).__name__}") from None
         self._memo[id(expr)] = (expr, dt)
@@ -128,8 +153,13 @@ class Types(_Known):
     def map_sum(self, e):
         kept, small = [], []
         for ch in e.children:
-            with np.errstate(over="ignore"):    # abs(int8(-128)) is -128: small, as in loopy
-                is_small = is_integer(ch) and abs(ch) < 1024
+            is_small = False
+            if is_integer(ch):
+                if isinstance(ch, np.integer):
+                    with np.errstate(over="ignore"):    # abs(int8(-128)) is -128: small,
+                        is_small = abs(ch) < 1024       # as in loopy
+                else:
+                    is_small = abs(ch) < 1024
             (small if is_small else kept).append(self.rec(ch))
         if all(d.kind in "iu" for d in kept):         # loopy's ``is_integral``
             kept += small
@@ -197,7 +227,7 @@ class CLowering(_Known):
     def rec(self, expr, ctx=None, needed=None):     # noqa: D401
         """As loopy's ``rec``: a cast to ``needed`` where the type differs."""
         var = self.param(expr, ctx)
-        result = var if var is not None else super().rec(expr, ctx)
+        result = var if var is not None else self.dispatch(expr, ctx)
         if needed is not None and self.types(expr) != np.dtype(needed):
             if var is not None and self.param.declared[var.name] == np.dtype(needed):
                 return result       # index arithmetic of a float context: its argument's cast

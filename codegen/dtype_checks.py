@@ -13,7 +13,7 @@ does not call this.
 from __future__ import annotations
 
 import numpy as np
-from pymbolic.mapper import WalkMapper
+import pymbolic.primitives as p
 
 from .ir import nodes as N
 from .ir.mapper import Mapper
@@ -56,33 +56,28 @@ def describe_node(node) -> str:
     return _Describer()(node, f"{node.dtype.name}{list(node.shape)}")
 
 
-class _Float16Finder(WalkMapper):
-    """Finds a float16 cast or constant inside an IndexLambda expression."""
-
-    def __init__(self):
-        self.found = None
-
-    def map_constant(self, expr, *args, **kwargs):
-        if isinstance(expr, np.generic) and expr.dtype == F16 and self.found is None:
-            self.found = "a float16 constant"
-
-    def map_call(self, expr, *args, **kwargs):
-        name = getattr(expr.function, "name", "")
-        if name == "cast_float16" and self.found is None:
-            self.found = "a conversion to float16"
-        for par in expr.parameters:
-            self.rec(par, *args, **kwargs)
-
-    def map_variable(self, expr, *args, **kwargs):
-        pass
-
-
 def _expr_float16(expr):
-    if isinstance(expr, np.generic):
-        return "a float16 constant" if expr.dtype == F16 else None
-    finder = _Float16Finder()
-    finder.rec(expr)
-    return finder.found
+    """What in ``expr`` is float16 (the first in a left-to-right walk), or
+    None.  A plain walk over the expression's fields: it runs on every node
+    of every device compile."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        t = type(e)
+        if t is p.Variable or t is int or t is str:
+            continue
+        if isinstance(e, np.generic):
+            if e.dtype == F16:
+                return "a float16 constant"
+        elif t is p.Call:
+            if getattr(e.function, "name", "") == "cast_float16":
+                return "a conversion to float16"
+            stack.extend(reversed(e.parameters))
+        elif isinstance(e, p.ExpressionNode):
+            stack.extend(getattr(e, f) for f in reversed(N.field_names(t)))
+        elif isinstance(e, tuple):
+            stack.extend(reversed(e))
+    return None
 
 
 def check_device_dtypes(outputs, target="device") -> None:

@@ -18,10 +18,10 @@ import loopy as lp
 from loopy.kernel.instruction import make_assignment
 
 from polyarray.codegen.ir import nodes as N
-from polyarray.codegen.ir.expr import binding_reads
 from polyarray.codegen.ir.mapper import Mapper
 from .cfuncs import BOOL, U8, lower_call, special_constant, storage_dtype
 from .checks import checked_call
+from .pending import Pending, PendingScalar
 from .user_functions import is_user_function, lower_user_call
 
 SPILL_DEPTH = 24       # spill deep inlined chains into temporaries
@@ -95,6 +95,9 @@ class KernelBuilder(Mapper):
         # nodes this kernel computes in temporaries only (``local``), never
         # in their buffers: a read at any other index cannot be served
         self.kernel_local = frozenset()
+        # assignments and scalar temporaries are recorded, not made loopy's,
+        # until ``pending.realize`` (outlining may take them: pending.py)
+        self.deferring = False
 
     # -- analysis ----------------------------------------------------------
     def analyze(self, roots):
@@ -104,16 +107,19 @@ class KernelBuilder(Mapper):
         expression such as ``e * e``) is computed once into a temporary.
         Walks only this kernel's inlined region, so it is O(region).
         """
-        order, seen = [], set()
+        order, seen, kids = [], set(), {}
+        uses = self.uses
         for root in roots:
-            stack = [(root, iter(self._inlined_children(root)))]
+            kids[id(root)] = self._inlined_children(root)
+            stack = [(root, iter(kids[id(root)]))]
             while stack:
                 node, it = stack[-1]
                 for child in it:
-                    self.uses[id(child)] = self.uses.get(id(child), 0) + _reads(node, child)
+                    uses[id(child)] = uses.get(id(child), 0) + _reads(node, child)
                     if id(child) not in seen:
                         seen.add(id(child))
-                        stack.append((child, iter(self._inlined_children(child))))
+                        kids[id(child)] = self._inlined_children(child)
+                        stack.append((child, iter(kids[id(child)])))
                         break
                 else:
                     stack.pop()
@@ -121,7 +127,7 @@ class KernelBuilder(Mapper):
         self.region_order = order
         depth = {}
         for n in order:                 # children before parents
-            d = 1 + max((depth.get(id(c), 0) for c in self._inlined_children(n)), default=0)
+            d = 1 + max((depth.get(id(c), 0) for c in kids[id(n)]), default=0)
             if d >= SPILL_DEPTH:
                 self.spill.add(id(n))
                 d = 1
@@ -150,16 +156,20 @@ class KernelBuilder(Mapper):
         """Emit ``tmp = expr`` and return the temporary's variable."""
         name = self.fresh("v")
         sdt = storage_dtype(dtype)
-        self.temporaries[name] = lp.TemporaryVariable(
-            name, dtype=sdt, shape=(), address_space=lp.AddressSpace.PRIVATE)
+        self.temporaries[name] = PendingScalar(sdt) if self.deferring else \
+            lp.TemporaryVariable(name, dtype=sdt, shape=(), address_space=lp.AddressSpace.PRIVATE)
         self.assign(p.Variable(name), expr, within, depends)
         self._tmp_writer[name] = self.instructions[-1].id
         return p.Variable(name)
 
     def assign(self, lhs, rhs, within, depends=(), **kw):
         insn_id = self.fresh("insn")
-        deps = set(depends) | self._deps_of(rhs)
         lhs = lhs if isinstance(lhs, tuple) else (lhs,)
+        if self.deferring:
+            self.instructions.append(Pending(lhs, rhs, insn_id, frozenset(within),
+                                             frozenset(depends), len(self._tmp_writer), kw))
+            return insn_id
+        deps = set(depends) | self._deps_of(rhs)
         self.instructions.append(make_assignment(
             lhs, rhs, id=insn_id, within_inames=frozenset(within),
             depends_on=frozenset(deps), **kw))
@@ -292,7 +302,7 @@ IDENTITY = {"sum": 0, "prod": 1, "any": 0, "all": 1}
 def _reads(parent, child):
     """How many times ``parent``'s definition reads ``child``."""
     if isinstance(parent, N.IndexLambda):
-        reads = binding_reads(parent.expr)
+        reads = parent.reads()
         return sum(len(reads.get(name, ())) for name, c in parent.bindings if c is child)
     return 1
 

@@ -15,6 +15,9 @@ reads; the reads are evaluated before the call, which is safe because
 lowering keeps every read in bounds (clamped concatenate pieces and
 gathers) wherever it may be computed ahead of a select.
 
+The body's assignments and temporaries are records until this decides
+(``pending.py``): a region never becomes loopy instructions at all.
+
 Anything the printer does not know (an array read at an index computed in
 the region, a function of loopy's own) leaves the kernel as it was.  The
 function's name is a digest of its text, so equal DAGs give equal source in
@@ -27,11 +30,12 @@ import hashlib
 import numpy as np
 import pymbolic.primitives as p
 from loopy.kernel.function_interface import ScalarCallable
-from loopy.kernel.instruction import Assignment, make_assignment
+from loopy.kernel.instruction import make_assignment
 from loopy.types import NumpyType
 
 from polyarray.codegen.ir.expr import called_functions
 from .checks import ERROR_BUFFER, callable_for
+from .pending import Pending, scalar_dtype, temporary_dtype
 from .cprint import Printer, Refused, Types, call_types
 from .user_functions import UserCallable, is_user_function
 
@@ -56,14 +60,16 @@ def outline(asm, kb, start, within):
     region = [k for k in range(start, len(kb.instructions))
               if kb.instructions[k].within_inames == within]
     insns = [kb.instructions[k] for k in region]
-    if not all(type(insn) is Assignment for insn in insns):
+    if not all(type(insn) is Pending and len(insn.assignees) == 1
+               and set(insn.kw) <= {"predicates"} for insn in insns):
         return False
     temps = {}
     for insn in insns:
         lhs = insn.assignee
-        if isinstance(lhs, p.Variable) and lhs.name in kb.temporaries \
-                and kb.temporaries[lhs.name].shape == ():
-            temps[lhs.name] = kb.temporaries[lhs.name].dtype.numpy_dtype
+        if isinstance(lhs, p.Variable):
+            dt = scalar_dtype(kb, lhs.name)
+            if dt is not None:
+                temps[lhs.name] = dt
     if len(temps) < threshold():      # 0 (tests): a kernel without any outlines too
         return False
     try:
@@ -160,7 +166,7 @@ class _Params:
             if name in self.asm.buffer_specs:
                 return np.dtype(self.asm.buffer_specs[name][1])
             if name in self.kb.temporaries:
-                return np.dtype(self.kb.temporaries[name].dtype.numpy_dtype)
+                return temporary_dtype(self.kb.temporaries[name])
             return None
         if isinstance(e, p.ExpressionNode) and self._index_expr(e):
             return self.index_types(e)
@@ -237,7 +243,10 @@ def _build(asm, kb, insns, temps, within):
 
     call_args = tuple(params.names) + ((p.Variable(ERROR_BUFFER)[0],) if checked else ())
     call = p.Call(p.Variable(name), call_args)
-    depends = frozenset().union(*(i.depends_on for i in insns)) - {i.id for i in insns}
+    # what the call waits for: the writers of the temporaries its arguments
+    # read (the region reads no other temporary: the printer refuses it)
+    depends = frozenset().union(*(i.depends for i in insns), kb._deps_of(call_args)) \
+        - {i.id for i in insns}
     first = results[0][0]
     if len(results) == 1:
         new = [make_assignment((first.assignee,), call, id=kb.fresh("insn"),

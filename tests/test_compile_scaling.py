@@ -11,6 +11,8 @@ import os
 import sys
 import time
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.compile_profile import chain  # noqa: E402  (the benchmark's own chain)
 
@@ -38,3 +40,26 @@ def test_lowering_time_is_linear_in_the_chain_length():
     if seconds[400] > 2.5 * seconds[200]:     # once more, the best of two (noise)
         seconds = {n: min(seconds[n], _seconds(n)) for n in (200, 400)}
     assert seconds[400] <= 2.5 * seconds[200], seconds
+
+
+def test_lowering_leaves_the_collector_as_it_was():
+    """Lowering pauses Python's cyclic collector (codegen.collector_paused)
+    and gives it back as it found it, on or off, also after an error."""
+    import loopy as lp
+    from polyarray.codegen import lower_program
+    node = chain(5).node
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        lower_program([node], lp.CudaTarget())
+        assert gc.isenabled()
+        gc.disable()
+        lower_program([node], lp.CudaTarget())
+        assert not gc.isenabled()
+        gc.enable()
+        from polyarray.codegen.schedule import ScheduleError
+        with pytest.raises(ScheduleError, match="matches no kernel"):
+            lower_program([node], lp.CudaTarget(), schedules={"nope*": ()})
+        assert gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -15,6 +15,7 @@ from polyarray.codegen.ir import nodes as N
 from ..cfuncs import BOOL, U8, lower_call, storage_dtype
 from ..classify import letter_sizes, parse_subscripts
 from ..lower import KernelBuilder, decompose, interleave
+from ..pending import realize
 from ..passes.data import materialized_deps
 from ..policy import Form
 from ..schedule import GroupReduce, WorkGroup
@@ -29,6 +30,7 @@ def elementwise_body(asm, kb, group, i, within, store_index=None, predicates=(),
     one C function (``outline.py``; only where no later step rewrites the
     expressions)."""
     start = len(kb.instructions)
+    kb.deferring = outline      # records, until outlining takes them or declines
     kb.analyze([u.node for u in group.units])
     later_deps = set()
     for u in group.units[1:]:
@@ -53,6 +55,7 @@ def elementwise_body(asm, kb, group, i, within, store_index=None, predicates=(),
     if outline:
         from ..outline import outline as outline_region
         outline_region(asm, kb, start, within)
+        realize(kb)
     return written
 
 

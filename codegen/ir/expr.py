@@ -18,8 +18,24 @@ from __future__ import annotations
 import pymbolic.primitives as p
 
 
+_VARIABLES: dict = {}    # name -> one shared Variable (fewer objects per node)
+
+
+def variable(name: str) -> p.Variable:
+    """``p.Variable(name)``, one object per name for the names every node
+    uses (index variables, bindings, functions): a node then holds fewer
+    objects, for Python's collector to walk, and its text is looked up
+    (``nodes.expression_text``)."""
+    var = _VARIABLES.get(name)
+    if var is None:
+        var = p.Variable(name)
+        if len(_VARIABLES) < 4096:
+            _VARIABLES[name] = var
+    return var
+
+
 def index_var(k: int) -> p.Variable:
-    return p.Variable(f"_{k}")
+    return variable(f"_{k}")
 
 
 def index_vars(n: int) -> tuple:
@@ -33,20 +49,33 @@ def binding_name(k: int) -> str:
 def read(name: str, indices) -> p.Expression:
     indices = tuple(indices)
     if not indices:
-        return p.Variable(name)
-    return p.Subscript(p.Variable(name), indices)
+        return variable(name)
+    return p.Subscript(variable(name), indices)
 
 
 def call(fn: str, *args) -> p.Call:
-    return p.Call(p.Variable(fn), tuple(args))
+    return p.Call(variable(fn), tuple(args))
 
 
 def cast(dtype, expr) -> p.Call:
     return call("cast_" + dtype.name, expr)
 
 
+_BROADCASTS: dict = {}   # (in_shape, out_shape) -> broadcast_indices (shared tuples)
+
+
 def broadcast_indices(in_shape, out_shape) -> tuple:
     """Indices reading an input of ``in_shape`` broadcast to ``out_shape``."""
+    key = (tuple(in_shape), tuple(out_shape))
+    idx = _BROADCASTS.get(key)
+    if idx is None:
+        idx = _broadcast_indices(*key)
+        if len(_BROADCASTS) < 4096:
+            _BROADCASTS[key] = idx
+    return idx
+
+
+def _broadcast_indices(in_shape, out_shape) -> tuple:
     offset = len(out_shape) - len(in_shape)
     idx = []
     for d, n in enumerate(in_shape):
@@ -65,7 +94,17 @@ def binding_reads(expr) -> dict:
     stack = [expr]
     while stack:
         e = stack.pop()
-        if isinstance(e, p.Subscript) and isinstance(e.aggregate, p.Variable):
+        t = type(e)
+        if t is p.Variable:             # the common nodes first, by exact type
+            if e.name.startswith("_in"):
+                found.setdefault(e.name, []).append(())
+        elif t is p.Call:
+            stack.extend(e.parameters)
+        elif t is tuple:
+            stack.extend(e)
+        elif t is int or t is str:
+            pass
+        elif isinstance(e, p.Subscript) and isinstance(e.aggregate, p.Variable):
             index = e.index if isinstance(e.index, tuple) else (e.index,)
             found.setdefault(e.aggregate.name, []).append(tuple(index))
             stack.extend(index)

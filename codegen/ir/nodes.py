@@ -84,6 +84,11 @@ def _key_part(value):
 def _local_text(value, children) -> str:
     """One field value as text, each child node as ``@`` (appended to
     ``children``); strings are quoted by ``repr``, so a bare ``@`` is a child."""
+    t = type(value)
+    if t is str or t is int:
+        return repr(value)
+    if t is tuple:
+        return "(" + ",".join([_local_text(v, children) for v in value]) + ")"
     if isinstance(value, Node):
         children.append(value)
         return "@"
@@ -96,16 +101,55 @@ def _local_text(value, children) -> str:
     return repr(value)
 
 
+_FIELDS: dict = {}       # dataclass type -> its field names, in order
+
+
+def field_names(cls) -> tuple:
+    """``dataclasses.fields(cls)``'s names, looked up once per class (a
+    node's fields are read for each node made)."""
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in fields(cls))
+    return names
+
+
+_LAST_TEXT = (None, "")     # (expression, its text): made once for a node's key and digest
+
+
 def expression_text(e) -> str:
     """A pymbolic expression written out in full, with the type of every
     constant: pymbolic's ``repr`` elides what lies deeper than a few levels
     (``Call(..., (...,))``), so two expressions that differ only there had
     one digest, and one program key (sort and descending sort)."""
+    global _LAST_TEXT
+    last = _LAST_TEXT
+    if last[0] is e:
+        return last[1]
+    text = _expression_text(e)
+    _LAST_TEXT = (e, text)
+    return text
+
+
+_VARIABLE_TEXT: dict = {}       # name -> the text of Variable(name) (index, binding, function)
+
+
+def _expression_text(e) -> str:
+    t = type(e)
+    if t is p.Variable:
+        text = _VARIABLE_TEXT.get(e.name)
+        if text is None:
+            text = f"Variable({_expression_text(e.name)})"
+            if len(_VARIABLE_TEXT) < 4096:
+                _VARIABLE_TEXT[e.name] = text
+        return text
+    if t is tuple:
+        return "(" + ",".join([_expression_text(a) for a in e]) + ")"
     if isinstance(e, p.ExpressionNode):     # pymbolic's nodes are dataclasses
-        return (type(e).__name__ + "(" +
-                ",".join(expression_text(getattr(e, f.name)) for f in fields(e)) + ")")
+        return (t.__name__ + "(" +
+                ",".join([_expression_text(getattr(e, f)) for f in field_names(t)])
+                + ")")
     if isinstance(e, tuple):
-        return "(" + ",".join(expression_text(a) for a in e) + ")"
+        return "(" + ",".join([_expression_text(a) for a in e]) + ")"
     if isinstance(e, np.generic):
         return f"{e.dtype.str}:{e!r}"
     return f"{type(e).__name__}:{e!r}"
@@ -114,10 +158,10 @@ def expression_text(e) -> str:
 def _digests(node) -> tuple:
     """``(local_digest, digest)`` of a new node (see the module docstring)."""
     children, h = [], hashlib.sha256(type(node).__name__.encode())
-    for f in fields(node):
-        if f.name not in node.value_fields:
-            h.update(b"\0" + f.name.encode() + b"=")
-            h.update(_local_text(getattr(node, f.name), children).encode())
+    for f in field_names(type(node)):
+        if f not in node.value_fields:
+            h.update(b"\0" + f.encode() + b"=")
+            h.update(_local_text(getattr(node, f), children).encode())
     local = h.hexdigest()
     whole = hashlib.sha256(local.encode())
     for child in children:
@@ -150,7 +194,7 @@ class Node:
         return node
 
     def _intern_key(self):
-        return tuple(_key_part(getattr(self, f.name)) for f in fields(self))
+        return tuple(_key_part(getattr(self, f)) for f in field_names(type(self)))
 
     # fields holding data values, not structure: out of ``local_digest``
     value_fields = ()
@@ -223,7 +267,21 @@ class IndexLambda(Node):
     op: str
 
     def children(self):
-        return tuple(n for _, n in self.bindings)
+        kids = self.__dict__.get("_children")      # made once: walks ask often
+        if kids is None:
+            kids = tuple(n for _, n in self.bindings)
+            object.__setattr__(self, "_children", kids)
+        return kids
+
+    def reads(self) -> dict:
+        """``expr.binding_reads(self.expr)``, made once (shared: not to be
+        changed)."""
+        found = self.__dict__.get("_reads")
+        if found is None:
+            from .expr import binding_reads
+            found = binding_reads(self.expr)
+            object.__setattr__(self, "_reads", found)
+        return found
 
     def _intern_key(self):
         # the expression as exact text: pymbolic's ``==`` calls 1 and 1.0 equal

@@ -105,7 +105,8 @@ def _many_copies(order, mat):
     at two gathered indices, and an inlined node passes its gathered reads on
     to what it reads.  Readers come before what they read in reversed
     topological order: one pass, O(N)."""
-    gathering = _gathering(order, mat)
+    index_maps = {id(n): _index_maps(n) for n in order if not is_input(n)}
+    gathering = _gathering(order, mat, index_maps)
     shared, extra, gathers = {}, {}, {}
     for n in reversed(order):
         if is_input(n):
@@ -119,7 +120,7 @@ def _many_copies(order, mat):
                 mat.add(id(n))
                 copies = 1
         passed = gathers.get(id(n), 0) if id(n) not in mat else 0   # inlined: passed on
-        for child, maps, own, data_maps in _index_maps(n):
+        for child, maps, own, data_maps in index_maps[id(n)]:
             if own:
                 shared[id(child)] = max(shared.get(id(child), 0), copies)
             else:
@@ -128,14 +129,15 @@ def _many_copies(order, mat):
                 gathers[id(child)] = gathers.get(id(child), 0) + copies * data_maps + passed
 
 
-def _gathering(order, mat):
+def _gathering(order, mat, index_maps):
     """Ids of the nodes whose inlined expression reads something at an index
     read from data (a gather), in the node itself or below it, down to the
-    buffers known so far.  Children first: one pass."""
+    buffers known so far (``index_maps``: id -> ``_index_maps`` of each
+    node).  Children first: one pass."""
     found = set()
     for n in order:
         if not is_input(n) and any(data_maps or (id(c) in found and id(c) not in mat)
-                                   for c, _, _, data_maps in _index_maps(n)):
+                                   for c, _, _, data_maps in index_maps[id(n)]):
             found.add(id(n))
     return found
 
@@ -155,7 +157,7 @@ def _index_maps(n):
     if not isinstance(n, N.IndexLambda):
         own = isinstance(n, N.Concatenate)
         return [(c, 1, own, 0) for c in dict.fromkeys(n.children())]
-    reads = binding_reads(n.expr)
+    reads = n.reads()
     maps = {}
     for name, child in n.bindings:
         maps.setdefault(id(child), (child, set()))[1].update(reads.get(name, ()))
@@ -164,8 +166,20 @@ def _index_maps(n):
     return [(child, max(len(m), 1),
              m <= {()} or (m == {own} and child.shape == n.shape)
              or (len(m) == 1 and _same_point(next(iter(m)), child.shape, unit, n.shape)),
-             sum(1 for idx in m if binding_reads(idx)))
+             sum(1 for idx in m if _reads_data(idx)))
             for child, m in maps.values()]
+
+
+def _reads_data(idx):
+    """Whether index tuple ``idx`` reads a binding (``binding_reads``,
+    skipping the plain index variables and constants most indices are)."""
+    for i in idx:
+        t = type(i)
+        if t is int or (t is p.Variable and not i.name.startswith("_in")):
+            continue
+        if binding_reads(i):
+            return True
+    return False
 
 
 def _unit_axes_dropped(idx, shape):
