@@ -80,6 +80,7 @@ def driver():
             drv.init()
             if drv.Device.count() == 0:
                 raise RuntimeError("no CUDA device")
+            fresh = "pycuda.autoprimaryctx" not in sys.modules   # imported here, now
             import pycuda.autoprimaryctx  # noqa: F401
         except Exception as e:      # noqa: BLE001  (driver missing, no GPU, ...)
             STATE["error"] = f"no usable CUDA GPU ({str(e).splitlines()[0]})"
@@ -88,15 +89,14 @@ def driver():
         STATE["device"] = drv.Context.get_device()
         import atexit
         primary = sys.modules["pycuda.autoprimaryctx"]
-        if threading.current_thread() is not threading.main_thread():
+        if fresh and threading.current_thread() is not threading.main_thread():
             # autoprimaryctx pushed the context on this thread's stack and
             # would pop it at exit from the main thread, where it is not:
             # this thread pops it when it ends
             atexit.unregister(primary._finish_up)
             _THREAD.pushed = _Pushed(primary.context, push=False)
         atexit.register(_pop_at_exit)
-        _THREAD.current = True
-    in_this_thread()
+    in_this_thread()        # pushes the context where this thread lacks it
     return STATE["drv"], STATE["device"]
 
 
