@@ -191,8 +191,9 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     work-groups with a ScheduleError, ``max_grid`` (work-groups per grid
     axis) larger grids."""
     import loopy as lp
-    from .schedule import install_exact_division, install_ilp_order
+    from .schedule import install_exact_division, install_hash_order, install_ilp_order
     install_ilp_order()         # loopy's ilp loop order, fixed (schedule/ilp_order.py)
+    install_hash_order()        # barrier comments, affine terms (schedule/hash_order.py)
     install_exact_division()    # subscript divisions as C computes them (exact_division.py)
     from .cfuncs import storage_dtype
     from .assemble import Assembler

@@ -25,6 +25,7 @@ from .base import (_TAG, KernelContext, ScheduleError, Step, _extent,  # noqa: F
                    _set_tag, _split, _tag_of, format_schedule, short_repr)
 from .build import ElementsPerItem, Layout, build_options  # noqa: F401
 from .ilp_order import install as install_ilp_order  # noqa: F401  (lower_program calls it)
+from .hash_order import install as install_hash_order  # noqa: F401  (lower_program calls it)
 from .exact_division import install as install_exact_division  # noqa: F401  (as well)
 from .limits import (CUDA_MAX_GRID, CUDA_MAX_WORK_GROUP, MAX_UNROLL,  # noqa: F401
                      MAX_UNROLL_HINT, MAX_UNROLLED, _check_hints, _tags, _unrolled,
