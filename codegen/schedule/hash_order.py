@@ -29,8 +29,8 @@ def _insn_ids_reaching_end(original):
 def aff_to_expr(aff):
     """loopy.symbolic.aff_to_expr with the terms in the order of their names."""
     from islpy import dim_type
+    from loopy.symbolic import flatten      # loopy's (it folds ``x // 1``)
     from pymbolic import var
-    from pymbolic.mapper.flattener import flatten
     denom = aff.get_denominator_val().to_python()
     result = (aff.get_constant_val() * denom).to_python()
     terms = []
