@@ -13,8 +13,10 @@ included.  The stages are:
 * plan: materialization and fusion passes;
 * kernels: policy, forms, schedules;
 * codegen: loopy's merge, preprocessing and code generation;
-* device build: the OpenCL build, or nvcc at the first CUDA call.  Without a
-  GPU, CUDA source generation alone is timed ("other": caches, bookkeeping);
+* device build: the OpenCL build, or NVRTC/nvcc at the first CUDA call.
+  Without a GPU, the cubin for an H100 (``sm_90``) where NVRTC or nvcc is
+  found ("cubin (nvcc, no GPU)"), else CUDA source generation alone ("other":
+  caches, bookkeeping);
 * first call: the rest of the first call, with uploads and launches.
 
 ``--cprofile N`` also prints the N functions with the most time of their
@@ -38,7 +40,7 @@ import polyarray as pa
 from polyarray import targets
 target, n_ops, prof = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 ok, why = targets.availability(target)
-run = ok                        # cuda without a GPU: source generation only
+run = ok                        # cuda without a GPU: the source and its cubin only
 if target != "cuda" or ok:
     targets.get_target(target).warm_up()
 t_import = time.perf_counter() - t_start
@@ -53,8 +55,18 @@ out = chain(n_ops)
 t1 = time.perf_counter()
 prog = pa.compile(out, target=target)
 t2 = time.perf_counter()
+built = None
 if run:
     prog(x=np.linspace(-1, 1, 4096, dtype=np.float32))
+elif target == "cuda":          # no GPU: the cubin for an H100 (sm_90), where a compiler is
+    from polyarray.targets import cuda_compiler
+    from polyarray.targets.cuda_build import NVCC_OPTIONS, split_kernels
+    try:
+        for _, piece in split_kernels(prog.source):
+            cuda_compiler.cubin(piece, "sm_90", NVCC_OPTIONS)
+        built = cuda_compiler.compiler_for(prog.source).name
+    except cuda_compiler.CudaCompileError:      # neither NVRTC nor nvcc here
+        pass
 t3 = time.perf_counter()
 if prof:
     pr.disable()
@@ -70,10 +82,13 @@ if target == "cuda" and run:
 else:       # OpenCL builds in compile; CUDA without a GPU builds nothing
     rest = (t2 - t1) - sum(stages.values())
     stages["device build" if target == "opencl" else "other"] = rest
-    stages["first call"] = first
+    if built:
+        stages[f"cubin ({built}, no GPU)"] = first
+    else:
+        stages["first call"] = first
 print(json.dumps({"ops": n_ops, "frontend": t1 - t0, "compile": t2 - t1, "first_call": first,
                   "total": t3 - t0, "stages": stages, "kernels": len(prog.kernels),
-                  "source_kb": len(prog.source) / 1024, "ran": run,
+                  "source_kb": len(prog.source) / 1024, "ran": run, "built": built,
                   "origin": prog._exe.compiled.origin, "import_and_device": t_import}))
 """
 
@@ -173,7 +188,8 @@ def compile_rows(b, sizes=None, peer_timeout=120.0):
         b.row(f"18. compile chain {n} ops: cold", r["total"], peers, failed=failed,
               note=f"{r['kernels']} kernel(s), {r['source_kb']:.0f} KB; largest stage "
                    f"{slow} {r['stages'][slow]:.2f} s"
-                   + ("" if r["ran"] else "; no GPU: CUDA source only"))
+                   + ("" if r["ran"] else f"; no GPU: CUDA source and {r['built']} cubin"
+                      if r.get("built") else "; no GPU: CUDA source only"))
     if len(sizes) > 1:
         lo, hi = min(sizes), max(sizes)
         mid = sorted(sizes)[-2]
@@ -200,7 +216,9 @@ def main(argv=None):
               + " ".join(f"{r['stages'].get(n, 0.0):12.3f}" for n in names)
               + f" {r['kernels']:8d} {r['source_kb']:10.1f} {r['total'] / r['ops'] * 1e3:10.2f}")
     if not rows[0]["ran"]:
-        print("(no GPU: CUDA source generation only, no nvcc, no call)")
+        print("(no GPU: CUDA source generation"
+              + (f" and the {rows[0]['built']} build for sm_90, no call)" if rows[0].get("built")
+                 else " only, no device compiler, no call)"))
     return rows
 
 
