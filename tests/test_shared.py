@@ -5,6 +5,8 @@ Theano's semantics: every expression of a call, the updates included, sees
 the values from before the call; updates apply only after a call succeeded.
 On CUDA ``repeat`` replays CUDA graphs of 64 steps (n = 133 takes two
 replays and five single steps)."""
+import zlib
+
 import numpy as np
 import pytest
 
@@ -13,9 +15,11 @@ from helpers import assert_same
 
 
 def _names(request):
-    """Shared variable names unique to the test (live variables must differ)."""
+    """Shared variable names unique to the test (live variables must differ),
+    the same in every process (crc32, not hash(): sources compared across
+    PYTHONHASHSEEDs by tests/source_hashes.py stay comparable)."""
     base = request.node.name.replace("[", "_").replace("]", "").replace("-", "_")
-    return lambda name: f"{name}_{abs(hash(base)) % 10**8}"
+    return lambda name: f"{name}_{zlib.crc32(base.encode()) % 10**8}"
 
 
 @pytest.fixture
