@@ -53,8 +53,11 @@ def split_kernels(source, pieces=None):
             return [((), source)]
         kernels.append((names[0], source[a:b]))
     bins = [[] for _ in range(min(pieces, len(kernels)))]
+    text = [0] * len(bins)          # each bin's kernel text so far
     for k in sorted(range(len(kernels)), key=lambda k: -len(kernels[k][1])):
-        min(bins, key=lambda b: sum(len(kernels[j][1]) for j in b)).append(k)
+        b = min(range(len(bins)), key=text.__getitem__)
+        bins[b].append(k)
+        text[b] += len(kernels[k][1])
     prelude = source[:starts[0]]
     return [(tuple(kernels[k][0] for k in sorted(b)),
              prelude + "".join(kernels[k][1] for k in sorted(b))) for b in bins]
@@ -70,34 +73,40 @@ class Modules:
         return self.by_kernel[name].get_function(name)
 
 
-def build_module(source, arch, fast_math=False):
-    """A module (or ``Modules``) of ``source``: cubins from the cache or
-    compiled (``cuda_compiler``: NVRTC or nvcc), concurrently when there are
-    several pieces, loaded in this thread (the current CUDA context is per
-    thread).  A failed build raises ``BuildError`` with the compiler's
-    output."""
-    from pycuda.driver import module_from_buffer
-    from polyarray.codegen.logs import log_duration
+def build_cubins(source, arch, fast_math=False):
+    """``[(kernel names, cubin), ...]`` of ``source`` (one entry with no
+    names where it is built whole): from the cache or compiled
+    (``cuda_compiler``: NVRTC or nvcc), concurrently when there are several
+    pieces.  Needs no GPU.  A failed build raises ``BuildError`` with the
+    compiler's output."""
     from .cuda_compiler import CudaCompileError, cubin
     options = [*NVCC_OPTIONS] + (["--use_fast_math"] if fast_math else [])
     pieces = split_kernels(source)
-    t0 = time.perf_counter()
     try:
         if len(pieces) == 1:
-            cubins = [cubin(source, arch, options)]
-        else:
-            with ThreadPoolExecutor(len(pieces)) as pool:     # the first failure raises
-                cubins = list(pool.map(lambda piece: cubin(piece[1], arch, options), pieces))
+            return [((), cubin(source, arch, options))]
+        with ThreadPoolExecutor(len(pieces)) as pool:     # the first failure raises
+            return list(zip((names for names, _ in pieces),
+                            pool.map(lambda piece: cubin(piece[1], arch, options), pieces)))
     except CudaCompileError as e:
         raise _build_error(source, e) from e
-    if len(pieces) == 1:
-        module = module_from_buffer(cubins[0])
+
+
+def build_module(source, arch, fast_math=False):
+    """A module (or ``Modules``) of ``source``'s cubins (``build_cubins``),
+    loaded in this thread (the current CUDA context is per thread)."""
+    from pycuda.driver import module_from_buffer
+    from polyarray.codegen.logs import log_duration
+    t0 = time.perf_counter()
+    built = build_cubins(source, arch, fast_math)
+    if len(built) == 1:
+        module = module_from_buffer(built[0][1])
     else:
         by_kernel = {}
-        for (names, _), c in zip(pieces, cubins):
+        for names, c in built:
             by_kernel.update(dict.fromkeys(names, module_from_buffer(c)))
         module = Modules(by_kernel)
-    what = "" if len(pieces) == 1 else f" ({len(pieces)} pieces at once)"
+    what = "" if len(built) == 1 else f" ({len(built)} pieces at once)"
     log_duration(log, f"built the CUDA module for {arch}{what}", time.perf_counter() - t0)
     return module
 
