@@ -82,12 +82,13 @@ def cuda_copy_bandwidth(n=1 << 26) -> float:
 
 def cuda_peak_flops(dtype="float32", iters=4096) -> float:
     """FMA throughput: 16 independent chains per thread, 8 blocks of 256 per SM."""
-    import pycuda.autoprimaryctx  # noqa: F401
-    import pycuda.driver as drv
-    from pycuda.compiler import SourceModule
-    fn = SourceModule(_fma_source("cuda", dtype), no_extern_c=True).get_function("fma_peak")
+    from .targets.cuda_build import build_module      # the target's build (NVRTC, cached)
+    from .targets.cuda_driver import driver
+    drv, dev = driver()
+    major, minor = dev.compute_capability()
+    fn = build_module(_fma_source("cuda", dtype), f"sm_{major}{minor}").get_function("fma_peak")
     out = drv.mem_alloc(8 * 1024 * 1024)
-    blocks = drv.Context.get_device().get_attribute(
+    blocks = dev.get_attribute(
         drv.device_attribute.MULTIPROCESSOR_COUNT) * 8
     a = np.dtype(dtype).type(1.0001)
 
