@@ -162,7 +162,8 @@ OUTLINE_MIN = int(os.environ.get("POLYARRAY_OUTLINE_MIN", OUTLINE_DEFAULT))
 # chain of 64 calls, inlined -> once: float32 sin 0.86 s 94 KB -> 0.24 s 11 KB, cos, tan,
 # power and arctan2 alike (56-96 KB); exp 13 KB, log 31 KB, sqrt 20 KB stay inlined.
 # float64: sin 60 KB, exp 41 KB, log 88 KB, power 84 KB, tanh 104 KB, arctan2 126 KB,
-# expm1 77 KB, arctan 57 KB (sqrt 31 KB).  The 2000-op chain of issue 18: nvcc 24.5 s ->
+# expm1 77 KB, arctan 57 KB (sqrt 31 KB); exp2, log2, log10, arcsin, arccos, sinh, cosh and
+# log1p were not measured (listed with their measured relatives).  The 2000-op chain of issue 18: nvcc 24.5 s ->
 # 1.2 s; 200 ops 1.31 s -> 0.30 s.  Below NOINLINE_MIN_CALLS calls in a source a call
 # is not worth saving.
 NOINLINE_OPS = {
