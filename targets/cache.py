@@ -207,11 +207,15 @@ def code_version() -> str:
                     with open(path, "rb") as f:
                         h.update(os.path.relpath(path, folder).encode() + b"\0" + f.read())
         _CODE_VERSION = h.hexdigest()[:16]
-    # another outlining threshold (a test's, or POLYARRAY_OUTLINE_MIN) makes
-    # other code; policy is read only where it was imported (set by a caller)
+    # thresholds that make other source text when a test, a sweep or
+    # POLYARRAY_OUTLINE_MIN sets them; policy is read only where it was
+    # imported (set by a caller)
     import sys
     from polyarray.codegen import thresholds
     policy = sys.modules.get("polyarray.codegen.policy", thresholds)
+    suffix = ""
     if policy.OUTLINE_MIN != thresholds.OUTLINE_DEFAULT:
-        return f"{_CODE_VERSION}-o{policy.OUTLINE_MIN}"
-    return _CODE_VERSION
+        suffix += f"-o{policy.OUTLINE_MIN}"
+    if policy.NOINLINE_MIN_CALLS != thresholds.NOINLINE_MIN_CALLS:
+        suffix += f"-n{policy.NOINLINE_MIN_CALLS}"
+    return _CODE_VERSION + suffix

@@ -139,3 +139,14 @@ def test_an_outlined_region_called_for_several_elements_is_compiled_once(target)
         assert "__forceinline__ float pa_r_" in one
     xv = np.linspace(-2, 2, 1 << 16).astype(np.float32)
     assert_same(pa.compile(out, target=target)(x=xv), _chain(xv, np.sin, policy.OUTLINE_MIN))
+
+
+def test_a_changed_noinline_threshold_is_a_new_program(monkeypatch):
+    """The threshold is part of the cache key (``cache.code_version``): a
+    sweep that sets it gets code made under it, not a cached program."""
+    from polyarray.codegen import policy
+    x = pa.placeholder("x", (1000,), np.float32)
+    out = _chain(x, pa.sin, 4)
+    assert "__noinline__" not in pa.compile(out, target="cuda").source
+    monkeypatch.setattr(policy, "NOINLINE_MIN_CALLS", 2)
+    assert "__noinline__ float pa_sin_float32(" in pa.compile(out, target="cuda").source
