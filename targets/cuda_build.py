@@ -32,6 +32,10 @@ NVCC_OPTIONS = ("-diag-suppress=177,550",)
 # kernels from which a program is built by concurrent nvcc processes
 PARALLEL_BUILD_MIN_KERNELS = 2
 MAX_BUILD_THREADS = min(8, os.cpu_count() or 1)
+# an outlined region of at least twice this many statements is built as
+# segments of at least this many, in units compiled at once (``cuda_split``):
+# nvcc takes about 0.3 s per 500 statements of the chain's region on one core
+SPLIT_MIN_STATEMENTS = int(os.environ.get("POLYARRAY_SPLIT_MIN_STATEMENTS", 500))
 
 _KERNEL = re.compile(r'^extern "C" __global__ ', re.M)
 _NAME = re.compile(r"__global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(")
@@ -84,12 +88,43 @@ def build_cubins(source, arch, fast_math=False):
     pieces = split_kernels(source)
     try:
         if len(pieces) == 1:
-            return [((), cubin(source, arch, options))]
+            return [((), _one_piece(source, arch, options))]
         with ThreadPoolExecutor(len(pieces)) as pool:     # the first failure raises
             return list(zip((names for names, _ in pieces),
                             pool.map(lambda piece: cubin(piece[1], arch, options), pieces)))
     except CudaCompileError as e:
         raise _build_error(source, e) from e
+
+
+def split_units(source):
+    """The translation units ``source`` is built from: ``[source]``, or
+    its large outlined regions cut into segments (``cuda_split``) where a
+    linker is found and there are threads to build them at once."""
+    from .cuda_compiler import linker
+    from .cuda_split import split
+    if MAX_BUILD_THREADS < 2 or _RAW_MARK in source or linker() is None:
+        return [source]
+    return split(source, MAX_BUILD_THREADS, SPLIT_MIN_STATEMENTS)
+
+
+def _one_piece(source, arch, options):
+    """The cubin of one piece: compiled whole, or as ``split_units``
+    compiled at once as relocatable code and linked."""
+    from .cuda_compiler import CudaCompileError, cubin, linked
+    units = split_units(source)
+    if len(units) > 1:
+        rdc = [*options, "-rdc=true"]
+        try:
+            with ThreadPoolExecutor(len(units)) as pool:
+                parts = list(pool.map(lambda unit: cubin(unit, arch, rdc), units))
+            binary = linked(parts, arch)
+        except CudaCompileError as e:     # slower beats failed: build it whole
+            log.warning("building the source as %d units failed (%s); building it whole",
+                        len(units), str(e).splitlines()[0] if str(e) else e.compiler)
+        else:
+            log.info("built one kernel source as %d units at once", len(units))
+            return binary
+    return cubin(source, arch, options)
 
 
 def build_module(source, arch, fast_math=False):

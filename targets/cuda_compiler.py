@@ -34,6 +34,9 @@ log = logging.getLogger("polyarray.cuda")
 _CUBINS = DiskCache("cubin", valid=lambda v: isinstance(v, bytes) and v[:4] == b"\x7fELF")
 _USER_C = re.compile(r"/\* (raw kernel |polyarray custom kernel: )")
 _NVRTC_NAMES = ("libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2")
+_JITLINK_NAMES = ("libnvJitLink.so", "libnvJitLink.so.13", "libnvJitLink.so.12")
+_JITLINK_INPUT_ANY = 10         # nvJitLinkInputType: told from the data
+_LINKED = DiskCache("linked-cubin", valid=lambda v: isinstance(v, bytes) and v[:4] == b"\x7fELF")
 
 
 class CudaCompileError(Exception):
@@ -105,6 +108,70 @@ class Nvcc:
                 return f.read(), said
 
 
+class NvJitLink:
+    """Relocatable cubins linked in this process (CUDA 12's nvJitLink)."""
+    name = "nvJitLink"
+
+    def __init__(self, lib):
+        self.lib = lib
+        major, minor = ctypes.c_uint(), ctypes.c_uint()
+        status = lib.nvJitLinkVersion(ctypes.byref(major), ctypes.byref(minor))
+        self.identity = f"nvJitLink {major.value}.{minor.value}" if status == 0 else "nvJitLink"
+
+    def link(self, cubins, arch):
+        lib, handle = self.lib, ctypes.c_void_p()
+        opts = [f"-arch={arch}".encode()]
+        self._check(lib.nvJitLinkCreate(ctypes.byref(handle), len(opts),
+                                        (ctypes.c_char_p * len(opts))(*opts)), handle, "create")
+        try:
+            for k, c in enumerate(cubins):
+                self._check(lib.nvJitLinkAddData(handle, _JITLINK_INPUT_ANY, c, ctypes.c_size_t(len(c)),
+                                                 f"unit{k}.cubin".encode()), handle, "add")
+            self._check(lib.nvJitLinkComplete(handle), handle, "complete")
+            size = ctypes.c_size_t()
+            self._check(lib.nvJitLinkGetLinkedCubinSize(handle, ctypes.byref(size)), handle, "size")
+            out = ctypes.create_string_buffer(size.value)
+            self._check(lib.nvJitLinkGetLinkedCubin(handle, out), handle, "cubin")
+            return out.raw
+        finally:
+            lib.nvJitLinkDestroy(ctypes.byref(handle))
+
+    def _check(self, status, handle, what):
+        if status != 0:
+            size = ctypes.c_size_t()
+            text = b""
+            if handle and self.lib.nvJitLinkGetErrorLogSize(handle, ctypes.byref(size)) == 0:
+                buf = ctypes.create_string_buffer(size.value)
+                self.lib.nvJitLinkGetErrorLog(handle, buf)
+                text = buf.value
+            raise CudaCompileError(self.name, f"nvJitLink {what}: status {status}: "
+                                   f"{text.decode(errors='replace').strip()}")
+
+
+class Nvlink:
+    """Relocatable cubins linked by the toolkit's ``nvlink`` process."""
+    name = "nvlink"
+
+    def __init__(self, path):
+        st = os.stat(path)
+        self.path, self.identity = path, f"nvlink {path} {st.st_size} {st.st_mtime_ns}"
+
+    def link(self, cubins, arch):
+        with tempfile.TemporaryDirectory(prefix="polyarray-nvlink-") as d:
+            names = []
+            for k, c in enumerate(cubins):
+                names.append(os.path.join(d, f"unit{k}.cubin"))
+                with open(names[-1], "wb") as f:
+                    f.write(c)
+            out = os.path.join(d, "linked.cubin")
+            command = [self.path, f"-arch={arch}", "-o", out, *names]
+            r = subprocess.run(command, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise CudaCompileError(self.name, (r.stderr + r.stdout).strip(), " ".join(command))
+            with open(out, "rb") as f:
+                return f.read()
+
+
 _CHOSEN = {}
 
 
@@ -127,6 +194,41 @@ def _nvcc():
         path = shutil.which("nvcc")
         _CHOSEN["nvcc"] = Nvcc(path) if path else None
     return _CHOSEN["nvcc"]
+
+
+def linker():
+    """nvJitLink where its library is found, else ``nvlink`` on PATH (or
+    beside nvcc), else None: where there is none, nothing is split."""
+    if "link" not in _CHOSEN:
+        found = None
+        home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+        for name in (*_JITLINK_NAMES, os.path.join(home, "lib64", "libnvJitLink.so")):
+            try:
+                found = NvJitLink(ctypes.CDLL(name))
+                break
+            except (OSError, AttributeError):
+                continue
+        if found is None:
+            nvcc = shutil.which("nvcc")
+            path = shutil.which("nvlink") or (
+                nvcc and os.path.join(os.path.dirname(nvcc), "nvlink"))
+            found = Nvlink(path) if path and os.path.exists(path) else None
+        _CHOSEN["link"] = found
+    return _CHOSEN["link"]
+
+
+def linked(cubins, arch):
+    """The executable cubin of relocatable ``cubins`` (``linker()``), from
+    the cache or linked."""
+    link = linker()
+    import hashlib
+    key = key_digest("linked", tuple(hashlib.sha256(c).hexdigest() for c in cubins), arch,
+                     link.identity)
+    binary = _LINKED.get(key)
+    if binary is None:
+        binary = link.link(cubins, arch)
+        _LINKED.put(key, binary)
+    return binary
 
 
 def compiler_for(source):

@@ -1,0 +1,192 @@
+"""One large outlined region built as several translation units at once.
+
+A fused chain of 2000 ops is one kernel calling one outlined region
+(``codegen/outline.py``) of about 2600 statements.  NVRTC and nvcc compile
+one translation unit on one core, and their time grows linearly with the
+region's statements (nvcc here: 0.67 s in the front end and 0.92 s in ptxas
+for that region), so the only way to cut it is to share it between cores.
+``split`` cuts such a region's straight-line body into segments at points
+where few values are live, and gives each segment to a unit of its own as an
+``extern "C" __device__`` function; the values live across a cut come back
+in a struct (through pointers to the caller's locals they went through
+local memory: the 1000-op chain over 2^22 elements ran 10% slower).  The units are compiled as relocatable code
+(``-rdc=true``) concurrently and linked (``cuda_compiler.linker``).
+
+The numbers are the same: every statement is the same text in the same
+order, with the same types; only the function it sits in changes.  The cost
+at run time is a few calls per element of a region that has hundreds of
+statements per segment.  The text is ours (``outline._build``): a line that
+is not the expected ``  T name = expr;``, ``  *rK = expr;`` or ``  return
+expr;`` leaves the region whole.
+"""
+from __future__ import annotations
+
+import re
+
+_REGION = re.compile(r"^/\* polyarray outlined region: (\d+) temporaries \*/\n"
+                     r"(__device__ static __(?:force|no)inline__ ([\w ]+?) (pa_r_[0-9a-f]+)"
+                     r"\(([^)]*)\))\n\{\n(.*?)\n\}\n", re.M | re.S)
+_DECL = re.compile(r"^  ((?:unsigned |signed )?\w+) (\w+) = (.*);$")
+_STORE = re.compile(r"^  \*(r\d+) = (.*);$")
+_RETURN = re.compile(r"^  return (.*);$")
+_PARAM = re.compile(r"^\s*(.*?)\s*\b(\w+)$")
+_WORD = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+class _Region:
+    """A region's parsed body: declarations ``(type, name, expr)`` and the
+    tail lines (stores through result pointers, and the return)."""
+
+    def __init__(self, m):
+        self.start, self.end = m.start(), m.end()
+        self.head, self.rtype, self.name = m.group(2), m.group(3), m.group(4)
+        self.params = []                # (type, name), in order
+        for text in filter(None, (t.strip() for t in m.group(5).split(","))):
+            if text != "void":
+                pm = _PARAM.match(text)
+                self.params.append((pm.group(1), pm.group(2)))
+        lines = m.group(6).split("\n")
+        self.decls, self.tail = [], []
+        for line in lines:
+            d = _DECL.match(line)
+            if d and not self.tail:
+                self.decls.append(d.groups())
+            elif _STORE.match(line) or _RETURN.match(line):
+                self.tail.append(line)
+            else:
+                raise ValueError(line)
+        if not self.tail or not _RETURN.match(self.tail[-1]):
+            raise ValueError("no return")
+
+
+def regions(source):
+    """The outlined regions of ``source`` that parse, with their statement
+    counts: ``[(statements, _Region), ...]``."""
+    found = []
+    for m in _REGION.finditer(source):
+        try:
+            found.append((int(m.group(1)), _Region(m)))
+        except ValueError:
+            continue
+    return found
+
+
+def _cuts(region, segments):
+    """Indices of the first declaration of each segment after the first:
+    near equal shares, moved within a tenth of a share to where the fewest
+    values are live."""
+    n = len(region.decls)
+    index = {name: i for i, (_, name, _) in enumerate(region.decls)}
+    last = {}                       # a declaration's last use (n: the tail)
+    for i, (_, _, expr) in enumerate(region.decls):
+        for w in _WORD.findall(expr):
+            if w in index:
+                last[w] = i
+    for line in region.tail:
+        for w in _WORD.findall(line):
+            if w in index:
+                last[w] = n
+    delta = [0] * (n + 2)           # live across the cut before declaration c
+    for name, i in index.items():
+        if name in last and last[name] > i:
+            delta[i + 1] += 1
+            delta[last[name] + 1] -= 1
+    live, running = [0] * (n + 1), 0
+    for c in range(n + 1):
+        running += delta[c]
+        live[c] = running
+    share = n / segments
+    window = max(1, int(share / 10))
+    cuts = []
+    for k in range(1, segments):
+        ideal = int(round(k * share))
+        lo, hi = max(1 + (cuts[-1] if cuts else 0), ideal - window), min(n - 1, ideal + window)
+        if lo > hi:
+            continue
+        cuts.append(min(range(lo, hi + 1), key=lambda c: (live[c], abs(c - ideal))))
+    return cuts
+
+
+def split(source, units, min_statements):
+    """``[main unit, other units...]`` of ``source``: each region of at
+    least ``2 * min_statements`` statements cut into segments of at least
+    ``min_statements`` (about ``units`` segments in all; each region's share
+    follows its size), dealt to units of their own (the first unit keeps
+    the kernels and the rest, and is small: with a segment in it, nvcc took
+    twice as long over it as over the others); or ``[source]`` where
+    nothing is split."""
+    big = [(s, r) for s, r in regions(source) if s >= 2 * min_statements]
+    if not big or units < 2:
+        return [source]
+    total = sum(s for s, _ in big)
+    prelude_end = min(r.start for _, r in regions(source))
+    prelude = source[:prelude_end]
+    functions, replaced = [], []      # segment texts; (start, end, new region text)
+    for statements, region in big:
+        segments = max(2, min(statements // min_statements,
+                              round(units * statements / total)))
+        cuts = [0] + _cuts(region, segments) + [len(region.decls)]
+        texts, calls, externs = _segments(region, cuts)
+        functions += texts
+        replaced.append((region.start, region.end,
+                         "\n".join(externs) + "\n" + region.head + "\n{\n"
+                         + "\n".join(calls) + "\n}\n"))
+    main = source
+    for start, end, text in sorted(replaced, reverse=True):
+        main = main[:start] + text + main[end:]
+    bins = [[] for _ in range(min(units, len(functions)))]
+    for k, text in enumerate(functions):
+        bins[k % len(bins)].append(text)
+    return [main] + [prelude + "\n".join(b) for b in bins]
+
+
+def _segments(region, cuts):
+    """The segment functions' texts, the region's new body lines (calls), and
+    the ``extern`` declarations of the segments."""
+    types = dict((name, t) for t, name in region.params)
+    types.update((name, t) for t, name, _ in region.decls)
+    params = [name for _, name in region.params]
+
+    def used(lines):
+        words = set()
+        for line in lines:
+            words.update(_WORD.findall(line))
+        return words
+
+    later = [set() for _ in cuts]       # names used at or after each cut
+    for k in range(len(cuts) - 2, -1, -1):
+        a, b = cuts[k], cuts[k + 1]
+        here = used(e for _, _, e in region.decls[a:b]) | (
+            used(region.tail) if k == len(cuts) - 2 else set())
+        later[k] = here | later[k + 1]
+    texts, calls, externs = [], [], []
+    for k in range(len(cuts) - 1):
+        a, b = cuts[k], cuts[k + 1]
+        last = k == len(cuts) - 2
+        fname = f"{region.name}_s{k}"
+        body = [f"  {t} {name} = {e};" for t, name, e in region.decls[a:b]]
+        mine = used(e for _, _, e in region.decls[a:b]) | (used(region.tail) if last else set())
+        ins = [x for x in params if x in mine] + \
+            [name for _, name, _ in region.decls[:a] if name in mine]
+        outs = [] if last else [name for _, name, _ in region.decls[a:b]
+                                if name in later[k + 1]]
+        args = [f"{types[x]} {x}" for x in ins]
+        struct = f"struct {fname}_out {{ " + " ".join(f"{types[x]} {x};" for x in outs) + " };"
+        rtype = region.rtype if last else f"struct {fname}_out" if outs else "void"
+        sig = f'extern "C" __device__ {rtype} {fname}({", ".join(args) or "void"})'
+        if last:
+            body += region.tail
+        elif outs:
+            body += [f"  {rtype} out = {{{', '.join(outs)}}};", "  return out;"]
+        texts.append((struct + "\n" if outs else "") + f"{sig}\n{{\n" + "\n".join(body)
+                     + "\n}\n")
+        externs += ([struct] if outs else []) + [sig + ";"]
+        call = f"{fname}({', '.join(ins)})"
+        if last:
+            calls.append(f"  return {call};")
+        elif outs:
+            calls.append(f"  {rtype} o{k} = {call};")
+            calls += [f"  {types[x]} {x} = o{k}.{x};" for x in outs]
+        else:
+            calls.append(f"  {call};")
+    return texts, calls, externs

@@ -1,0 +1,156 @@
+"""One large outlined region built as several units at once
+(targets/cuda_split.py, ``cuda_build.split_units``): the text keeps every
+statement in order, the units compile as relocatable code and link without a
+GPU (nvcc and nvlink), and on a GPU the split build gives the same bits as
+the whole build."""
+import re
+
+import numpy as np
+import pytest
+
+import polyarray as pa
+from helpers import assert_same
+from polyarray import targets
+from polyarray.targets import cuda_build, cuda_compiler, cuda_split
+from test_quiet import NVCC
+
+_DECL = re.compile(r"^  (?!struct )[\w ]+? (\w+) = (.*);$", re.M)
+
+
+def _chain(x, n, ns=pa):
+    vals = [x, ns.sin(x), ns.cos(x)]
+    for k in range(n):
+        a, b = vals[-1], vals[-3]
+        vals.append(ns.sin(a) * 0.5 + b if k % 2 == 0 else ns.exp(-a * a) - b * 0.25)
+    return vals[-1]
+
+
+def _two_results(x, n, ns=pa):
+    """Two outputs of one region, and an integer power (a checked helper:
+    the region takes the error buffer)."""
+    a, b = x, x * 3
+    for k in range(n):
+        a, b = b % 7 + a * 3, ((a % 5) ** (b % 3) + b) % 1000 if k % 3 == 0 else b - a
+    return a, b
+
+
+def _region_decls(text):
+    return [m.group(0) for m in _DECL.finditer(text)]
+
+
+@pytest.mark.parametrize("build", [lambda: _chain(pa.placeholder("x", (4096,), np.float32), 300),
+                                   lambda: _two_results(pa.placeholder("x", (4096,), np.int64),
+                                                        120)],
+                         ids=["chain", "two-results-checked"])
+def test_a_split_keeps_every_statement_once_in_order(build):
+    src = pa.compile(build(), target="cuda").source
+    [(statements, region)] = cuda_split.regions(src)
+    assert statements >= 200, statements
+    units = cuda_split.split(src, 4, 40)
+    assert len(units) == 5, len(units)
+    main = units[0]
+    kernels = src[src.index('extern "C" __global__'):]
+    assert main.endswith(kernels)               # the kernels are untouched
+    original = _region_decls(src[region.start:region.end])
+    segments = re.findall(r'^extern "C" __device__ (?:struct )?\w+ (\w+)\(',
+                          "\n".join(units[1:]), re.M)
+    assert segments == [f"{region.name}_s{k}" for k in range(4)]
+    functions = [re.search(r'^extern "C" __device__ [^\n]*?\((.*)\)\n\{\n(.*?)\n\}',
+                           unit, re.M | re.S).groups() for unit in units[1:]]
+    assert _region_decls("\n".join(b for _, b in functions)) == original   # same lines, order
+    for k, (sig, body) in enumerate(functions):
+        # every name a segment reads is its own, a parameter, or passed in
+        passed = set(re.findall(r"(\w+)(?:,|$)", sig))
+        own = {m.group(1) for m in _DECL.finditer(body)}
+        for m in _DECL.finditer(body):
+            for w in re.findall(r"\bv\d+\b|\ba\d+\b", m.group(2)):
+                assert w in own or w in passed, (k, w)
+    # the region in the main unit only calls the segments
+    body = main[main.index(region.head):]
+    body = body[:body.index("\n}\n")].split("\n")[2:]
+    assert all(re.fullmatch(r"  (return )?\w+_s\d\(.*\);|  struct \w+ o\d = \w+_s\d\(.*\);"
+                            r"|  [\w ]+ (?P<v>\w+) = o\d\.(?P=v);", line) for line in body), body
+
+
+def test_small_regions_and_raw_kernels_are_built_whole(monkeypatch):
+    src = pa.compile(_chain(pa.placeholder("x", (4096,), np.float32), 40),
+                     target="cuda").source
+    assert cuda_split.split(src, 8, 500) == [src]
+    assert cuda_split.split(src, 1, 10) == [src]
+    monkeypatch.setattr(cuda_build, "MAX_BUILD_THREADS", 1)
+    assert cuda_build.split_units(src) == [src]
+
+
+@pytest.mark.skipif(NVCC is None or cuda_compiler.linker() is None,
+                    reason="no CUDA toolkit (nvcc and a linker) on this machine")
+def test_split_units_compile_as_relocatable_code_and_link(monkeypatch, tmp_path):
+    monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
+    from polyarray.targets.cache import clear_memory_layers
+    clear_memory_layers()
+    monkeypatch.setattr(cuda_build, "MAX_BUILD_THREADS", 3)
+    monkeypatch.setattr(cuda_build, "SPLIT_MIN_STATEMENTS", 40)
+    for out in (_chain(pa.placeholder("x", (4096,), np.float32), 150),
+                _two_results(pa.placeholder("x", (4096,), np.int64), 60)):
+        src = pa.compile(out, target="cuda").source
+        assert len(cuda_build.split_units(src)) == 4
+        [((), binary)] = cuda_build.build_cubins(src, "sm_90")
+        assert binary[:4] == b"\x7fELF"
+        names = [n for n in re.findall(rb"k\d+_\w+", binary)]
+        assert b"k0_elementwise" in names
+
+
+@pytest.mark.skipif(not targets.availability("cuda")[0],
+                    reason=f"cuda: {targets.availability('cuda')[1]}")
+def test_a_split_build_gives_the_same_bits(monkeypatch, caplog):
+    """The same elements computed by a whole build and by a split one (of a
+    program of a few more elements, so neither build is a cached one) are
+    the same bits, and match NumPy."""
+    import logging
+    from polyarray.targets import cuda
+    monkeypatch.setitem(cuda._STATE, "modules", {})
+    monkeypatch.setattr(cuda_build, "MAX_BUILD_THREADS", 4)
+    n = 4099
+
+    def run(extra, split):
+        monkeypatch.setattr(cuda_build, "SPLIT_MIN_STATEMENTS", 40 if split else 10 ** 9)
+        x = pa.placeholder("x", (n + extra,), np.float32)
+        y = pa.placeholder("y", (n + extra,), np.int64)
+        # the same values in the first n elements of both programs
+        xv = np.linspace(-2, 2, n + 2).astype(np.float32)[:n + extra]
+        yv = np.arange(n + extra, dtype=np.int64) % 97 - 40
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="polyarray.cuda"):
+            got = (pa.compile(_chain(x, 300), target="cuda")(x=xv),
+                   *pa.compile(list(_two_results(y, 120)), target="cuda")(y=yv))
+        units = re.findall(r"as (\d+) units", caplog.text)
+        assert units == (["5", "5"] if split else []), caplog.text
+        return [g[:n] for g in got], xv[:n], yv[:n]
+
+    whole, xv, yv = run(0, False)
+    split, _, _ = run(2, True)
+    for w, s in zip(whole, split):
+        np.testing.assert_array_equal(s, w)            # bit for bit
+    assert_same(whole[0], _chain(xv, 300, np))
+    ra, rb = _two_results(yv, 120, np)
+    np.testing.assert_array_equal(whole[1], ra)
+    np.testing.assert_array_equal(whole[2], rb)
+
+
+def test_a_failed_split_build_falls_back_to_the_whole_build(monkeypatch, caplog):
+    """A unit the compiler refuses (here every relocatable build) costs
+    speed, not the program: the source is built whole, with a warning."""
+    import logging
+    monkeypatch.setattr(cuda_build, "split_units", lambda source: [source, source])
+    calls = []
+
+    def fake_cubin(source, arch, options=()):
+        calls.append(tuple(options))
+        if "-rdc=true" in options:
+            raise cuda_compiler.CudaCompileError("nvrtc", "refused")
+        return b"\x7fELF whole"
+
+    monkeypatch.setattr(cuda_compiler, "cubin", fake_cubin)
+    with caplog.at_level(logging.WARNING, logger="polyarray.cuda"):
+        assert cuda_build.build_cubins("src", "sm_90") == [((), b"\x7fELF whole")]
+    assert "building it whole" in caplog.text
+    assert calls[-1] == tuple(cuda_build.NVCC_OPTIONS)
