@@ -34,6 +34,7 @@ that floor.
 from __future__ import annotations
 
 import argparse
+import time
 import os
 import sys
 
@@ -67,7 +68,7 @@ def _make_cluster(n_workers, device, pocl_threads):
             pass
         else:
             cluster = LocalCUDACluster(n_workers=n_workers, threads_per_worker=1,
-                                       dashboard_address=None)
+                                       dashboard_address=None, memory_limit=_memory_limit(n_workers))
             return cluster, Client(cluster)
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     gpus = visible.split(",") if visible else [str(i) for i in range(_gpu_count())]
@@ -78,10 +79,20 @@ def _make_cluster(n_workers, device, pocl_threads):
         if device == "cuda":
             env["CUDA_VISIBLE_DEVICES"] = gpus[i % len(gpus)]
         workers[f"w{i}"] = {"cls": Nanny,
-                            "options": {"nthreads": 1, "env": env, "silence_logs": 40}}
+                            "options": {"nthreads": 1, "env": env, "silence_logs": 40,
+                                        "memory_limit": _memory_limit(n_workers)}}
     cluster = SpecCluster(workers=workers, scheduler={
         "cls": Scheduler, "options": {"dashboard_address": None}}, silence_logs=40)
     return cluster, Client(cluster)
+
+
+def _memory_limit(n_workers):
+    """The machine's memory shared by the workers.  distributed's "auto" is
+    the memory times threads / cores: 8 GiB for a one-thread worker on the
+    H100's 16-core host, under which a 32768^2 float32 input (4 GiB) held
+    twice paused the worker and then got it killed."""
+    from distributed.system import MEMORY_LIMIT
+    return MEMORY_LIMIT // max(1, n_workers)
 
 
 def _gpu_count():
@@ -129,7 +140,7 @@ def crossed(client, make, inputs):
     persist_once(client, make, inputs)
     after = client.run(pa.dask.stats)
     return tuple(sum(after[w][k] - before[w][k] for w in after)
-                 for k in ("bytes_in", "bytes_out", "tasks"))
+                 for k in ("bytes_in", "bytes_out", "tasks", "seconds"))
 
 
 def check_close(client, ours, peer, name, rtol=1e-4):
@@ -154,41 +165,42 @@ def single_times(b, expr, host, repeat):
 def case_chain(b, client, args):
     import dask.array as da
     n, c = 1 << args.n_log, 1 << args.chunk_log
-    x = placed(client, da.random.default_rng(0).random(n, dtype=np.float32, chunks=c) * 2 - 1)
+    raw = da.random.default_rng(0).random(n, dtype=np.float32, chunks=c) * 2 - 1
+    x = placed(client, raw)
     px = pa.placeholder("x", (n,), np.float32)
     ours = lambda x: pa.dask.evaluate(chain10_pa(px), x=x, target=b.device)  # noqa: E731
     peer = lambda x: chain10(da, x)                                            # noqa: E731
     check_close(client, ours(x), peer(x), "chain")
     return (f"10-op chain 2^{args.n_log} f32, 2^{args.chunk_log} chunks", ours, peer,
-            chain10_pa(px), {"x": x}, dict(nbytes=8 * n))
+            chain10_pa(px), {"x": x}, dict(nbytes=8 * n), {"x": raw})
 
 
 def case_sum(b, client, args):
     import dask.array as da
     s = args.sum_side
     rows = max(1, (1 << args.chunk_log) // s)
-    x = placed(client, da.random.default_rng(1).random((s, s), dtype=np.float32,
-                                                     chunks=(rows, s)))
+    raw = da.random.default_rng(1).random((s, s), dtype=np.float32, chunks=(rows, s))
+    x = placed(client, raw)
     px = pa.placeholder("x", (s, s), np.float32)
     ours = lambda x: pa.dask.evaluate(pa.sum(px), x=x, target=b.device)    # noqa: E731
     peer = lambda x: x.sum()                                               # noqa: E731
     check_close(client, ours(x), peer(x), "sum", rtol=1e-3)
     return (f"sum {s}^2 f32, {rows}-row chunks", ours, peer, pa.sum(px), {"x": x},
-            dict(nbytes=4 * s * s))
+            dict(nbytes=4 * s * s), {"x": raw})
 
 
 def case_matmul(b, client, args):
     import dask.array as da
     s, c = args.matmul_side, args.matmul_side // 2
     rng = da.random.default_rng(2)
-    a, m = (placed(client, rng.random((s, s), dtype=np.float32, chunks=(c, c)) - 0.5)
-            for _ in range(2))
+    raw = [rng.random((s, s), dtype=np.float32, chunks=(c, c)) - 0.5 for _ in range(2)]
+    a, m = (placed(client, r) for r in raw)
     pa_, pm = pa.placeholder("a", (s, s), np.float32), pa.placeholder("m", (s, s), np.float32)
     ours = lambda a, m: pa.dask.evaluate(pa_ @ pm, a=a, m=m, target=b.device)  # noqa: E731
     peer = None if args.no_peer_matmul else (lambda a, m: a @ m)
     check_close(client, ours(a, m), a @ m, "matmul", rtol=1e-3)
     return (f"matmul {s}^2 f32, {c}^2 blocks", ours, peer, pa_ @ pm, {"a": a, "m": m},
-            dict(flops=2 * s ** 3))
+            dict(flops=2 * s ** 3), dict(zip("am", raw)))
 
 
 CASES = {"chain": case_chain, "sum": case_sum, "matmul": case_matmul}
@@ -222,21 +234,35 @@ def run(b, args, workers):
         threads = max(1, (os.cpu_count() or 1) // workers)
     cluster, client = make_cluster(workers, b.device, threads, not args.no_keep_memory)
     ours_s = {}
+    t_start = time.perf_counter()
+
+    def stage(what):        # progress, so a run cut short still says how far it got
+        print(f"  [{time.perf_counter() - t_start:7.1f} s] {what}", file=sys.stderr, flush=True)
     try:
         for case in args.cases.split(","):
-            name, ours, peer, expr, inputs, size = CASES[case](b, client, args)
+            name, ours, peer, expr, inputs, size, recipes = CASES[case](b, client, args)
+            stage(f"{case}: inputs placed and checked against dask.array")
             t_ours = persist_time(client, ours, inputs, args.repeat)
-            b_in, b_out, n_tasks = crossed(client, ours, inputs)
+            stage(f"{case}: ours {t_ours * 1e3:.2f} ms")
+            b_in, b_out, n_tasks, in_tasks = crossed(client, ours, inputs)
+            stage(f"{case}: {n_tasks} tasks; {in_tasks * 1e3:.2f} ms inside our tasks' programs "
+                  f"(uploads, kernels, downloads), all workers")
             peers = {}
             if peer is not None and not args.no_peer:
                 peers["dask.array"] = persist_time(client, peer, inputs, args.repeat)
-            host = {k: v.compute() for k, v in inputs.items()}
+                stage(f"{case}: dask.array {peers['dask.array'] * 1e3:.2f} ms")
+            # the same values made here (the same graph and seeds), not gathered
+            # from the workers: a 4 GiB input concatenated on a worker killed it
+            host = {k: v.compute(scheduler="threads") for k, v in recipes.items()}
             t_host, t_dev = single_times(b, expr, host, args.repeat)
+            stage(f"{case}: one program {t_host * 1e3:.2f} ms host in/out, "
+                  f"{t_dev * 1e3:.2f} ms device-resident")
             local = {k: da.from_array(v, chunks=inputs[k].chunks) for k, v in host.items()}
             t_sync = float("nan") if args.no_sync else median_time(
                 lambda: ours(**local).persist(scheduler="sync"), lambda: None,
                 repeat=args.repeat)
             del host, local
+            stage(f"{case}: chunked in this process {t_sync * 1e3:.2f} ms")
             first = sorted(client.scheduler_info()["workers"])[0]
             t_worker = client.submit(one_program_on_this_worker, case, args.n_log,
                                      args.sum_side, args.matmul_side, args.repeat,
