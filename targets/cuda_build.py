@@ -35,7 +35,7 @@ MAX_BUILD_THREADS = min(8, os.cpu_count() or 1)
 # an outlined region of at least twice this many statements is built as
 # segments of at least this many, in units compiled at once (``cuda_split``):
 # nvcc takes about 0.3 s per 500 statements of the chain's region on one core
-SPLIT_MIN_STATEMENTS = int(os.environ.get("POLYARRAY_SPLIT_MIN_STATEMENTS", 500))
+SPLIT_MIN_STATEMENTS = int(os.environ.get("POLYARRAY_SPLIT_MIN_STATEMENTS", 700))
 
 _KERNEL = re.compile(r'^extern "C" __global__ ', re.M)
 _NAME = re.compile(r"__global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(")

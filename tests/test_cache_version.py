@@ -1,0 +1,54 @@
+"""``cache.code_version``: the digest of the code generator's files, which
+keys every cached program.  A new process reads it from the disk cache,
+keyed by the files' names, sizes and modification times, instead of
+reading and hashing them (issue 18: the disk-hit path)."""
+import os
+
+import polyarray.codegen as codegen
+from polyarray.targets import cache
+
+
+def _fresh(monkeypatch):
+    monkeypatch.setattr(cache, "_CODE_VERSION", None)
+    cache.clear_memory_layers()
+
+
+def test_the_code_version_follows_the_code_generators_files(tmp_path, monkeypatch):
+    pkg = tmp_path / "codegen"
+    (pkg / "schedule").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("x = 1\n")
+    (pkg / "schedule" / "steps.py").write_text("y = 2\n")
+    (pkg / "notes.txt").write_text("not code\n")
+    monkeypatch.setattr(codegen, "__file__", str(pkg / "__init__.py"))
+    monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path / "cache"))
+    _fresh(monkeypatch)
+    first = cache.code_version()
+    assert [rel for rel, _ in cache._py_files(str(pkg))] == \
+        ["__init__.py", os.path.join("schedule", "steps.py")]
+
+    # a new process with the same files: the stored digest, no file read
+    _fresh(monkeypatch)
+    real_open = open
+
+    def no_reads(path, *a, **k):
+        assert not str(path).endswith(".py"), path
+        return real_open(path, *a, **k)
+    monkeypatch.setattr("builtins.open", no_reads)
+    assert cache.code_version() == first
+    monkeypatch.setattr("builtins.open", real_open)
+
+    (pkg / "notes.txt").write_text("still not code, longer\n")
+    _fresh(monkeypatch)
+    assert cache.code_version() == first
+
+    (pkg / "schedule" / "steps.py").write_text("y = 3\n")      # same size, new content
+    st = os.stat(pkg / "schedule" / "steps.py")
+    os.utime(pkg / "schedule" / "steps.py", ns=(st.st_atime_ns, st.st_mtime_ns + 10 ** 9))
+    _fresh(monkeypatch)
+    changed = cache.code_version()
+    assert changed != first
+
+    (pkg / "schedule" / "steps.py").write_text("y = 2\n")       # back as it was: same digest
+    os.utime(pkg / "schedule" / "steps.py", ns=(st.st_atime_ns, st.st_mtime_ns + 2 * 10 ** 9))
+    _fresh(monkeypatch)
+    assert cache.code_version() == first
