@@ -40,6 +40,7 @@ SPLIT_MIN_STATEMENTS = int(os.environ.get("POLYARRAY_SPLIT_MIN_STATEMENTS", 700)
 _KERNEL = re.compile(r'^extern "C" __global__ ', re.M)
 _NAME = re.compile(r"__global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(")
 _RAW_MARK = RAW_MARK.split("{language}")[1]     # how codegen/raw.py marks a raw kernel
+_REGION_MARK = "/* polyarray outlined region: "  # codegen/outline.py's comment
 
 
 def split_kernels(source, pieces=None):
@@ -102,9 +103,10 @@ def split_units(source):
     linker is found and there are threads to build them at once."""
     from .cuda_compiler import linker
     from .cuda_split import split
-    if MAX_BUILD_THREADS < 2 or _RAW_MARK in source or linker() is None:
+    if MAX_BUILD_THREADS < 2 or _RAW_MARK in source or _REGION_MARK not in source:
         return [source]
-    return split(source, MAX_BUILD_THREADS, SPLIT_MIN_STATEMENTS)
+    units = split(source, MAX_BUILD_THREADS, SPLIT_MIN_STATEMENTS)
+    return units if len(units) > 1 and linker() is not None else [source]
 
 
 def _one_piece(source, arch, options):
