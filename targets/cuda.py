@@ -344,6 +344,8 @@ class CudaTarget(Target):
         import loopy as lp
         from polyarray.codegen import program_key
         from polyarray.codegen.schedule import schedule_key
+        from .cuda_compiler import prewarm
+        prewarm()       # NVRTC starts while this lowers (a no-op after the first time)
         skey = schedule_key(schedule)
         key = None if skey is None else key_digest(
             "cuda", program_key(outputs), lp.VERSION, code_version(), skey)
