@@ -299,6 +299,10 @@ RULES = (
     # contractions: a 2-D matrix product with sizes multiples of TILE is tiled; every
     # other contraction is a reduction (the reduction rows below)
     Rule("no outputs: no kernel", C, lambda c, d: c.reduction.M == 0, None),
+    # (m, 0) @ (0, n): nothing to sum, so zeros (the tiled forms' schedules refused the
+    # empty loop domain: a crash on the GPU kinds)
+    Rule("empty contraction: the neutral element", C, lambda c, d: c.reduction.R == 0,
+         then=_as_reduction),
     # CPU: matrix products of any size, batch and layout pack both operands, then run
     # vector register blocks; tiny ones and other contractions are reductions
     Rule("cpu: packed register tiles", C, lambda c, d: d.cpu and c.matmul

@@ -345,3 +345,22 @@ def test_cuda_grids_stay_inside_their_limits():
                    schedule={"k0_*": (pa.schedules.Split("i", 64, outer_tag="g.1"),
                                       pa.schedules.Split("i_inner", 32, outer_tag="g.0",
                                                          inner_tag="l.0"))})
+
+
+@pytest.mark.parametrize("shapes", [((1, 0), (0, 5)), ((64, 0), (0, 64)), ((3, 2, 0), (3, 0, 4)),
+                                    ((0, 3), (3, 5))])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_a_contraction_over_an_empty_axis_is_zeros(shapes, dtype, target):
+    """NumPy's ``(m, 0) @ (0, n)`` is zeros.  The GPU matmul forms' schedules
+    (prefetch, register tiles) refused the empty loop: ScheduleError on the
+    CUDA target and on OpenCL GPUs (found by the widened fuzzer, seed 1254)."""
+    va, vb = np.ones(shapes[0], dtype), np.ones(shapes[1], dtype)
+    a, b = pa.placeholder("a", va.shape, va.dtype), pa.placeholder("b", vb.shape, vb.dtype)
+    want = va @ vb
+    kinds = ["gpu", "cpu"] if target == "opencl" else [None]
+    for kind in kinds:
+        opts = {"device_kind": kind} if kind else {}
+        assert_same(pa.compile(a @ b, target=target, **opts)(a=va, b=vb), want)
+    if not targets.availability("cuda")[0]:         # the CUDA source, without a GPU
+        src = pa.compile(a @ b + 1, target="cuda").source
+        assert ("__global__" in src) == (want.size > 0)
