@@ -13,7 +13,9 @@ produces, giving a C-level pymbolic expression; stage two is loopy's own
 raises ``Refused``, and the caller keeps loopy's instructions.
 
 Reads of arrays and index arithmetic of loop indices are not printed: they
-are the region function's parameters (``params``), evaluated by loopy.
+are the region function's parameters (``params``), evaluated by loopy; a
+gather at an index computed in the region is printed, through a pointer
+parameter (``params.pointer``).
 """
 from __future__ import annotations
 
@@ -148,7 +150,13 @@ class Types(_Known):
         raise Refused(f"variable {v.name}")
 
     def map_subscript(self, s):
-        raise Refused("an array read that is no parameter")
+        """A gather at an index computed in the region: the buffer's type
+        (``param.gather_dtype``), its index typed as any other value."""
+        dt = self.param.gather_dtype(s) if self.param is not None else None
+        if dt is None:
+            raise Refused("an array read that is no parameter")
+        self.rec(s.index_tuple[0])
+        return dt
 
     def map_sum(self, e):
         kept, small = [], []
@@ -267,8 +275,15 @@ class CLowering(_Known):
         return v
 
     def map_subscript(self, s, ctx):
-        raise Refused("an array read inside the region (an index computed in it, "
-                      "or a buffer it stores)")
+        """A gather at an index computed in the region reads the buffer
+        through a pointer parameter (``param.pointer``), its index in
+        loopy's ``"i"`` context and uncast (as loopy's ``map_subscript`` of
+        a flat array); a buffer the region stores is refused."""
+        ptr = self.param.pointer(s)
+        if ptr is None:
+            raise Refused("an array read inside the region (an index computed in it, "
+                          "or a buffer it stores)")
+        return p.Subscript(ptr, self.rec(s.index_tuple[0], "i"))
 
     def map_sum(self, e, ctx):
         return type(e)(tuple(self.rec(c, ctx) for c in e.children))

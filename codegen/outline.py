@@ -18,8 +18,13 @@ gathers) wherever it may be computed ahead of a select.
 The body's assignments and temporaries are records until this decides
 (``pending.py``): a region never becomes loopy instructions at all.
 
-Anything the printer does not know (an array read at an index computed in
-the region, a function of loopy's own) leaves the kernel as it was.  The
+A gather at an index computed in the region (``t[f(v)]``, ``v`` a region
+temporary) reads ``t`` through a pointer parameter: loopy's call passes
+``t[0]`` (so its passes see a read of ``t``) and ``RegionCallable`` prints
+it as ``t``'s address, as it does for the error buffer; the read and its
+checked index are printed where loopy would print them.  Anything the
+printer does not know (a read of a buffer the region stores, a function of
+loopy's own) leaves the kernel as it was.  The
 function's name is a digest of its text, so equal DAGs give equal source in
 any process, and kernels below the threshold are unchanged.
 """
@@ -133,6 +138,7 @@ class _Params:
         self.exprs, self.names = {}, []
         self.dtypes = {}        # parameter -> its expression's dtype (as loopy infers it)
         self.declared = {}      # parameter -> its C type (the argument's)
+        self.pointers = {}      # parameter index -> the buffer it points to (gathers)
         self._index = {}
 
     def _index_expr(self, e):
@@ -171,6 +177,34 @@ class _Params:
         if isinstance(e, p.ExpressionNode) and self._index_expr(e):
             return self.index_types(e)
         return None
+
+    def gather_dtype(self, e):
+        """The dtype of ``e``, a read of a flat buffer at an index computed in
+        the region (a gather), or None: a buffer the region stores, a
+        temporary array or the error buffer stay refused."""
+        if not isinstance(e.aggregate, p.Variable) or len(e.index_tuple) != 1:
+            return None
+        name = e.aggregate.name
+        if name == ERROR_BUFFER or name in self.written or name not in self.asm.buffer_specs:
+            return None
+        return np.dtype(self.asm.buffer_specs[name][1])
+
+    def pointer(self, e):
+        """The pointer parameter through which the region reads ``e`` (a
+        gather), or None.  Its argument is ``buf[0]`` for loopy (a read of
+        the buffer for its dependencies and passes), printed as the
+        buffer's address (``RegionCallable``), as for the error buffer."""
+        dt = self.gather_dtype(e)
+        if dt is None:
+            return None
+        key = (e.aggregate, "pointer")
+        var = self.exprs.get(key)
+        if var is None:
+            self.pointers[len(self.names)] = e.aggregate.name
+            var = self.exprs[key] = p.Variable(f"a{len(self.names)}")
+            self.names.append(e.aggregate[0])
+            self.dtypes[var.name] = self.declared[var.name] = dt
+        return var
 
     def __call__(self, e, ctx=None):
         """The parameter standing for ``e`` in type context ``ctx`` (made at
@@ -221,9 +255,12 @@ def _build(asm, kb, insns, temps, within):
     checked = any(call_types(f)[2] for f in called)
     from loopy.target.cuda import CudaTarget
     cuda = isinstance(asm.target, CudaTarget)
-    args = [f"{printer.ctype(params.declared[f'a{k}'])} a{k}" for k in range(len(params.names))]
+    space = "" if cuda else "__global "
+    args = [f"{space}const {printer.ctype(params.declared[f'a{k}'])} *a{k}"
+            if k in params.pointers else f"{printer.ctype(params.declared[f'a{k}'])} a{k}"
+            for k in range(len(params.names))]
     if checked:
-        args.append(f"{'' if cuda else '__global '}long *{ERROR_BUFFER}")
+        args.append(f"{space}long *{ERROR_BUFFER}")
     args += [f"{printer.ctype(dt)} *r{k}" for k, (_, dt, _) in enumerate(results) if k]
     body = [f"  {line}" for line in lines]
     body += [f"  *r{k} = {text};" for k, (_, _, text) in enumerate(results) if k]
@@ -239,7 +276,7 @@ def _build(asm, kb, insns, temps, within):
     text = text.replace("@NAME@", name)
     _REGIONS[name] = (text, tuple(sorted(called)))
     _TYPES[name] = (tuple(params.declared[f"a{k}"] for k in range(len(params.names))),
-                    tuple(dt for _, dt, _ in results), checked)
+                    tuple(dt for _, dt, _ in results), checked, frozenset(params.pointers))
 
     call_args = tuple(params.names) + ((p.Variable(ERROR_BUFFER)[0],) if checked else ())
     call = p.Call(p.Variable(name), call_args)
@@ -268,7 +305,19 @@ def _build(asm, kb, insns, temps, within):
     return kept, new, new_temps, {name}
 
 
-_TYPES: dict = {}       # function name -> (parameter dtypes, result dtypes, checked)
+_TYPES: dict = {}       # name -> (parameter dtypes, result dtypes, checked, pointer indices)
+
+
+def _buffer_name(arg, kernel):
+    """The buffer a pointer parameter's argument ``buf[0]`` reads; a
+    schedule step that replaced it (a prefetch of the buffer) is an error,
+    never the address of a copy."""
+    name = getattr(getattr(arg, "aggregate", None), "name", None)
+    if name not in kernel.arg_dict:
+        raise ValueError(f"an outlined region gathers from a buffer that a schedule step "
+                         f"replaced by {arg}; schedule this kernel without outlining "
+                         f"(policy.OUTLINE_MIN) or without that step")
+    return name
 
 
 def is_region(name) -> bool:
@@ -281,7 +330,7 @@ class RegionCallable(ScalarCallable):
 
     def with_types(self, arg_id_to_dtype, clbl_inf_ctx):
         from constantdict import constantdict
-        args, results, checked = _TYPES[self.name]
+        args, results, checked, _ = _TYPES[self.name]
         types = {k: NumpyType(d) for k, d in enumerate(args)}
         if checked:
             types[len(args)] = NumpyType(np.dtype(np.int64))
@@ -290,28 +339,35 @@ class RegionCallable(ScalarCallable):
         return self.copy(arg_id_to_dtype=constantdict(types), name_in_target=self.name), \
             clbl_inf_ctx
 
-    def _error_pointer(self, call):
-        """The error buffer's address in place of ``pa_err[0]``."""
-        args, _, checked = _TYPES[self.name]
-        if not checked:
+    def _pointers(self, call, given, kernel):
+        """The addresses of the error buffer and of the gathered buffers
+        (``buf``, not ``buf[0]``: ``given`` are the call's parameters as
+        loopy's instruction holds them)."""
+        args, _, checked, pointers = _TYPES[self.name]
+        if not checked and not pointers:
             return call
         params = list(call.parameters)
-        params[len(args)] = p.Variable(ERROR_BUFFER)
+        if checked:
+            params[len(args)] = p.Variable(ERROR_BUFFER)
+        for k in pointers:
+            params[k] = p.Variable(_buffer_name(given[k], kernel))
         return p.Call(call.function, tuple(params))
 
     def emit_call(self, expression_to_code_mapper, expression, target):
-        args, _, checked = _TYPES[self.name]
+        args, _, checked, pointers = _TYPES[self.name]
         ecm = expression_to_code_mapper
         from loopy.expression import dtype_to_type_context
-        out = [ecm.rec(a, dtype_to_type_context(target, NumpyType(d)), NumpyType(d))
-               for a, d in zip(expression.parameters, args)]
+        out = [p.Variable(_buffer_name(a, ecm.kernel)) if k in pointers else
+               ecm.rec(a, dtype_to_type_context(target, NumpyType(d)), NumpyType(d))
+               for k, (a, d) in enumerate(zip(expression.parameters, args))]
         if checked:
             out.append(p.Variable(ERROR_BUFFER))
         return p.Variable(self.name_in_target)(*out)
 
     def emit_call_insn(self, insn, target, expression_to_code_mapper):
         call, returned = super().emit_call_insn(insn, target, expression_to_code_mapper)
-        return self._error_pointer(call), returned
+        return self._pointers(call, insn.expression.parameters,
+                              expression_to_code_mapper.kernel), returned
 
     def generate_preambles(self, target):
         text, called = _REGIONS[self.name]

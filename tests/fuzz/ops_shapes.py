@@ -67,9 +67,16 @@ def op_gather(b):
         e = b.pick(ok) if b.coin(0.4) else None
         if e is not None:
             return e.var, [e.var]
-        c = b.pick(lambda x: _is_int(x) and 0 < x.ndim <= 2 and x.val.size > 0) \
-            if b.coin(0.25) else None
+        def computed(x):
+            return _is_int(x) and 0 < x.ndim <= 2 and x.val.size > 0
+        # a computed index, computed in the gather's kernel where it can be (an
+        # outlined region then prints the gather itself: codegen/outline.py)
+        c = (b.pick(lambda x: computed(x) and x.name is None) or b.pick(computed)) \
+            if b.coin(0.35) else None
         if c is not None and n <= 127:      # a computed index: c % n is in [0, n)
+            k = b.apply(f"({c.var} % {n})", [c.var]) if b.coin(0.7) else None
+            if k is not None:       # shared, so a temporary of the gather's kernel
+                return f"xp.where({k.var} > {n // 2}, {k.var}, {n - 1} - {k.var})", [k.var]
             return f"({c.var} % {n})", [c.var]
         dt = b.choice(INT_DTYPES)
         info = np.iinfo(dt)
