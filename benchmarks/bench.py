@@ -2,6 +2,8 @@
 float32 FMA peak, the peers installed, and the result rows."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from polyarray import hardware
@@ -75,6 +77,10 @@ class Bench:
              if flops and self.peak_flops else None,
              "peers_not_timed": failed or {}, "note": note}
         self.rows.append(r)
+        # progress on stderr as each row is measured: a run cut short by a
+        # time limit (a long sweep) still shows what it measured
+        peer = f"; best peer {r['best_peer']} {_fmt(best)}" if best else ""
+        print(f"  row: {name}: {_fmt(ours)}{peer}", file=sys.stderr, flush=True)
         return r
 
     def print_table(self):
