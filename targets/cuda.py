@@ -288,6 +288,13 @@ def _result_type():
     return _STATE["result_type"]
 
 
+def _start_compiler():
+    """NVRTC starts while a program lowers (``cuda_compiler.prewarm``; once
+    per process): not on a cache hit, whose cubins are cached too."""
+    from .cuda_compiler import prewarm
+    prewarm()
+
+
 class CudaTarget(Target):
     name = "cuda"
     codegen_without_device = True
@@ -344,13 +351,11 @@ class CudaTarget(Target):
         import loopy as lp
         from polyarray.codegen import program_key
         from polyarray.codegen.schedule import schedule_key
-        from .cuda_compiler import prewarm
-        prewarm()       # NVRTC starts while this lowers (a no-op after the first time)
         skey = schedule_key(schedule)
         key = None if skey is None else key_digest(
             "cuda", program_key(outputs), lp.VERSION, code_version(), skey)
         from polyarray.codegen.schedule import CUDA_MAX_GRID, CUDA_MAX_WORK_GROUP
         compiled = lower_or_load(_CACHE, key, outputs, lp.CudaTarget(),   # built on 1st call
                                  schedules=schedule, max_work_group=CUDA_MAX_WORK_GROUP,
-                                 max_grid=CUDA_MAX_GRID)
+                                 max_grid=CUDA_MAX_GRID, on_lowering=_start_compiler)
         return CudaExecutable(compiled, outputs, out, fast_math, schedule)

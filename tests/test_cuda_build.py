@@ -169,9 +169,14 @@ def test_nvrtc_is_started_in_the_background_once(monkeypatch):
     cuda_compiler.prewarm()
     assert cuda_compiler._PREWARM == {} and calls == []
     monkeypatch.delenv("POLYARRAY_CUDA_COMPILER")
+    import time
     x = pa.placeholder("x", (7,), np.float32)
-    pa.compile(x * 3.0 + 1.0, target="cuda")       # lowering starts it
+    c = float(time.time_ns() % 1000003)            # a program no cache holds
+    pa.compile(x * c + 1.0, target="cuda")        # lowering starts it
     cuda_compiler._PREWARM["thread"].join(5)
     cuda_compiler.prewarm()
-    pa.compile(x * 5.0, target="cuda")
+    pa.compile(x * c + 2.0, target="cuda")
     assert len(calls) == 1 and "pa_prewarm" in calls[0][0]
+    monkeypatch.setattr(cuda_compiler, "_PREWARM", {})
+    pa.compile(x * c + 1.0, target="cuda")        # a cache hit lowers nothing: no start
+    assert cuda_compiler._PREWARM == {}
