@@ -217,11 +217,15 @@ def code_version() -> str:
         from polyarray import codegen
         folder = os.path.dirname(codegen.__file__)
         files = _py_files(folder)
-        # a new process reads the digest of these files' (name, size, mtime)
-        # instead of reading and hashing them (1 of a 2 ms disk hit here): the
-        # test CPython's own bytecode cache trusts
-        stamp = key_digest("code-version", [(rel, st.st_size, st.st_mtime_ns)
-                                             for rel, st in files])
+        # a new process reads the digest of these files' (name, size, mtime,
+        # ctime, inode), and of the folder's path, instead of reading and
+        # hashing them (1 of a 2 ms disk hit here): CPython's bytecode cache
+        # trusts less (size and mtime); the ctime changes on any rewrite, even
+        # one that restores the mtime, and the path and inodes tell two
+        # installs with equal stamps (Nix sets every mtime to 1) apart
+        stamp = key_digest("code-version", os.path.realpath(folder),
+                           [(rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+                            for rel, st in files])
         _CODE_VERSION = _VERSIONS.get(stamp)
         if _CODE_VERSION is None:
             h = hashlib.sha256()

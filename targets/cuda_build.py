@@ -33,14 +33,18 @@ NVCC_OPTIONS = ("-diag-suppress=177,550",)
 PARALLEL_BUILD_MIN_KERNELS = 2
 MAX_BUILD_THREADS = min(8, os.cpu_count() or 1)
 # an outlined region of at least twice this many statements is built as
-# segments of at least this many, in units compiled at once (``cuda_split``):
-# nvcc takes about 0.3 s per 500 statements of the chain's region on one core
-SPLIT_MIN_STATEMENTS = int(os.environ.get("POLYARRAY_SPLIT_MIN_STATEMENTS", 700))
+# segments of at least this many (at most SPLIT_MAX_SEGMENTS), in units compiled
+# at once (``cuda_split``): nvcc takes about 0.3 s per 500 statements of the
+# chain's region on one core.  Constants, not the machine's cores: the cuts
+# decide the binary, which must not depend on the host.
+SPLIT_MIN_STATEMENTS = max(1, int(os.environ.get("POLYARRAY_SPLIT_MIN_STATEMENTS", 700)))
+SPLIT_MAX_SEGMENTS = 8
 
 _KERNEL = re.compile(r'^extern "C" __global__ ', re.M)
 _NAME = re.compile(r"__global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(")
 _RAW_MARK = RAW_MARK.split("{language}")[1]     # how codegen/raw.py marks a raw kernel
 _REGION_MARK = "/* polyarray outlined region: "  # codegen/outline.py's comment
+_BOUNDS = re.compile(r"__launch_bounds__\((\d+)\)")
 
 
 def split_kernels(source, pieces=None):
@@ -100,32 +104,47 @@ def build_cubins(source, arch, fast_math=False):
 def split_units(source):
     """The translation units ``source`` is built from: ``[source]``, or
     its large outlined regions cut into segments (``cuda_split``) where a
-    linker is found and there are threads to build them at once."""
-    from .cuda_compiler import linker
+    linker is found.  A source with the user's C (a raw kernel, a custom
+    kernel's ``preamble=``: its definitions would be in every unit) is
+    built whole."""
+    from .cuda_compiler import USER_C, linker
     from .cuda_split import split
-    if MAX_BUILD_THREADS < 2 or _RAW_MARK in source or _REGION_MARK not in source:
+    if _RAW_MARK in source or _REGION_MARK not in source or USER_C.search(source):
         return [source]
-    units = split(source, MAX_BUILD_THREADS, SPLIT_MIN_STATEMENTS)
+    units = split(source, SPLIT_MAX_SEGMENTS, SPLIT_MIN_STATEMENTS)
     return units if len(units) > 1 and linker() is not None else [source]
+
+
+def segment_options(main, options):
+    """The options of the segment units: the kernel's ``__launch_bounds__(N)``
+    caps its registers (64 for 1024 threads), and a function it calls from
+    another unit must fit under that cap, or the link fails."""
+    bounds = [int(n) for n in _BOUNDS.findall(main)]
+    if not bounds or max(bounds) <= 256:            # 65536 / 256: no cap below 255
+        return options
+    return [*options, f"-maxrregcount={min(255, 65536 // max(bounds) // 8 * 8)}"]
 
 
 def _one_piece(source, arch, options):
     """The cubin of one piece: compiled whole, or as ``split_units``
-    compiled at once as relocatable code and linked."""
-    from .cuda_compiler import CudaCompileError, cubin, linked
-    units = split_units(source)
-    if len(units) > 1:
-        rdc = [*options, "-rdc=true"]
-        try:
-            with ThreadPoolExecutor(len(units)) as pool:
-                parts = list(pool.map(lambda unit: cubin(unit, arch, rdc), units))
+    compiled at once as relocatable code and linked; where that fails, for
+    any reason, compiled whole (slower beats failed)."""
+    from .cuda_compiler import cubin, linked
+    try:
+        units = split_units(source)
+        if len(units) > 1:
+            rdc = [*options, "-rdc=true"]
+            unit_options = [rdc] + [segment_options(units[0], rdc)] * (len(units) - 1)
+            with ThreadPoolExecutor(min(len(units), MAX_BUILD_THREADS)) as pool:
+                parts = list(pool.map(lambda k: cubin(units[k], arch, unit_options[k]),
+                                      range(len(units))))
             binary = linked(parts, arch)
-        except CudaCompileError as e:     # slower beats failed: build it whole
-            log.warning("building the source as %d units failed (%s); building it whole",
-                        len(units), str(e).splitlines()[0] if str(e) else e.compiler)
-        else:
             log.info("built one kernel source as %d units at once", len(units))
             return binary
+    except Exception as e:       # noqa: BLE001
+        said = str(e).splitlines()[0] if str(e) else type(e).__name__
+        log.warning("building the source as several units failed (%s); building it whole",
+                    said)
     return cubin(source, arch, options)
 
 

@@ -32,7 +32,7 @@ from .cache import DiskCache, key_digest
 
 log = logging.getLogger("polyarray.cuda")
 _CUBINS = DiskCache("cubin", valid=lambda v: isinstance(v, bytes) and v[:4] == b"\x7fELF")
-_USER_C = re.compile(r"/\* (raw kernel |polyarray custom kernel: )")
+USER_C = re.compile(r"/\* (raw kernel |polyarray custom kernel: )")
 _NVRTC_NAMES = ("libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2")
 _JITLINK_NAMES = ("libnvJitLink.so", "libnvJitLink.so.13", "libnvJitLink.so.12")
 _JITLINK_INPUT_ANY = 10         # nvJitLinkInputType: told from the data
@@ -239,7 +239,7 @@ def compiler_for(source):
     if asked not in ("", "nvrtc", "nvcc"):
         raise ValueError(f"POLYARRAY_CUDA_COMPILER={asked!r}: use 'nvrtc' or 'nvcc'")
     found = None
-    if not asked and _USER_C.search(source):
+    if not asked and USER_C.search(source):
         found = _nvcc()         # the user's C: compiled as PyCUDA compiled it
     if found is None and (asked == "nvrtc" or (not asked and "#include" not in source)):
         found = _nvrtc()

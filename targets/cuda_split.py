@@ -12,8 +12,14 @@ in a struct (through pointers to the caller's locals they went through
 local memory: the 1000-op chain over 2^22 elements ran 10% slower).  The units are compiled as relocatable code
 (``-rdc=true``) concurrently and linked (``cuda_compiler.linker``).
 
-The numbers are the same: every statement is the same text in the same
-order, with the same types; only the function it sits in changes.  The cost
+Every statement is the same text in the same order, with the same types;
+only the function it sits in changes.  The numbers are the same but for one
+thing: nvcc fuses a product with an add that uses it into one ``fma`` even
+across statements, and cannot across a cut, so a product live across a cut
+would be rounded on its own.  ``_cuts`` moves a cut to where no product is
+live (within a tenth of a share); only where there is no such point can a
+result differ from the whole build's, in the last bit.  The cuts depend on
+the source alone, so a program's binary is the same on every host.  The cost
 at run time is a few calls per element of a region that has hundreds of
 statements per segment.  The text is ours (``outline._build``): a line that
 is not the expected ``  T name = expr;``, ``  *rK = expr;`` or ``  return
@@ -31,6 +37,7 @@ _STORE = re.compile(r"^  \*(r\d+) = (.*);$")
 _RETURN = re.compile(r"^  return (.*);$")
 _PARAM = re.compile(r"^\s*(.*?)\s*\b(\w+)$")
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
+_CAST = re.compile(r"^\((?:unsigned |signed )?\w+\)\s*(?=\()")      # (float) (...)
 
 
 class _Region:
@@ -71,10 +78,43 @@ def regions(source):
     return found
 
 
+def is_product(expr):
+    """Whether ``expr``'s outermost operation is a multiplication: nvcc
+    fuses such a value with an add that uses it into one ``fma`` (rounded
+    once), also across statements, but not across a call into another unit,
+    so a cut after it can change the last bit."""
+    expr = _CAST.sub("", expr.strip(), count=1)
+    while expr.startswith("(") and _closes_at_end(expr):
+        expr = expr[1:-1].strip()
+    depth, prev, mul = 0, "", False
+    for ch in expr:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif depth == 0 and not ch.isspace():
+            if ch in "+?<>=&|^%/" or (ch == "-" and prev and (prev.isalnum() or prev in "._)]")):
+                return False
+            mul = mul or ch == "*"
+        if not ch.isspace():
+            prev = ch
+    return mul
+
+
+def _closes_at_end(expr):
+    """Whether the parenthesis that opens ``expr`` closes at its end."""
+    depth = 0
+    for k, ch in enumerate(expr):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0:
+            return k == len(expr) - 1
+    return False
+
+
 def _cuts(region, segments):
     """Indices of the first declaration of each segment after the first:
-    near equal shares, moved within a tenth of a share to where the fewest
-    values are live."""
+    near equal shares, moved within a tenth of a share to where no product
+    is live (``is_product``), then to where the fewest values are."""
     n = len(region.decls)
     index = {name: i for i, (_, name, _) in enumerate(region.decls)}
     last = {}                       # a declaration's last use (n: the tail)
@@ -86,15 +126,19 @@ def _cuts(region, segments):
         for w in _WORD.findall(line):
             if w in index:
                 last[w] = n
-    delta = [0] * (n + 2)           # live across the cut before declaration c
+    # live across the cut before declaration c: (products, values), each a
+    # running sum of +1 where a value's life starts and -1 past its last use
+    delta = [[0, 0] for _ in range(n + 2)]
     for name, i in index.items():
         if name in last and last[name] > i:
-            delta[i + 1] += 1
-            delta[last[name] + 1] -= 1
-    live, running = [0] * (n + 1), 0
+            weight = 1 if is_product(region.decls[i][2]) else 0
+            for at, sign in ((i + 1, 1), (last[name] + 1, -1)):
+                delta[at][0] += sign * weight
+                delta[at][1] += sign
+    live, running = [None] * (n + 1), [0, 0]
     for c in range(n + 1):
-        running += delta[c]
-        live[c] = running
+        running = [running[0] + delta[c][0], running[1] + delta[c][1]]
+        live[c] = tuple(running)
     share = n / segments
     window = max(1, int(share / 10))
     cuts = []
@@ -103,18 +147,21 @@ def _cuts(region, segments):
         lo, hi = max(1 + (cuts[-1] if cuts else 0), ideal - window), min(n - 1, ideal + window)
         if lo > hi:
             continue
-        cuts.append(min(range(lo, hi + 1), key=lambda c: (live[c], abs(c - ideal))))
+        cuts.append(min(range(lo, hi + 1), key=lambda c: (*live[c], abs(c - ideal))))
     return cuts
 
 
 def split(source, units, min_statements):
     """``[main unit, other units...]`` of ``source``: each region of at
     least ``2 * min_statements`` statements cut into segments of at least
-    ``min_statements`` (about ``units`` segments in all; each region's share
-    follows its size), dealt to units of their own (the first unit keeps
-    the kernels and the rest, and is small: with a segment in it, nvcc took
-    twice as long over it as over the others); or ``[source]`` where
-    nothing is split."""
+    ``min_statements`` (at most ``units`` segments in all; each region's
+    share follows its size), dealt to units of their own (the first unit
+    keeps the kernels and the rest, and is small: with a segment in it, nvcc
+    took twice as long over it as over the others); or ``[source]`` where
+    nothing is split.  The cuts depend on the arguments and the text alone,
+    never on the machine (``cuda_build`` passes constants), so a program
+    gets the same binary, and the same bits, on every host."""
+    min_statements = max(1, int(min_statements))
     big = [(s, r) for s, r in regions(source) if s >= 2 * min_statements]
     if not big or units < 2:
         return [source]

@@ -52,3 +52,19 @@ def test_the_code_version_follows_the_code_generators_files(tmp_path, monkeypatc
     os.utime(pkg / "schedule" / "steps.py", ns=(st.st_atime_ns, st.st_mtime_ns + 2 * 10 ** 9))
     _fresh(monkeypatch)
     assert cache.code_version() == first
+
+
+def test_two_installs_with_equal_stamps_get_their_own_digests(tmp_path, monkeypatch):
+    """Nix gives every file the mtime 1: two installs of different code with
+    equal names, sizes and mtimes, sharing a cache, must not share a digest."""
+    monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path / "cache"))
+    digests = []
+    for tag, text in (("one", "x = 1\n"), ("two", "x = 2\n")):
+        pkg = tmp_path / tag / "codegen"
+        pkg.mkdir(parents=True)
+        (pkg / "__init__.py").write_text(text)
+        os.utime(pkg / "__init__.py", ns=(1, 1))
+        monkeypatch.setattr(codegen, "__file__", str(pkg / "__init__.py"))
+        _fresh(monkeypatch)
+        digests.append(cache.code_version())
+    assert digests[0] != digests[1]

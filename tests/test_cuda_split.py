@@ -18,10 +18,12 @@ _DECL = re.compile(r"^  (?!struct )[\w ]+? (\w+) = (.*);$", re.M)
 
 
 def _chain(x, n, ns=pa):
+    """Products by 0.3 and 0.7 are rounded (not by 0.5 or 0.25): nvcc fuses
+    them with a later add unless a cut separates them."""
     vals = [x, ns.sin(x), ns.cos(x)]
     for k in range(n):
         a, b = vals[-1], vals[-3]
-        vals.append(ns.sin(a) * 0.5 + b if k % 2 == 0 else ns.exp(-a * a) - b * 0.25)
+        vals.append(ns.sin(a) * 0.3 + b if k % 2 == 0 else ns.exp(-a * a) - b * 0.7)
     return vals[-1]
 
 
@@ -72,13 +74,64 @@ def test_a_split_keeps_every_statement_once_in_order(build):
                             r"|  [\w ]+ (?P<v>\w+) = o\d\.(?P=v);", line) for line in body), body
 
 
-def test_small_regions_and_raw_kernels_are_built_whole(monkeypatch):
+def test_no_product_is_cut_from_the_add_that_uses_it():
+    """nvcc fuses ``v = a * 0.3f; w = v + b`` into one fma (rounded once) in
+    one unit, but not across units: the cuts go where no product is live,
+    so the split build gives the whole build's bits."""
+    src = pa.compile(_chain(pa.placeholder("x", (4096,), np.float32), 400),
+                     target="cuda").source
+    [(_, region)] = cuda_split.regions(src)
+    exprs = {name: e for _, name, e in region.decls}
+    products = [name for name, e in exprs.items() if cuda_split.is_product(e)]
+    assert len(products) > 50
+    units = cuda_split.split(src, 8, 40)
+    outs = re.findall(r"struct \w+_out \{ (.*?) \};", "\n".join(units[1:]))
+    assert len(outs) == 7
+    for fields in outs:
+        names = re.findall(r"(\w+);", fields)
+        assert names and not [n for n in names if cuda_split.is_product(exprs[n])], fields
+    # a chain with one value live at every point: the cut moves off the product
+    lines = [f"  float v{k} = v{k - 1} {'* 0.3f' if k == 50 else '+ 1.0f'};"
+             for k in range(1, 101)]
+    text = ("/* polyarray outlined region: 100 temporaries */\n"
+            "__device__ static __forceinline__ float pa_r_0123456789abcdef(float v0)\n{\n"
+            + "\n".join(lines) + "\n  return v100;\n}\n")
+    [(_, chain)] = cuda_split.regions(text)
+    [cut] = cuda_split._cuts(chain, 2)
+    assert cut in (49, 51), cut         # not 50: v50 = v49 * 0.3f live across it
+    assert cuda_split.is_product("pa_sin_float32(v13) * 0.30000001192092896f")
+    assert cuda_split.is_product("-1.0f * v21") and cuda_split.is_product("(float) (a * b)")
+    assert not cuda_split.is_product("v1 * v2 + v3")
+    assert not cuda_split.is_product("a - b * c") and not cuda_split.is_product("pa_f(a * b)")
+
+
+def test_small_regions_and_the_users_c_are_built_whole(monkeypatch):
     src = pa.compile(_chain(pa.placeholder("x", (4096,), np.float32), 40),
                      target="cuda").source
     assert cuda_split.split(src, 8, 500) == [src]
     assert cuda_split.split(src, 1, 10) == [src]
-    monkeypatch.setattr(cuda_build, "MAX_BUILD_THREADS", 1)
-    assert cuda_build.split_units(src) == [src]
+    monkeypatch.setattr(cuda_build, "SPLIT_MIN_STATEMENTS", 5)
+    monkeypatch.setattr(cuda_compiler, "linker", lambda: object())
+    assert len(cuda_build.split_units(src)) > 1
+    # a custom kernel's preamble (the user's definitions) would be in every unit
+    pre = "__device__ float twice(float v) { return v * 2.0f; }\n"
+    k = pa.elementwise_kernel("float32 x", "float32 y", "y = twice(x) + 1.0f", "mytwice",
+                              preamble=pre)
+    x = pa.placeholder("x", (4096,), np.float32)
+    w = x
+    for i in range(40):
+        w = k(pa.sin(w) * 0.5 + w) if i % 5 == 0 else pa.cos(w) + w * 0.25
+    user = pa.compile(w, target="cuda").source
+    assert cuda_build.split_units(user) == [user]
+
+
+def test_segments_of_a_kernel_of_large_work_groups_fit_its_registers():
+    """``__launch_bounds__(1024)`` caps the kernel at 64 registers; a segment
+    it calls from another unit must fit under the cap or nvlink refuses."""
+    assert cuda_build.segment_options("__launch_bounds__(256) k", ["-rdc=true"]) == \
+        ["-rdc=true"]
+    assert cuda_build.segment_options("__launch_bounds__(1024) k", []) == ["-maxrregcount=64"]
+    assert cuda_build.segment_options("__launch_bounds__(768) k", []) == ["-maxrregcount=80"]
 
 
 @pytest.mark.skipif(NVCC is None or cuda_compiler.linker() is None,
@@ -87,11 +140,13 @@ def test_split_units_compile_as_relocatable_code_and_link(monkeypatch, tmp_path)
     monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
     from polyarray.targets.cache import clear_memory_layers
     clear_memory_layers()
-    monkeypatch.setattr(cuda_build, "MAX_BUILD_THREADS", 3)
+    monkeypatch.setattr(cuda_build, "SPLIT_MAX_SEGMENTS", 3)
     monkeypatch.setattr(cuda_build, "SPLIT_MIN_STATEMENTS", 40)
-    for out in (_chain(pa.placeholder("x", (4096,), np.float32), 150),
-                _two_results(pa.placeholder("x", (4096,), np.int64), 60)):
-        src = pa.compile(out, target="cuda").source
+    wide = pa.placeholder("w", (1 << 20,), np.float64)
+    for out, schedule in ((_chain(pa.placeholder("x", (4096,), np.float32), 150), None),
+                          (_two_results(pa.placeholder("x", (4096,), np.int64), 60), None),
+                          (_chain(wide, 150), {"k0_*": (pa.schedules.WorkGroup(1024),)})):
+        src = pa.compile(out, target="cuda", schedule=schedule).source
         assert len(cuda_build.split_units(src)) == 4
         [((), binary)] = cuda_build.build_cubins(src, "sm_90")
         assert binary[:4] == b"\x7fELF"
@@ -108,7 +163,7 @@ def test_a_split_build_gives_the_same_bits(monkeypatch, caplog):
     import logging
     from polyarray.targets import cuda
     monkeypatch.setitem(cuda._STATE, "modules", {})
-    monkeypatch.setattr(cuda_build, "MAX_BUILD_THREADS", 4)
+    monkeypatch.setattr(cuda_build, "SPLIT_MAX_SEGMENTS", 4)
     n = 4099
 
     def run(extra, split):
