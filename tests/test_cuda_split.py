@@ -209,3 +209,32 @@ def test_a_failed_split_build_falls_back_to_the_whole_build(monkeypatch, caplog)
         assert cuda_build.build_cubins("src", "sm_90") == [((), b"\x7fELF whole")]
     assert "building it whole" in caplog.text
     assert calls[-1] == tuple(cuda_build.NVCC_OPTIONS)
+
+
+@pytest.mark.skipif(NVCC is None or cuda_compiler.linker() is None,
+                    reason="no CUDA toolkit (nvcc and a linker) on this machine")
+@pytest.mark.parametrize("seed", [12, 89, 90, 111])
+def test_random_dags_split_into_units_that_compile_and_link(seed, monkeypatch, tmp_path, caplog):
+    """Random DAGs (the fuzzer's seeds), every kernel outlined and every
+    region of two statements or more split: each unit compiles as
+    relocatable code and the units link, with no fallback to the whole
+    build (nvcc and nvlink here; no GPU needed)."""
+    import logging
+    from fuzz.generate import make_case
+    from polyarray.codegen import policy
+    from polyarray.targets.cache import clear_memory_layers
+    monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
+    clear_memory_layers()
+    monkeypatch.setattr(policy, "OUTLINE_MIN", 0)
+    monkeypatch.setattr(cuda_build, "SPLIT_MIN_STATEMENTS", 1)
+    src = pa.compile(make_case(seed).arrays, target="cuda").source
+    units = cuda_build.split_units(src)
+    assert len(units) > 2
+    rdc = [*cuda_build.NVCC_OPTIONS, "-rdc=true"]
+    parts = [cuda_compiler.cubin(u, "sm_90", cuda_build.segment_options(units[0], rdc)
+                                 if k else rdc) for k, u in enumerate(units)]
+    assert cuda_compiler.linked(parts, "sm_90")[:4] == b"\x7fELF"
+    if len(cuda_build.split_kernels(src)) == 1:       # one kernel: the build splits it too
+        with caplog.at_level(logging.INFO, logger="polyarray.cuda"):
+            cuda_build.build_cubins(src, "sm_90")
+        assert "units at once" in caplog.text and "building it whole" not in caplog.text
