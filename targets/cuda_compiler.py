@@ -86,19 +86,27 @@ class Nvrtc:
                                    f"{self.lib.nvrtcGetErrorString(status).decode()}")
 
 
-class Nvcc:
-    name = "nvcc"
+class _Tool:
+    """A toolkit program run as a process on files in a temporary folder;
+    its identity (for cache keys) is its path, size and mtime (no process
+    to ask)."""
+    name = ""
 
     def __init__(self, path):
         st = os.stat(path)
-        self.path, self.identity = path, f"nvcc {path} {st.st_size} {st.st_mtime_ns}"
+        self.path, self.identity = path, f"{self.name} {path} {st.st_size} {st.st_mtime_ns}"
 
-    def compile(self, source, arch, options):
-        with tempfile.TemporaryDirectory(prefix="polyarray-nvcc-") as d:
-            src, out = os.path.join(d, "kernel.cu"), os.path.join(d, "kernel.cubin")
-            with open(src, "w") as f:
-                f.write(source)
-            command = [self.path, "-cubin", f"-arch={arch}", *options, "-o", out, src]
+    def _run(self, inputs, args):
+        """``(the output file's bytes, what the program said)`` of ``path
+        *args``, ``inputs`` (file name -> text or bytes) written first: an
+        argument that names an input, or ``OUT``, stands for its path."""
+        with tempfile.TemporaryDirectory(prefix=f"polyarray-{self.name}-") as d:
+            for name, data in inputs.items():
+                with open(os.path.join(d, name), "wb" if isinstance(data, bytes) else "w") as f:
+                    f.write(data)
+            out = os.path.join(d, "out.cubin")
+            command = [self.path, *(out if a is OUT else os.path.join(d, a) if a in inputs
+                                    else a for a in args)]
             r = subprocess.run(command, capture_output=True, text=True)
             said = "\n".join(s.strip() for s in (r.stderr, r.stdout) if s.strip())
             if r.returncode != 0:
@@ -106,6 +114,17 @@ class Nvcc:
                                        " ".join(command))
             with open(out, "rb") as f:
                 return f.read(), said
+
+
+OUT = object()      # ``_Tool._run``: the output file's path
+
+
+class Nvcc(_Tool):
+    name = "nvcc"
+
+    def compile(self, source, arch, options):
+        return self._run({"kernel.cu": source},
+                         ["-cubin", f"-arch={arch}", *options, "-o", OUT, "kernel.cu"])
 
 
 class NvJitLink:
@@ -148,44 +167,34 @@ class NvJitLink:
                                    f"{text.decode(errors='replace').strip()}")
 
 
-class Nvlink:
+class Nvlink(_Tool):
     """Relocatable cubins linked by the toolkit's ``nvlink`` process."""
     name = "nvlink"
 
-    def __init__(self, path):
-        st = os.stat(path)
-        self.path, self.identity = path, f"nvlink {path} {st.st_size} {st.st_mtime_ns}"
-
     def link(self, cubins, arch):
-        with tempfile.TemporaryDirectory(prefix="polyarray-nvlink-") as d:
-            names = []
-            for k, c in enumerate(cubins):
-                names.append(os.path.join(d, f"unit{k}.cubin"))
-                with open(names[-1], "wb") as f:
-                    f.write(c)
-            out = os.path.join(d, "linked.cubin")
-            command = [self.path, f"-arch={arch}", "-o", out, *names]
-            r = subprocess.run(command, capture_output=True, text=True)
-            if r.returncode != 0:
-                raise CudaCompileError(self.name, (r.stderr + r.stdout).strip(), " ".join(command))
-            with open(out, "rb") as f:
-                return f.read()
+        units = {f"unit{k}.cubin": c for k, c in enumerate(cubins)}
+        return self._run(units, [f"-arch={arch}", "-o", OUT, *units])[0]
 
 
 _CHOSEN = {}
 
 
+def _library(names, home_name, wrap):
+    """``wrap(ctypes.CDLL(name))`` of the first of ``names`` (then
+    ``$CUDA_HOME/lib64/<home_name>``) that loads and has the functions
+    ``wrap`` calls, or None."""
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+    for name in (*names, os.path.join(home, "lib64", home_name)):
+        try:
+            return wrap(ctypes.CDLL(name))
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
 def _nvrtc():
     if "nvrtc" not in _CHOSEN:
-        found = None
-        home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
-        for name in (*_NVRTC_NAMES, os.path.join(home, "lib64", "libnvrtc.so")):
-            try:
-                found = Nvrtc(ctypes.CDLL(name))
-                break
-            except (OSError, AttributeError):
-                continue
-        _CHOSEN["nvrtc"] = found
+        _CHOSEN["nvrtc"] = _library(_NVRTC_NAMES, "libnvrtc.so", Nvrtc)
     return _CHOSEN["nvrtc"]
 
 
@@ -200,14 +209,7 @@ def linker():
     """nvJitLink where its library is found, else ``nvlink`` on PATH (or
     beside nvcc), else None: where there is none, nothing is split."""
     if "link" not in _CHOSEN:
-        found = None
-        home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
-        for name in (*_JITLINK_NAMES, os.path.join(home, "lib64", "libnvJitLink.so")):
-            try:
-                found = NvJitLink(ctypes.CDLL(name))
-                break
-            except (OSError, AttributeError):
-                continue
+        found = _library(_JITLINK_NAMES, "libnvJitLink.so", NvJitLink)
         if found is None:
             nvcc = shutil.which("nvcc")
             path = shutil.which("nvlink") or (
