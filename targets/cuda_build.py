@@ -109,7 +109,7 @@ def split_units(source):
     built whole."""
     from .cuda_compiler import USER_C, linker
     from .cuda_split import split
-    if _RAW_MARK in source or _REGION_MARK not in source or USER_C.search(source):
+    if _REGION_MARK not in source or USER_C.search(source):     # USER_C: raw kernels too
         return [source]
     units = split(source, SPLIT_MAX_SEGMENTS, SPLIT_MIN_STATEMENTS)
     return units if len(units) > 1 and linker() is not None else [source]

@@ -162,12 +162,12 @@ def split(source, units, min_statements):
     never on the machine (``cuda_build`` passes constants), so a program
     gets the same binary, and the same bits, on every host."""
     min_statements = max(1, int(min_statements))
-    big = [(s, r) for s, r in regions(source) if s >= 2 * min_statements]
+    found = regions(source)
+    big = [(s, r) for s, r in found if s >= 2 * min_statements]
     if not big or units < 2:
         return [source]
     total = sum(s for s, _ in big)
-    prelude_end = min(r.start for _, r in regions(source))
-    prelude = source[:prelude_end]
+    prelude = source[:min(r.start for _, r in found)]
     functions, replaced = [], []      # segment texts; (start, end, new region text)
     for statements, region in big:
         segments = max(2, min(statements // min_statements,

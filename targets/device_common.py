@@ -78,12 +78,15 @@ def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False,
     ``on_lowering()`` runs before lowering (not on a hit): the CUDA target
     starts its compiler there."""
     t0 = time.perf_counter()
-    if key is None:
+
+    def lower():
         if on_lowering is not None:
             on_lowering()
         from polyarray.codegen import lower_program
-        lowered = lower_program(outputs, lp_target, cpu=cpu, schedules=schedules,
-                                max_work_group=max_work_group, max_grid=max_grid)
+        return lower_program(outputs, lp_target, cpu=cpu, schedules=schedules,
+                             max_work_group=max_work_group, max_grid=max_grid)
+    if key is None:
+        lowered = lower()
         handle = _build(build, lowered, t0)
         return CompiledProgram(lowered, handle, "built", time.perf_counter() - t0)
     hit = _MEMORY.get(key)
@@ -94,12 +97,7 @@ def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False,
     if entry is not None:
         lowered, origin = entry["lowered"], "disk"
     else:
-        if on_lowering is not None:
-            on_lowering()
-        from polyarray.codegen import lower_program
-        lowered = lower_program(outputs, lp_target, cpu=cpu, schedules=schedules,
-                                max_work_group=max_work_group, max_grid=max_grid)
-        origin = "built"
+        lowered, origin = lower(), "built"
         cache.put(key, {"lowered": _strip(lowered)})
     handle = _build(build, lowered, t0, origin)
     compiled = CompiledProgram(lowered, handle, origin, time.perf_counter() - t0)
