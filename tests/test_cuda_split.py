@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import polyarray as pa
-from helpers import assert_same
 from polyarray import targets
 from polyarray.targets import cuda_build, cuda_compiler, cuda_split
 from test_quiet import NVCC
@@ -185,7 +184,9 @@ def test_a_split_build_gives_the_same_bits(monkeypatch, caplog):
     split, _, _ = run(2, True)
     for w, s in zip(whole, split):
         np.testing.assert_array_equal(s, w)            # bit for bit
-    assert_same(whole[0], _chain(xv, 300, np))
+    # 300 steps amplify rounding about 100-fold: NumPy's own float32 chain is
+    # 1.8e-5 from its float64 one, and fused products (fma) differ from it too
+    np.testing.assert_allclose(whole[0], _chain(xv.astype(np.float64), 300, np), rtol=0, atol=2e-4)
     ra, rb = _two_results(yv, 120, np)
     np.testing.assert_array_equal(whole[1], ra)
     np.testing.assert_array_equal(whole[2], rb)
