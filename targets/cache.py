@@ -190,23 +190,69 @@ def clear_memory_layers():
 
 _CODE_VERSION = None
 _VERSIONS = DiskCache("code-version",
-                      valid=lambda v: isinstance(v, str) and len(v) == 16)
+                      valid=lambda v: isinstance(v, tuple) and len(v) == 3
+                      and isinstance(v[2], str) and len(v[2]) == 16)
+
+
+def _stamp(st, is_dir=False) -> tuple:
+    """What tells a file (or a folder's list of entries) changed: the ctime
+    changes on any rewrite, even one that restores the mtime, and the inode
+    on a replacement; a folder's mtime changes when an entry is added,
+    removed or renamed."""
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_ino) + (() if is_dir else (st.st_size,))
 
 
 def _py_files(folder):
-    """``[(relative path, stat), ...]`` of the ``.py`` files under
-    ``folder``, subpackages too, in a fixed order."""
-    found, stack = [], [""]
+    """``([(relative folder, stat), ...], [(relative path, stat), ...])``:
+    ``folder``'s subfolders (itself first) and ``.py`` files, in a fixed
+    order."""
+    dirs, found, stack = [], [], [""]
     while stack:
         rel = stack.pop()
-        with os.scandir(os.path.join(folder, rel)) as it:
+        here = os.path.join(folder, rel)
+        dirs.append((rel, os.stat(here)))
+        with os.scandir(here) as it:
             entries = sorted(it, key=lambda e: e.name)
         for e in reversed(entries):
             if e.is_dir() and not e.name.startswith((".", "__pycache__")):
                 stack.append(os.path.join(rel, e.name))
         found += [(os.path.join(rel, e.name), e.stat()) for e in entries
                   if e.name.endswith(".py") and e.is_file()]
-    return sorted(found, key=lambda f: f[0])
+    return sorted(dirs, key=lambda d: d[0]), sorted(found, key=lambda f: f[0])
+
+
+def _unchanged(folder, entries, is_dir) -> bool:
+    for rel, stamp in entries:
+        try:
+            if _stamp(os.stat(os.path.join(folder, rel)), is_dir) != stamp:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def _folder_digest(folder) -> str:
+    """The digest of the ``.py`` files under ``folder``.  A new process
+    reads it from the disk cache (keyed by the folder's path and identity,
+    so two installs, say Nix's with every mtime 1, have their own) and checks
+    each folder's and file's stamp (``_stamp``) with one ``stat``, instead
+    of listing the folders and reading and hashing the files (the larger
+    part of a 1 ms disk hit)."""
+    root = os.stat(folder)      # the path and the folder's identity: realpath costs a stat a level
+    key = key_digest("code-version", folder, root.st_dev, root.st_ino)
+    memo = _VERSIONS.get(key)
+    if memo is not None and memo[0][:1] == (("", _stamp(root, True)),) \
+            and _unchanged(folder, memo[0][1:], True) and _unchanged(folder, memo[1], False):
+        return memo[2]
+    dirs, files = _py_files(folder)
+    h = hashlib.sha256()
+    for rel, _ in files:
+        with open(os.path.join(folder, rel), "rb") as f:
+            h.update(rel.encode() + b"\0" + f.read())
+    digest = h.hexdigest()[:16]
+    _VERSIONS.put(key, (tuple((rel, _stamp(st, True)) for rel, st in dirs),
+                        tuple((rel, _stamp(st)) for rel, st in files), digest))
+    return digest
 
 
 def code_version() -> str:
@@ -215,25 +261,7 @@ def code_version() -> str:
     global _CODE_VERSION
     if _CODE_VERSION is None:
         from polyarray import codegen
-        folder = os.path.dirname(codegen.__file__)
-        files = _py_files(folder)
-        # a new process reads the digest of these files' (name, size, mtime,
-        # ctime, inode), and of the folder's path, instead of reading and
-        # hashing them (1 of a 2 ms disk hit here): CPython's bytecode cache
-        # trusts less (size and mtime); the ctime changes on any rewrite, even
-        # one that restores the mtime, and the path and inodes tell two
-        # installs with equal stamps (Nix sets every mtime to 1) apart
-        stamp = key_digest("code-version", os.path.realpath(folder),
-                           [(rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-                            for rel, st in files])
-        _CODE_VERSION = _VERSIONS.get(stamp)
-        if _CODE_VERSION is None:
-            h = hashlib.sha256()
-            for rel, _ in files:
-                with open(os.path.join(folder, rel), "rb") as f:
-                    h.update(rel.encode() + b"\0" + f.read())
-            _CODE_VERSION = h.hexdigest()[:16]
-            _VERSIONS.put(stamp, _CODE_VERSION)
+        _CODE_VERSION = _folder_digest(os.path.dirname(codegen.__file__))
     # thresholds that make other source text when a test, a sweep or
     # POLYARRAY_OUTLINE_MIN sets them; policy is read only where it was
     # imported (set by a caller)

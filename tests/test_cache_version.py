@@ -1,7 +1,7 @@
 """``cache.code_version``: the digest of the code generator's files, which
 keys every cached program.  A new process reads it from the disk cache,
-keyed by the files' names, sizes and modification times, instead of
-reading and hashing them (issue 18: the disk-hit path)."""
+keyed by the folder's path and checked against one ``stat`` of each folder
+and file, instead of listing the folders and reading and hashing the files (issue 18: the disk-hit path)."""
 import os
 
 import polyarray.codegen as codegen
@@ -23,8 +23,9 @@ def test_the_code_version_follows_the_code_generators_files(tmp_path, monkeypatc
     monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path / "cache"))
     _fresh(monkeypatch)
     first = cache.code_version()
-    assert [rel for rel, _ in cache._py_files(str(pkg))] == \
-        ["__init__.py", os.path.join("schedule", "steps.py")]
+    dirs, files = cache._py_files(str(pkg))
+    assert [rel for rel, _ in dirs] == ["", "schedule"]
+    assert [rel for rel, _ in files] == ["__init__.py", os.path.join("schedule", "steps.py")]
 
     # a new process with the same files: the stored digest, no file read
     _fresh(monkeypatch)
@@ -52,6 +53,33 @@ def test_the_code_version_follows_the_code_generators_files(tmp_path, monkeypatc
     os.utime(pkg / "schedule" / "steps.py", ns=(st.st_atime_ns, st.st_mtime_ns + 2 * 10 ** 9))
     _fresh(monkeypatch)
     assert cache.code_version() == first
+
+    # a new file, found through its folder's stamp (no file's stamp changed)
+    (pkg / "schedule" / "more.py").write_text("z = 4\n")
+    _fresh(monkeypatch)
+    added = cache.code_version()
+    assert added not in (first, changed)
+    (pkg / "schedule" / "more.py").unlink()
+    _fresh(monkeypatch)
+    assert cache.code_version() == first
+    (pkg / "new").mkdir()                                           # a new subpackage
+    (pkg / "new" / "mod.py").write_text("w = 5\n")
+    _fresh(monkeypatch)
+    assert cache.code_version() not in (first, changed, added)
+
+
+def test_a_lookup_stats_each_file_once_and_lists_no_folder(monkeypatch):
+    """The disk-hit path's check: one ``stat`` per folder and file, no
+    listing (the real codegen folder)."""
+    _fresh(monkeypatch)
+    cache.code_version()
+    _fresh(monkeypatch)
+    calls = []
+    real_stat, real_scandir = os.stat, os.scandir
+    monkeypatch.setattr(os, "stat", lambda p, *a, **k: calls.append(p) or real_stat(p, *a, **k))
+    monkeypatch.setattr(os, "scandir", lambda *a: (_ for _ in ()).throw(AssertionError(a)))
+    cache.code_version()
+    assert len(calls) == len(set(calls)) > 20, calls
 
 
 def test_two_installs_with_equal_stamps_get_their_own_digests(tmp_path, monkeypatch):
