@@ -126,8 +126,10 @@ class Program:
             self._use_stored_tuning()
 
     def _compile(self, schedule):
+        from .targets.collector import collector_paused
         options = dict(self._exe_options, schedule=schedule) if schedule else self._exe_options
-        return self._target.compile(self._outputs, **options)
+        with collector_paused():        # no collections of the whole heap mid-compile
+            return self._target.compile(self._outputs, **options)
 
     def _use_stored_tuning(self):
         """Compile the tuning cache's schedules for this DAG, if any (and
