@@ -16,7 +16,6 @@ from .codegen.ir import nodes as N
 from .array import Array
 from .ops.inputs import binding_array, describe_dtype, python_binding
 from .shared import StateUpdates
-from .targets.collector import collector_paused
 from .targets.foreign import host_array_of
 
 _CONTEXT_TARGET = contextvars.ContextVar("polyarray_target", default=None)
@@ -99,38 +98,36 @@ class Program:
 
     def __init__(self, outputs, target=None, schedule=None, tune=False, tuned=None,
                  updates=None, **options):
-        with collector_paused():        # its imports and lowering: no collections of the whole heap
-            from polyarray import targets as _targets
-            self._kind, self._keys, self._outputs = _flatten(outputs)
-            self._n_out, self._updates = len(self._outputs), updates
-            self._state = StateUpdates.make(updates, self._outputs)
-            self.target_name = target or get_default_target()
-            self._target = _targets.get_target(self.target_name)
-            self.options = self._exe_options = options
-            if self._state is not None:
-                self._outputs = self._outputs + self._state.exprs
-                if self._state.targets and self.target_name != "numpy":
-                    # updated values stay on the device; outputs are copied as asked
-                    self._exe_options = dict(options, out="device")
-            self.placeholders = N.placeholders(self._outputs)     # ValueError: one name twice
-            if self._state is not None:
-                self.placeholders = {n: p for n, p in self.placeholders.items()
-                                     if n not in self._state.variables}
-            self._sorted_placeholders = sorted(self.placeholders.items())
-            from polyarray.codegen.schedule import normalize_schedule
-            self.user_schedule = normalize_schedule(schedule)   # ScheduleError if malformed
-            self._use_tuned = tuned
-            self._tuning, self._tuned_kernels, self._kernel_view = None, frozenset(), None
-            self._exe = self._compile(self.user_schedule)
-            if not tune and not self.user_schedule:
-                self._use_stored_tuning()
+        from polyarray import targets as _targets
+        self._kind, self._keys, self._outputs = _flatten(outputs)
+        self._n_out, self._updates = len(self._outputs), updates
+        self._state = StateUpdates.make(updates, self._outputs)
+        self.target_name = target or get_default_target()
+        self._target = _targets.get_target(self.target_name)
+        self.options = self._exe_options = options
+        if self._state is not None:
+            self._outputs = self._outputs + self._state.exprs
+            if self._state.targets and self.target_name != "numpy":
+                # updated values stay on the device; outputs are copied as asked
+                self._exe_options = dict(options, out="device")
+        self.placeholders = N.placeholders(self._outputs)     # ValueError: one name twice
+        if self._state is not None:
+            self.placeholders = {n: p for n, p in self.placeholders.items()
+                                 if n not in self._state.variables}
+        self._sorted_placeholders = sorted(self.placeholders.items())
+        from polyarray.codegen.schedule import normalize_schedule
+        self.user_schedule = normalize_schedule(schedule)   # ScheduleError if malformed
+        self._use_tuned = tuned
+        self._tuning, self._tuned_kernels, self._kernel_view = None, frozenset(), None
+        self._exe = self._compile(self.user_schedule)
         if tune:
-            self._adopt(self.tune())        # long, with many programs: the collector runs
+            self._adopt(self.tune())
+        elif not self.user_schedule:
+            self._use_stored_tuning()
 
     def _compile(self, schedule):
         options = dict(self._exe_options, schedule=schedule) if schedule else self._exe_options
-        with collector_paused():        # no collections of the whole heap mid-compile
-            return self._target.compile(self._outputs, **options)
+        return self._target.compile(self._outputs, **options)
 
     def _use_stored_tuning(self):
         """Compile the tuning cache's schedules for this DAG, if any (and
