@@ -288,13 +288,6 @@ def _result_type():
     return _STATE["result_type"]
 
 
-def _start_compiler():
-    """NVRTC starts while a program lowers (``cuda_compiler.prewarm``; once
-    per process): not on a cache hit, whose cubins are cached too."""
-    from .cuda_compiler import prewarm
-    prewarm()
-
-
 class CudaTarget(Target):
     name = "cuda"
     codegen_without_device = True
@@ -357,5 +350,5 @@ class CudaTarget(Target):
         from polyarray.codegen.schedule import CUDA_MAX_GRID, CUDA_MAX_WORK_GROUP
         compiled = lower_or_load(_CACHE, key, outputs, lp.CudaTarget(),   # built on 1st call
                                  schedules=schedule, max_work_group=CUDA_MAX_WORK_GROUP,
-                                 max_grid=CUDA_MAX_GRID, on_lowering=_start_compiler)
+                                 max_grid=CUDA_MAX_GRID)
         return CudaExecutable(compiled, outputs, out, fast_math, schedule)

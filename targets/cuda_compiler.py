@@ -254,36 +254,6 @@ def compiler_for(source):
     return found
 
 
-_PREWARM = {}
-
-
-def prewarm():
-    """Start NVRTC in a background thread, once per process: its first
-    compile in a process costs about 0.13 s on the H100's host against
-    20 ms for the next, so the CUDA target starts it when it begins
-    lowering a program and the two overlap (the compile itself releases
-    the GIL).  Nothing happens where NVRTC is not found or nvcc is asked
-    for; the thread is joined at exit (a library call cut off by the
-    interpreter's shutdown could crash it)."""
-    if _PREWARM or os.environ.get("POLYARRAY_CUDA_COMPILER", "").lower() == "nvcc":
-        return
-    import atexit
-    import threading
-
-    def start():
-        try:
-            comp = _nvrtc()
-            if comp is not None:
-                comp.compile('extern "C" __global__ void pa_prewarm() {}', "sm_75", ())
-        except Exception as e:     # noqa: BLE001  (a warm-up: the real build reports)
-            log.debug("NVRTC warm-up: %s", e)
-
-    thread = _PREWARM["thread"] = threading.Thread(target=start, name="polyarray-nvrtc-warm-up",
-                                                   daemon=True)
-    thread.start()
-    atexit.register(thread.join)
-
-
 def cubin(source, arch, options=()):
     """The cubin of ``source`` for ``arch`` ("sm_90"), from the cache or
     compiled; what the compiler said is logged at DEBUG."""

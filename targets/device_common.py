@@ -69,19 +69,14 @@ _INT = (int, np.integer)
 
 
 def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False,
-                  schedules=None, max_work_group=None, max_grid=None,
-                  on_lowering=None) -> CompiledProgram:
+                  schedules=None, max_work_group=None, max_grid=None) -> CompiledProgram:
     """The lowered program from memory, disk or codegen.  ``build(source) ->
     handle`` compiles it now (None: the target builds on first call).  Device
     binaries are cached by pyopencl/pycuda themselves, keyed by source.
-    ``key`` None (a schedule with raw loopy transforms) bypasses both caches.
-    ``on_lowering()`` runs before lowering (not on a hit): the CUDA target
-    starts its compiler there."""
+    ``key`` None (a schedule with raw loopy transforms) bypasses both caches."""
     t0 = time.perf_counter()
 
     def lower():
-        if on_lowering is not None:
-            on_lowering()
         from polyarray.codegen import lower_program
         return lower_program(outputs, lp_target, cpu=cpu, schedules=schedules,
                              max_work_group=max_work_group, max_grid=max_grid)

@@ -150,33 +150,3 @@ def test_a_changed_noinline_threshold_is_a_new_program(monkeypatch):
     assert "__noinline__" not in pa.compile(out, target="cuda").source
     monkeypatch.setattr(policy, "NOINLINE_MIN_CALLS", 2)
     assert "__noinline__ float pa_sin_float32(" in pa.compile(out, target="cuda").source
-
-
-def test_nvrtc_is_started_in_the_background_once(monkeypatch):
-    """The CUDA target starts NVRTC (its first compile in a process is slow)
-    in a thread while it lowers; once per process, and not when nvcc is
-    asked for."""
-    calls = []
-
-    class FakeNvrtc:
-        def compile(self, source, arch, options):
-            calls.append((source, arch))
-            return b"\x7fELF", ""
-
-    monkeypatch.setitem(cuda_compiler._CHOSEN, "nvrtc", FakeNvrtc())
-    monkeypatch.setattr(cuda_compiler, "_PREWARM", {})
-    monkeypatch.setenv("POLYARRAY_CUDA_COMPILER", "nvcc")
-    cuda_compiler.prewarm()
-    assert cuda_compiler._PREWARM == {} and calls == []
-    monkeypatch.delenv("POLYARRAY_CUDA_COMPILER")
-    import time
-    x = pa.placeholder("x", (7,), np.float32)
-    c = float(time.time_ns() % 1000003)            # a program no cache holds
-    pa.compile(x * c + 1.0, target="cuda")        # lowering starts it
-    cuda_compiler._PREWARM["thread"].join(5)
-    cuda_compiler.prewarm()
-    pa.compile(x * c + 2.0, target="cuda")
-    assert len(calls) == 1 and "pa_prewarm" in calls[0][0]
-    monkeypatch.setattr(cuda_compiler, "_PREWARM", {})
-    pa.compile(x * c + 1.0, target="cuda")        # a cache hit lowers nothing: no start
-    assert cuda_compiler._PREWARM == {}
