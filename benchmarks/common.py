@@ -61,15 +61,25 @@ def time_ours(b, prog, names, sets):
     return median_time(lambda: prog(**nxt()), prog.synchronize)
 
 
-def compile_in_new_processes(script):
-    """Run ``script`` (which prints compile seconds and origin as JSON) in two
-    new processes sharing an empty cache dir: ``(cold, disk hit)``."""
-    with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, POLYARRAY_CACHE_DIR=d,
-                   PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
-        runs = [json.loads(subprocess.run([sys.executable, "-c", script], env=env,
-                                          capture_output=True, text=True, check=True)
-                           .stdout.strip().splitlines()[-1]) for _ in range(2)]
-    cold, warm = runs
-    assert cold["origin"] == "built" and warm["origin"] == "disk", runs
-    return cold, warm
+def compile_in_new_processes(script, repeat=1):
+    """Run ``script`` (which prints compile seconds and origin as JSON) in
+    two new processes sharing an empty cache dir, ``repeat`` times (a new
+    dir each time): ``(cold, disk hit)``, each the run of median seconds,
+    with ``"runs"``: every run's seconds (a host's noise shows there)."""
+    colds, warms = [], []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as d:
+            env = dict(os.environ, POLYARRAY_CACHE_DIR=d,
+                       PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+            runs = [json.loads(subprocess.run([sys.executable, "-c", script], env=env,
+                                              capture_output=True, text=True, check=True)
+                               .stdout.strip().splitlines()[-1]) for _ in range(2)]
+        assert runs[0]["origin"] == "built" and runs[1]["origin"] == "disk", runs
+        colds.append(runs[0])
+        warms.append(runs[1])
+
+    def median(runs):
+        mid = dict(sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2])
+        mid["runs"] = [r["seconds"] for r in runs]
+        return mid
+    return median(colds), median(warms)
