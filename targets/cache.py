@@ -16,6 +16,7 @@ import logging
 import os
 import pickle
 import tempfile
+import time
 
 log = logging.getLogger("polyarray.cache")
 FORMAT = b"polyarray-cache-v2\n"      # v2: keys from Node.local_digest, KernelInfo.loopy
@@ -203,22 +204,35 @@ def _stamp(st, is_dir=False) -> tuple:
 
 
 def _py_files(folder):
-    """``([(relative folder, stat), ...], [(relative path, stat), ...])``:
-    ``folder``'s subfolders (itself first) and ``.py`` files, in a fixed
-    order."""
-    dirs, found, stack = [], [], [""]
+    """``([(relative folder, stat), ...], [(relative path, stat), ...],
+    links)``: ``folder``'s subfolders (itself first) and ``.py`` files, in a
+    fixed order, and whether any entry is a symbolic link."""
+    dirs, found, stack, links = [], [], [""], False
     while stack:
         rel = stack.pop()
         here = os.path.join(folder, rel)
         dirs.append((rel, os.stat(here)))
         with os.scandir(here) as it:
             entries = sorted(it, key=lambda e: e.name)
+        links = links or any(e.is_symlink() for e in entries)
         for e in reversed(entries):
             if e.is_dir() and not e.name.startswith((".", "__pycache__")):
                 stack.append(os.path.join(rel, e.name))
         found += [(os.path.join(rel, e.name), e.stat()) for e in entries
                   if e.name.endswith(".py") and e.is_file()]
-    return sorted(dirs, key=lambda d: d[0]), sorted(found, key=lambda f: f[0])
+    return sorted(dirs, key=lambda d: d[0]), sorted(found, key=lambda f: f[0]), links
+
+
+# A stamp this close to now may not change again on the next change: a coarse
+# clock (1 s on ext4 with small inodes and on older kernels, 2 s on FAT) gives
+# two changes within one tick one stamp (git's "racily clean" entries).
+_QUIET_NS = 3 * 10 ** 9
+_now_ns = time.time_ns
+
+
+def _settled(stats) -> bool:
+    now = _now_ns()
+    return all(now - max(st.st_mtime_ns, st.st_ctime_ns) > _QUIET_NS for st in stats)
 
 
 def _unchanged(folder, entries, is_dir) -> bool:
@@ -244,14 +258,17 @@ def _folder_digest(folder) -> str:
     if memo is not None and memo[0][:1] == (("", _stamp(root, True)),) \
             and _unchanged(folder, memo[0][1:], True) and _unchanged(folder, memo[1], False):
         return memo[2]
-    dirs, files = _py_files(folder)
+    dirs, files, links = _py_files(folder)
     h = hashlib.sha256()
     for rel, _ in files:
         with open(os.path.join(folder, rel), "rb") as f:
             h.update(rel.encode() + b"\0" + f.read())
     digest = h.hexdigest()[:16]
-    _VERSIONS.put(key, (tuple((rel, _stamp(st, True)) for rel, st in dirs),
-                        tuple((rel, _stamp(st)) for rel, st in files), digest))
+    # not kept (the next process hashes again) while a stamp is too recent to
+    # trust, or where a link is (a dangling one's target appears unseen)
+    if not links and _settled([st for _, st in dirs + files]):
+        _VERSIONS.put(key, (tuple((rel, _stamp(st, True)) for rel, st in dirs),
+                            tuple((rel, _stamp(st)) for rel, st in files), digest))
     return digest
 
 

@@ -13,6 +13,12 @@ def _fresh(monkeypatch):
     cache.clear_memory_layers()
 
 
+def _later(monkeypatch, seconds=10):
+    """The clock ``seconds`` ahead: the files just written count as settled."""
+    real = cache.time.time_ns
+    monkeypatch.setattr(cache, "_now_ns", lambda: real() + seconds * 10 ** 9)
+
+
 def test_the_code_version_follows_the_code_generators_files(tmp_path, monkeypatch):
     pkg = tmp_path / "codegen"
     (pkg / "schedule").mkdir(parents=True)
@@ -21,9 +27,11 @@ def test_the_code_version_follows_the_code_generators_files(tmp_path, monkeypatc
     (pkg / "notes.txt").write_text("not code\n")
     monkeypatch.setattr(codegen, "__file__", str(pkg / "__init__.py"))
     monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path / "cache"))
+    _later(monkeypatch)
     _fresh(monkeypatch)
     first = cache.code_version()
-    dirs, files = cache._py_files(str(pkg))
+    dirs, files, links = cache._py_files(str(pkg))
+    assert not links
     assert [rel for rel, _ in dirs] == ["", "schedule"]
     assert [rel for rel, _ in files] == ["__init__.py", os.path.join("schedule", "steps.py")]
 
@@ -68,9 +76,11 @@ def test_the_code_version_follows_the_code_generators_files(tmp_path, monkeypatc
     assert cache.code_version() not in (first, changed, added)
 
 
-def test_a_lookup_stats_each_file_once_and_lists_no_folder(monkeypatch):
+def test_a_lookup_stats_each_file_once_and_lists_no_folder(monkeypatch, tmp_path):
     """The disk-hit path's check: one ``stat`` per folder and file, no
     listing (the real codegen folder)."""
+    monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
+    _later(monkeypatch)
     _fresh(monkeypatch)
     cache.code_version()
     _fresh(monkeypatch)
@@ -93,6 +103,58 @@ def test_two_installs_with_equal_stamps_get_their_own_digests(tmp_path, monkeypa
         (pkg / "__init__.py").write_text(text)
         os.utime(pkg / "__init__.py", ns=(1, 1))
         monkeypatch.setattr(codegen, "__file__", str(pkg / "__init__.py"))
+        _later(monkeypatch)
         _fresh(monkeypatch)
         digests.append(cache.code_version())
     assert digests[0] != digests[1]
+
+
+def _reads_py(monkeypatch):
+    """Whether the next lookup reads a ``.py`` file (hashes again)."""
+    import builtins
+    real_open, read = builtins.open, []
+
+    def spying(path, *a, **k):
+        read.append(str(path).endswith(".py"))
+        return real_open(path, *a, **k)
+    _fresh(monkeypatch)
+    monkeypatch.setattr(builtins, "open", spying)
+    try:
+        digest = cache.code_version()
+    finally:
+        monkeypatch.setattr(builtins, "open", real_open)
+    return any(read), digest
+
+
+def test_stamps_too_recent_to_trust_are_not_kept(tmp_path, monkeypatch):
+    """A file added within the tick of a coarse clock leaves its folder's
+    stamp as it was: so no digest is kept while any stamp is within a few
+    seconds of now, and each process hashes again (git's "racily clean")."""
+    pkg = tmp_path / "codegen"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("x = 1\n")
+    monkeypatch.setattr(codegen, "__file__", str(pkg / "__init__.py"))
+    monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path / "cache"))
+    assert _reads_py(monkeypatch)[0]
+    assert _reads_py(monkeypatch)[0]            # just written: hashed again
+    _later(monkeypatch)
+    hashed, digest = _reads_py(monkeypatch)
+    assert hashed
+    assert _reads_py(monkeypatch) == (False, digest)     # settled: kept
+
+
+def test_a_link_in_the_folder_is_never_trusted(tmp_path, monkeypatch):
+    """A dangling link is no file; when its target appears no stamp of
+    ours changes.  So with a link there, every process hashes again."""
+    pkg = tmp_path / "codegen"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("x = 1\n")
+    (pkg / "late.py").symlink_to(tmp_path / "elsewhere.py")          # dangling
+    monkeypatch.setattr(codegen, "__file__", str(pkg / "__init__.py"))
+    monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path / "cache"))
+    _later(monkeypatch)
+    hashed, before = _reads_py(monkeypatch)
+    assert hashed and _reads_py(monkeypatch) == (True, before)
+    (tmp_path / "elsewhere.py").write_text("y = 2\n")             # the target appears
+    hashed, after = _reads_py(monkeypatch)
+    assert hashed and after != before
