@@ -200,19 +200,19 @@ def _segments(region, cuts):
             words.update(_WORD.findall(line))
         return words
 
+    n = len(cuts) - 1
+    uses = [used(e for _, _, e in region.decls[cuts[k]:cuts[k + 1]])      # each segment's
+            | (used(region.tail) if k == n - 1 else set()) for k in range(n)]
     later = [set() for _ in cuts]       # names used at or after each cut
-    for k in range(len(cuts) - 2, -1, -1):
-        a, b = cuts[k], cuts[k + 1]
-        here = used(e for _, _, e in region.decls[a:b]) | (
-            used(region.tail) if k == len(cuts) - 2 else set())
-        later[k] = here | later[k + 1]
+    for k in range(n - 1, -1, -1):
+        later[k] = uses[k] | later[k + 1]
     texts, calls, externs = [], [], []
-    for k in range(len(cuts) - 1):
+    for k in range(n):
         a, b = cuts[k], cuts[k + 1]
-        last = k == len(cuts) - 2
+        last = k == n - 1
         fname = f"{region.name}_s{k}"
         body = [f"  {t} {name} = {e};" for t, name, e in region.decls[a:b]]
-        mine = used(e for _, _, e in region.decls[a:b]) | (used(region.tail) if last else set())
+        mine = uses[k]
         ins = [x for x in params if x in mine] + \
             [name for _, name, _ in region.decls[:a] if name in mine]
         outs = [] if last else [name for _, name, _ in region.decls[a:b]
