@@ -7,6 +7,7 @@ schedule: the user's steps for that kernel if any, else the default.
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,8 +22,6 @@ from .outline import RegionCallable, is_region
 from .classify import (Elementwise, contraction_class, product_class, reduction_class,
                        rows_class, stacked_columns)
 from .device import Device
-from .forms import (cpu_matmul, elementwise, lanes, matmul, mma_matmul, reduce, rows,
-                    split_columns, two_stage)
 from .forms.parts import reduction_spec
 from .passes import Group, inlined_terms, materialized_deps
 from .policy import (EPILOGUE_FORMS, Form, choose, reduction_stores_through_epilogue,
@@ -89,15 +88,16 @@ class Assembler:
         user = self.user_steps(name)
         requested = build_options(user, Form.ELEMENTWISE, name) if user is not None else None
         cls = Elementwise(group.size, group.units[0].node.shape, requested,
-                          probe=lambda: elementwise.transposed_reads(self, name, group),
+                          probe=lambda: _form("elementwise").transposed_reads(self, name, group),
                           stacked=stacked_columns(group))
-        elementwise.build(self, name, group, choose(cls, self.device))
+        _form("elementwise").build(self, name, group, choose(cls, self.device))
         self.prebuilt.pop(name, None)
 
     def rows(self, name, group):
         """A ``rows`` group: row reductions and their elementwise readers in
         one kernel, or, where the row-fusion pass set the group ``apart``,
         the reductions and the outputs as separate kernels."""
+        rows = _form("rows")
         reds, outs = rows.split(group)
         if group.apart:
             for k, r in enumerate(reds):
@@ -124,17 +124,18 @@ class Assembler:
         if choice.form is None:
             return
         if choice.form == Form.TILED_MATMUL and (not epilogue or "split" not in choice.params):
-            return matmul.build(self, name, node, choice, epilogue)
+            return _form("matmul").build(self, name, node, choice, epilogue)
         if epilogue and choice.form not in EPILOGUE_FORMS:
             self.reduction(name, node)
             self.elementwise(f"{name}_epilogue",
                              Group(list(epilogue), "elementwise", epilogue[0].node.size))
             return
         if choice.form == Form.MMA_MATMUL:
-            return mma_matmul.build(self, name, node, choice)
+            return _form("mma_matmul").build(self, name, node, choice)
         if choice.form == Form.PACKED_MATMUL:
-            return cpu_matmul.build(self, name, node, choice)
-        build = _REDUCTIONS[choice.form]
+            return _form("cpu_matmul").build(self, name, node, choice)
+        module, function = _REDUCTIONS[choice.form]
+        build = getattr(_form(module), function)
         return build(self, name, spec, choice, epilogue) if epilogue else \
             build(self, name, spec, choice)
 
@@ -219,14 +220,21 @@ def _user_facts(facts, users):
     return {k: rename(v) for k, v in facts.items()}
 
 
-_REDUCTIONS = {           # reduction form -> its builder
-    Form.NEUTRAL: reduce.neutral,
-    Form.THREAD: reduce.single,
-    Form.GROUP: reduce.single,
-    Form.TWO_STAGE: two_stage.build,
-    Form.SPLIT_COLUMNS: split_columns.build,
-    Form.LANES: lanes.build,
+_REDUCTIONS = {           # reduction form -> its builder: (module of forms/, function)
+    Form.NEUTRAL: ("reduce", "neutral"),
+    Form.THREAD: ("reduce", "single"),
+    Form.GROUP: ("reduce", "single"),
+    Form.TWO_STAGE: ("two_stage", "build"),
+    Form.SPLIT_COLUMNS: ("split_columns", "build"),
+    Form.LANES: ("lanes", "build"),
 }
+
+
+def _form(module):
+    """The builder module ``forms/<module>.py``, imported on first use: a
+    program imports only the forms it builds (issue 18: each form module
+    costs a cold compile 0.1-0.8 ms to import, ``lanes`` the most)."""
+    return importlib.import_module(f"{__package__}.forms.{module}")
 
 def epilogue_fusable(node, mat, transposed, device) -> bool:
     """Whether the reduction or contraction ``node`` stores an elementwise

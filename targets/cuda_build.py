@@ -17,8 +17,6 @@ import logging
 import os
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor
-
 from polyarray.codegen.user_functions import RAW_MARK
 
 log = logging.getLogger("polyarray.cuda")
@@ -94,7 +92,7 @@ def build_cubins(source, arch, fast_math=False):
     try:
         if len(pieces) == 1:
             return [((), _one_piece(source, arch, options))]
-        with ThreadPoolExecutor(len(pieces)) as pool:     # the first failure raises
+        with _pool(len(pieces)) as pool:     # the first failure raises
             return list(zip((names for names, _ in pieces),
                             pool.map(lambda piece: cubin(piece[1], arch, options), pieces)))
     except CudaCompileError as e:
@@ -135,7 +133,7 @@ def _one_piece(source, arch, options):
         if len(units) > 1:
             rdc = [*options, "-rdc=true"]
             unit_options = [rdc] + [segment_options(units[0], rdc)] * (len(units) - 1)
-            with ThreadPoolExecutor(min(len(units), MAX_BUILD_THREADS)) as pool:
+            with _pool(min(len(units), MAX_BUILD_THREADS)) as pool:
                 parts = list(pool.map(lambda k: cubin(units[k], arch, unit_options[k]),
                                       range(len(units))))
             binary = linked(parts, arch)
@@ -175,3 +173,11 @@ def _build_error(source, e):
                       + f"{e.compiler} could not compile the generated CUDA source (prog.source)"
                       + (f"; command: {e.command}" if e.command else "")
                       + f":\n{e.said}")
+
+
+def _pool(workers):
+    """A thread pool for concurrent builds, imported where a program has
+    several pieces: ``concurrent.futures`` costs a one-kernel program's cold
+    compile 1-2 ms to import (issue 18)."""
+    from concurrent.futures import ThreadPoolExecutor
+    return ThreadPoolExecutor(workers)
