@@ -121,3 +121,55 @@ def test_random_dag_covers_issue_13():
     for must in ("NULL", "INFINITY", "class", "i", "j0", "row", "self", "get_local_id"):
         assert must in HOSTILE_NAMES
     assert "k0_elementwise" in GENERATED_NAMES and ("i", "p_i") in HOSTILE_PAIRS
+
+
+def test_sin_and_cos_read_only_well_conditioned_values():
+    """sin and cos never read a large inexact value (its rounding would be
+    their absolute error, whatever the target): seed 2361 escaped on the
+    H100 with cos of a 4100-term float32 row sum (1845; 2 ulps from NumPy's
+    pairwise sum, 2.4e-4 after cos).  That seed drew ``xp.cos`` of it before
+    the generator's ``periodic_safe`` rule."""
+    from fuzz.case import Entry
+    from fuzz.ops_values import PERIODIC_BOUND, periodic_safe
+
+    def entry(values, e):
+        v = np.asarray(values, np.float32)
+        return Entry("v0", None, v, e, "")
+    assert not periodic_safe(entry([1845.0, 3.0], None))
+    assert periodic_safe(entry([1845.0, np.inf], 0))           # exact: any size
+    assert periodic_safe(entry([-PERIODIC_BOUND, np.nan, np.inf], None))
+    checked = 0
+    for seed in (2361, 98, 154, 170, 189):      # 98-189: the seeds of 0-299 with sin or cos
+        case = make_case(seed)
+        by_var = {e.var: e for e in case.entries}
+        for e in case.entries:
+            if re.match(r"xp\.(sin|cos)\(v\d+\)$", e.code):
+                assert periodic_safe(by_var[e.deps[0]]), (seed, e.code)
+                checked += 1
+    assert checked >= 3
+
+
+def test_float_sums_and_products_end_alike_in_any_order():
+    """No float sum or product whose 0, inf or NaN depends on the order:
+    seed 4136 escaped on PoCL with a float64 product of 64 values near
+    2**95 and zeros (NaN in one order, 0 in NumPy's)."""
+    from fuzz.exactness import reduction_order_safe as safe
+    big = np.full((2, 64), 2.0**95)
+    big[0, 5] = 0.0
+    assert not safe("prod", big, (1,), np.float64)
+    assert safe("prod", big, (1,), np.int64)
+    assert safe("prod", np.full((3, 64), 2.0**5), (1,), np.float64)
+    assert not safe("prod", np.full((3, 64), 2.0**-5), (1,), np.float32)   # underflows
+    assert not safe("sum", np.full((2, 4), 1e308), (1,), np.float64)
+    assert safe("sum", np.array([np.inf, -np.inf, np.nan, 1.0]), (0,), np.float64)
+    for seed in (4136, *range(30)):
+        case = make_case(seed)
+        by_var = {e.var: e for e in case.entries}
+        for e in case.entries:
+            m = re.match(r"(v\d+)\.(sum|prod)\(axis=(None|-?\d+|\([-\d, ]*\))[,)]", e.code)
+            if m and e.kind == "f":
+                x = by_var[m.group(1)]
+                ax = eval(m.group(3))               # noqa: S307  (the generator's own text)
+                axes = tuple(range(x.ndim)) if ax is None else tuple(
+                    a % x.ndim for a in (ax if isinstance(ax, tuple) else (ax,)))
+                assert safe(m.group(2), x.val, axes, e.dtype), (seed, e.code)

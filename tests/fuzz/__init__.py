@@ -23,6 +23,12 @@ case well defined:
   out-of-bounds checking is tested elsewhere;
 * inexact float32 values never flow into float64 results (whose tolerance
   is float64's);
+* sin and cos read exact values, or inexact ones within +-16
+  (``ops_values.periodic_safe``): a large value's rounding becomes their
+  absolute error;
+* float sums and products only where no order can overflow (or a product
+  underflow to 0): whether a result is 0, inf or NaN must not depend on the
+  order (``exactness.reduction_order_safe``);
 * float values that decide something discrete (comparisons, truth tests,
   casts to integers, argmax/argmin, floor/rint/sign, ``//`` and ``%``) only
   where they are exact: every operation leading to them is exact in any

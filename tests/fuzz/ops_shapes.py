@@ -12,6 +12,7 @@ import numpy as np
 
 from fuzz.builder import _entry_of, _is_int
 from fuzz.dtypes import DTYPES, FLOAT_DTYPES, INT_DTYPES, _tn
+from fuzz.exactness import reduction_order_safe
 
 
 def op_reduce(b):
@@ -35,6 +36,9 @@ def op_reduce(b):
             "mean": ("inexact",)}.get(op, ("move",))
     if extra and "float32" in extra and a.dtype != np.float32:
         rule = ("inexact",)
+    out = np.dtype(extra.split("xp.")[1]) if extra else a.dtype
+    if not reduction_order_safe(op, a.val, axes, out):
+        return None
     return b.apply(f"{a.var}.{op}(axis={ax!r}, keepdims={kd}{extra})", [a.var], rule)
 
 
@@ -257,6 +261,8 @@ def op_nested_reduce(b):
         return None
     inner = b.choice(["sum", "sum", "max", "min", "prod", "any", "all"])
     if inner in ("max", "min") and d == 0 or inner in ("any", "all") and not b.usable(pair, True):
+        return None
+    if not reduction_order_safe(inner, pair.val, (2,), pair.dtype):
         return None
     red = b.apply(f"{pair.var}.{inner}(axis=2)", [pair.var],
                   {"sum": ("sum", [], (2,)), "prod": ("prod", [], (2,))}.get(inner, ("move",)))
