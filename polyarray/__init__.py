@@ -41,13 +41,13 @@ from .api import (exp, expm1, log, log1p, log2, log10, sqrt, square,
                   positive, equal, not_equal, less, less_equal, greater,
                   greater_equal, bitwise_and, bitwise_or, bitwise_xor,
                   invert, broadcast_shapes)
-from .api import (sum, prod, mean, max, min, amax, amin, any, all, var,
-                  std, argmax, argmin)
+from .api_reductions import (sum, prod, mean, max, min, amax, amin, any, all, var,
+                             std, argmax, argmin)
 from .api import dot, matmul, vdot, inner, outer, tensordot, einsum
-from .api import (reshape, transpose, permute_dims, matrix_transpose,
-                  broadcast_to, broadcast_arrays, expand_dims, squeeze,
-                  concatenate, concat, stack, flip, moveaxis, swapaxes, ravel)
-from .api import NonConcreteBooleanIndexError, take
+from .api_shapes import (reshape, transpose, permute_dims, matrix_transpose,
+                         broadcast_to, broadcast_arrays, expand_dims, squeeze,
+                         concatenate, concat, stack, flip, moveaxis, swapaxes, ravel)
+from .api_shapes import NonConcreteBooleanIndexError, take
 from .api_more import (signbit, deg2rad, rad2deg, radians, degrees, reciprocal,  # noqa: F401
                        cbrt, exp2, hypot, copysign, logaddexp, fmax, fmin, heaviside,
                        float_power, left_shift, right_shift, bitwise_left_shift,

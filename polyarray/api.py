@@ -1,18 +1,20 @@
-"""The ``pa.*`` functions: each unwraps its array arguments (``pa.Array`` ->
-node), calls the node builder of the same name in :mod:`polyarray.ops` and
-wraps the result in an ``Array``.  NumPy's rules and errors live in the
-builders; this module only decides which arguments are arrays."""
+"""The ``pa.*`` functions of creation, elementwise maths and linear algebra:
+each unwraps its array arguments (``pa.Array`` -> node), calls the node
+builder of the same name in :mod:`polyarray.ops` and wraps the result in an
+``Array``.  NumPy's rules and errors live in the builders; this module only
+decides which arguments are arrays.  Reductions are in ``api_reductions``,
+shapes and indexing in ``api_shapes``, the rest of NumPy's names in
+``api_more``."""
 from __future__ import annotations
 
 import numpy as np
 
 from .array import Array, _same_or_new, node_of
-from .ops import creation as C, eager as G, elementwise as E, indexing as I, linalg as L
-from .ops import reductions as R, shapes as S, ufuncs as F
+from .ops import creation as C, eager as G, elementwise as E, linalg as L
+from .ops import shapes as S, ufuncs as F
 from .ops.axes import no_out
 from .ops.reductions import NoValue
 from .ops.elementwise import BINARY, UNARY, broadcast_shapes       # noqa: F401
-from .ops.indexing import NonConcreteBooleanIndexError              # noqa: F401
 
 # -- creation ----------------------------------------------------------------
 
@@ -312,114 +314,6 @@ def round(a, decimals=0, out=None) -> Array:      # noqa: A001
 around = round
 
 
-# -- reductions --------------------------------------------------------------
-# NumPy's signatures and positional order; ``out`` must be None (see no_out)
-
-def sum(a, axis=None, dtype=None, out=None, keepdims=False,     # noqa: A001
-        initial=NoValue, where=True) -> Array:
-    """Sum of array elements over ``axis`` (``np.sum``), lazily.
-
-    NumPy's dtype rule (small integers and bool sum in int64/uint64) and
-    keywords (``initial``, ``where``); ``out=`` must be None.  Device targets
-    add floats in another order than NumPy's pairwise sum, so the last bits
-    may differ."""
-    no_out(out, "sum")
-    return Array(R.sum(node_of(a), axis, dtype, keepdims, initial, node_of(where)))
-
-
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue,
-         where=True) -> Array:
-    """Product of array elements over ``axis`` (``np.prod``), lazily.
-
-    NumPy's dtype rule (small integers in int64/uint64, wrapping on
-    overflow) and keywords; ``out=`` must be None."""
-    no_out(out, "prod")
-    return Array(R.prod(node_of(a), axis, dtype, keepdims, initial, node_of(where)))
-
-
-def max(a, axis=None, out=None, keepdims=False, initial=NoValue,   # noqa: A001
-        where=True) -> Array:
-    """Maximum over ``axis``, NaN propagated (``np.max``, also ``pa.amax``), lazily.
-
-    An empty reduction needs ``initial``, as in NumPy; ``out=`` must be None."""
-    no_out(out, "max")
-    return Array(R.max(node_of(a), axis, keepdims, initial, node_of(where)))
-
-
-def min(a, axis=None, out=None, keepdims=False, initial=NoValue,   # noqa: A001
-        where=True) -> Array:
-    """Minimum over ``axis``, NaN propagated (``np.min``, also ``pa.amin``), lazily.
-
-    An empty reduction needs ``initial``, as in NumPy; ``out=`` must be None."""
-    no_out(out, "min")
-    return Array(R.min(node_of(a), axis, keepdims, initial, node_of(where)))
-
-
-def any(a, axis=None, out=None, keepdims=False, *, where=True) -> Array:    # noqa: A001
-    """Whether any element over ``axis`` is true (``np.any``), as a lazy bool
-    array: ``bool()`` of it evaluates.  ``out=`` must be None."""
-    no_out(out, "any")
-    return Array(R.any(node_of(a), axis, keepdims, node_of(where)))
-
-
-def all(a, axis=None, out=None, keepdims=False, *, where=True) -> Array:    # noqa: A001
-    """Whether all elements over ``axis`` are true (``np.all``), as a lazy
-    bool array: ``bool()`` of it evaluates.  ``out=`` must be None."""
-    no_out(out, "all")
-    return Array(R.all(node_of(a), axis, keepdims, node_of(where)))
-
-
-amax, amin = max, min
-
-
-def argmax(a, axis=None, out=None, *, keepdims=False) -> Array:
-    """Index of the maximum over ``axis`` (flattened when None) (``np.argmax``).
-
-    Lazy int64; the first index on ties, the first NaN if any, as NumPy's.
-    ``out=`` must be None."""
-    no_out(out, "argmax")
-    return Array(R.argmax(node_of(a), axis, keepdims))
-
-
-def argmin(a, axis=None, out=None, *, keepdims=False) -> Array:
-    """Index of the minimum over ``axis`` (flattened when None) (``np.argmin``).
-
-    Lazy int64; the first index on ties, the first NaN if any, as NumPy's.
-    ``out=`` must be None."""
-    no_out(out, "argmin")
-    return Array(R.argmin(node_of(a), axis, keepdims))
-
-
-def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True) -> Array:
-    """Arithmetic mean over ``axis`` (``np.mean``), lazily.
-
-    NumPy's dtypes: integers and bool give float64, float16 accumulates in
-    float32.  An empty mean is NaN (without NumPy's warning); ``out=`` must
-    be None."""
-    no_out(out, "mean")
-    return Array(R.mean(node_of(a), axis, dtype, keepdims, node_of(where)))
-
-
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
-        correction=NoValue) -> Array:
-    """Variance over ``axis`` (``np.var``), by NumPy's two-pass formula, lazily.
-
-    ``ddof`` or the array API's ``correction``; NumPy's dtypes (integers give
-    float64); ``out=`` must be None."""
-    no_out(out, "var")
-    return Array(R.var(node_of(a), axis, dtype, ddof, keepdims, node_of(where), correction))
-
-
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
-        correction=NoValue) -> Array:
-    """Standard deviation over ``axis`` (``np.std``): ``sqrt(var)``, lazily.
-
-    ``ddof`` or the array API's ``correction``; NumPy's dtypes (integers give
-    float64); ``out=`` must be None."""
-    no_out(out, "std")
-    return Array(R.std(node_of(a), axis, dtype, ddof, keepdims, node_of(where), correction))
-
-
 # -- linear algebra ----------------------------------------------------------
 
 def einsum(subscripts, /, *operands, out=None, dtype=None, order="K", casting="safe",
@@ -473,122 +367,3 @@ def outer(a, b, out=None) -> Array:
     ``out=`` must be None."""
     no_out(out, "outer")
     return Array(L.outer(node_of(a), node_of(b)))
-
-
-# -- shapes ------------------------------------------------------------------
-
-def transpose(a, axes=None) -> Array:
-    """``a`` with its axes permuted, reversed by default (``np.transpose``);
-    lazy: no data moves until a kernel reads it."""
-    return Array(S.transpose(node_of(a), axes))
-
-
-def permute_dims(a, axes) -> Array:
-    """``a`` with its axes permuted by ``axes`` (``np.permute_dims``, the array
-    API's ``transpose``), lazily."""
-    return Array(S.permute_dims(node_of(a), axes))
-
-
-def matrix_transpose(x) -> Array:
-    """``x`` with its last two axes swapped (``np.matrix_transpose``, ``x.mT``),
-    lazily; ``x`` must be at least 2-D."""
-    return Array(S.matrix_transpose(node_of(x)))
-
-
-def moveaxis(a, source, destination) -> Array:
-    """``a`` with axes ``source`` moved to ``destination`` (``np.moveaxis``), lazily."""
-    return Array(S.moveaxis(node_of(a), source, destination))
-
-
-def swapaxes(a, axis1, axis2) -> Array:
-    """``a`` with ``axis1`` and ``axis2`` interchanged (``np.swapaxes``), lazily."""
-    return Array(S.swapaxes(node_of(a), axis1, axis2))
-
-
-def broadcast_to(array, shape) -> Array:
-    """``array`` broadcast to ``shape`` (``np.broadcast_to``), lazily: no copy
-    is made (the result is read-only, as every polyarray array is)."""
-    return Array(S.broadcast_to(node_of(array), shape))
-
-
-def broadcast_arrays(*arrays) -> list:
-    """The ``arrays`` broadcast against each other (``np.broadcast_arrays``),
-    as a list of lazy arrays."""
-    return [Array(n) for n in S.broadcast_arrays(*map(node_of, arrays))]
-
-
-def expand_dims(a, axis) -> Array:
-    """``a`` with axes of length one inserted at ``axis`` (``np.expand_dims``), lazily."""
-    return Array(S.expand_dims(node_of(a), axis))
-
-
-def squeeze(a, axis=None) -> Array:
-    """``a`` without its axes of length one (or just ``axis``) (``np.squeeze``), lazily."""
-    return Array(S.squeeze(node_of(a), axis))
-
-
-def flip(m, axis=None) -> Array:
-    """``m`` with the order of elements reversed along ``axis`` (all axes when
-    None) (``np.flip``), lazily."""
-    return Array(S.flip(node_of(m), axis))
-
-
-def reshape(a, /, shape=None, order="C", *, newshape=None, copy=None) -> Array:
-    """``a`` with a new ``shape`` and the same data (``np.reshape``), lazily.
-
-    NumPy 2.1's signature (``newshape`` is the old spelling); ``order`` "C"
-    or "F" ("A" means "C": a lazy array has no memory layout); ``copy`` is
-    accepted: a lazy reshape never shares memory that could be written."""
-    if newshape is not None:
-        if shape is not None:
-            raise TypeError("You cannot specify 'newshape' and 'shape' arguments at the "
-                            "same time.")
-        shape = newshape
-    if shape is None:
-        raise TypeError("reshape() missing 1 required positional argument: 'shape'")
-    return Array(S.reshape(node_of(a), shape, "C" if order == "A" else order))
-
-
-def ravel(a, order="C") -> Array:
-    """``a`` flattened to 1-D (``np.ravel``), lazily.
-
-    ``order`` "C" or "F"; "A" and "K" mean "C", since a lazy array has no
-    memory layout (NumPy's "K" follows the memory order of a view)."""
-    return Array(S.ravel(node_of(a), order))
-
-
-def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind") -> Array:
-    """``arrays`` joined along an existing ``axis`` (``np.concatenate``), lazily.
-
-    The result dtype is NumPy's promotion of theirs (or ``dtype``, checked
-    with ``casting``); ``out=`` must be None."""
-    no_out(out, "concatenate")
-    return Array(S.concatenate([node_of(a) for a in arrays], axis, dtype, casting))
-
-
-def concat(arrays, /, *, axis=0) -> Array:
-    """``arrays`` joined along ``axis`` (``np.concat``, the array API's
-    ``concatenate``), lazily."""
-    return concatenate(arrays, axis)
-
-
-def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind") -> Array:
-    """``arrays`` (all of one shape) joined along a new ``axis`` (``np.stack``),
-    lazily; ``out=`` must be None."""
-    no_out(out, "stack")
-    return Array(S.stack([node_of(a) for a in arrays], axis, dtype, casting))
-
-
-# -- indexing ----------------------------------------------------------------
-
-def take(a, indices, axis=None, out=None, mode="raise") -> Array:
-    """Elements of ``a`` (flattened when ``axis`` is None) at ``indices`` along
-    ``axis`` (``np.take``), lazily.
-
-    ``mode="raise"`` (NumPy's default) raises IndexError for an index out of
-    range: now for data indices, when the program runs for lazy ones.
-    ``"wrap"`` wraps them
-    around and ``"clip"`` clips them (negative ones to 0, as NumPy does),
-    with no run-time check.  ``out=`` must be None."""
-    no_out(out, "take")
-    return Array(I.take(node_of(a), node_of(indices), axis, mode))

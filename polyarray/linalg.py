@@ -9,7 +9,8 @@ module, not this one)."""
 from __future__ import annotations
 
 from .array import Array, node_of
-from .api import matmul as _matmul, matrix_transpose, tensordot as _tensordot
+from .api import matmul as _matmul, tensordot as _tensordot
+from .api_shapes import matrix_transpose
 from .api_more import vecdot as _vecdot
 from .ops import matrices as M
 
