@@ -52,10 +52,10 @@ from .api_more import (signbit, deg2rad, rad2deg, radians, degrees, reciprocal, 
                        cbrt, exp2, hypot, copysign, logaddexp, fmax, fmin, heaviside,
                        float_power, left_shift, right_shift, bitwise_left_shift,
                        bitwise_right_shift, nan_to_num, isclose, allclose)
-from .api_more import (atleast_1d, atleast_2d, atleast_3d, hstack, vstack, dstack,  # noqa: F401
-                       column_stack, unstack, meshgrid, tile, repeat, kron, roll, diff,
-                       pad, take_along_axis, diag, diagonal, trace, tril, triu, cross,
-                       vecdot)
+from .api_arrange import (atleast_1d, atleast_2d, atleast_3d, hstack, vstack,  # noqa: F401
+                          dstack, column_stack, unstack, meshgrid, tile, repeat, kron,
+                          roll, diff, pad, take_along_axis, diag, diagonal, trace, tril,
+                          triu, cross, vecdot)
 from .api_more import (nansum, nanprod, nanmax, nanmin, nanmean, ptp, average,  # noqa: F401
                        count_nonzero, nonzero, argwhere, flatnonzero, unique,
                        unique_values, unique_counts, unique_inverse, unique_all)

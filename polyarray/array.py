@@ -25,6 +25,14 @@ def node_of(x):
     return x._node if isinstance(x, Array) else x
 
 
+def wrap(result):
+    """A node, or a (named) tuple of nodes, as Arrays (``node_of`` undone)."""
+    if isinstance(result, tuple):
+        items = [wrap(r) for r in result]
+        return type(result)(*items) if hasattr(result, "_fields") else tuple(items)
+    return Array(result)
+
+
 def _same_or_new(x, node):
     """``x`` itself where an operation left its node unchanged (``clip``
     with no bounds, ``round`` of integers), as NumPy-style code expects."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from .array import Array, node_of
 from .api import matmul as _matmul, tensordot as _tensordot
 from .api_shapes import matrix_transpose
-from .api_more import vecdot as _vecdot
+from .api_arrange import vecdot as _vecdot
 from .ops import matrices as M
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "vecdot", "matrix_transpose", "diagonal",
