@@ -80,15 +80,14 @@ def float_e(rule, ins, out):
     elif kind == "sum":              # every partial sum is below sum(|x|)
         axes = args[1]
         e = max(es + [0])
-        bound = float(finite_abs(ins[0].val).sum(axis=axes).max(initial=0))
+        bound = partial_sum_bound(ins[0].val, axes)
     elif kind == "prod":
         axes = args[1]
         x = ins[0].val
         n = max(1, int(np.prod([x.shape[a] for a in axes]))) if x.ndim else 1
         e = (es[0] if es else 0) * n
-        logs = np.log2(np.maximum(finite_abs(x), 1.0)).sum(axis=axes)
         with np.errstate(over="ignore"):
-            bound = float(np.exp2(np.max(logs, initial=0))) * 2
+            bound = float(np.exp2(partial_product_log2(x, axes)[0])) * 2
     elif kind in ("matmul", "matmul_t"):
         e = sum(es)
         a = finite_abs(ins[0].val)
@@ -115,14 +114,26 @@ def reduction_order_safe(op, val, axes, dtype) -> bool:
     dtype = np.dtype(dtype)
     if dtype.kind != "f" or op not in ("sum", "prod") or np.asarray(val).size == 0:
         return True
-    a = finite_abs(val)
     info = np.finfo(dtype)
     if op == "sum":
-        with np.errstate(over="ignore"):
-            return float(a.sum(axis=axes).max(initial=0)) < float(info.max) / 2
-    with np.errstate(divide="ignore"):
-        logs = np.where(a > 0, np.log2(np.where(a > 0, a, 1.0)), 0.0)
-    up = np.maximum(logs, 0).sum(axis=axes).max(initial=0)
-    down = np.minimum(logs, 0).sum(axis=axes).min(initial=0)
-    return float(up) < math.log2(float(info.max)) - 1 and \
-        float(down) > math.log2(float(info.tiny)) + 1
+        return partial_sum_bound(val, axes) < float(info.max) / 2
+    up, down = partial_product_log2(val, axes)
+    return up < math.log2(float(info.max)) - 1 and down > math.log2(float(info.tiny)) + 1
+
+
+def partial_sum_bound(val, axes) -> float:
+    """The largest magnitude a partial sum of ``val``'s finite values over
+    ``axes`` can reach, in any order: the largest sum of magnitudes."""
+    with np.errstate(over="ignore"):
+        return float(finite_abs(val).sum(axis=axes).max(initial=0))
+
+
+def partial_product_log2(val, axes) -> tuple:
+    """``(up, down)``: log2 of the largest and of the smallest magnitude a
+    partial product of ``val``'s finite nonzero values over ``axes`` can
+    reach, in any order (the products of the factors above 1, and of those
+    below 1)."""
+    a = finite_abs(val)
+    a = np.where(a > 0, a, 1.0)
+    return (float(np.log2(np.maximum(a, 1.0)).sum(axis=axes).max(initial=0)),
+            float(np.log2(np.minimum(a, 1.0)).sum(axis=axes).min(initial=0)))

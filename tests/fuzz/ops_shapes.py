@@ -26,17 +26,16 @@ def op_reduce(b):
         return None
     ax = b.axis_arg(a)
     kd = b.coin(0.3)
-    extra = ""
+    extra, out = "", a.dtype
     if op in ("sum", "prod") and b.coin(0.15):
-        dt = b.choice(INT_DTYPES + FLOAT_DTYPES) if a.kind != "f" else b.choice(FLOAT_DTYPES)
-        extra = f", dtype=xp.{_tn(dt)}"
+        out = b.choice(INT_DTYPES + FLOAT_DTYPES) if a.kind != "f" else b.choice(FLOAT_DTYPES)
+        extra = f", dtype=xp.{_tn(out)}"
     axes = tuple(range(a.ndim)) if ax is None else tuple(
         x % a.ndim for x in (ax if isinstance(ax, tuple) else (ax,)))
     rule = {"sum": ("sum", [], axes), "prod": ("prod", [], axes),
             "mean": ("inexact",)}.get(op, ("move",))
     if extra and "float32" in extra and a.dtype != np.float32:
         rule = ("inexact",)
-    out = np.dtype(extra.split("xp.")[1]) if extra else a.dtype
     if not reduction_order_safe(op, a.val, axes, out):
         return None
     return b.apply(f"{a.var}.{op}(axis={ax!r}, keepdims={kd}{extra})", [a.var], rule)
