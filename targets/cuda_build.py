@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import time
+
 from polyarray.codegen.user_functions import RAW_MARK
 
 log = logging.getLogger("polyarray.cuda")
