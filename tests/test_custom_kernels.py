@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import polyarray as pa
+from conftest import DEVICE_TARGETS
 from helpers import assert_same
 from polyarray import targets
 
@@ -111,12 +112,15 @@ def test_empty_reduction_gives_the_identity(target):
     assert_same(r, np.zeros(3, np.float32))
 
 
-@pytest.mark.parametrize("kind", ["gpu", "cpu"])
+# (device target, layout): the cuda target has GPU layouts only (device_kind is OpenCL's)
+_LAYOUTS = [pytest.param(t, k, id=f"{t}-{k}") for t in DEVICE_TARGETS
+            for k in (("gpu", "cpu") if t == "opencl" else ("gpu",))]
+
+
+@pytest.mark.parametrize("device_target, kind", _LAYOUTS, indirect=["device_target"])
 def test_reduction_takes_the_forms_of_a_sum(device_target, kind):
     """The policy gives a custom reduction the kernels it gives a sum:
     two stages, split columns, lanes, rows (fused with its reader)."""
-    if device_target == "cuda" and kind == "cpu":
-        pytest.skip("the cuda target has GPU layouts only (device_kind is OpenCL's)")
     a = pa.placeholder("a", (3, 5000), np.float32)
     b = pa.placeholder("b", (300, 40), np.float32)
     c = pa.placeholder("c", (20, 64), np.float32)
