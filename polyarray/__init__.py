@@ -27,6 +27,7 @@ from numpy import (bool_, int8, int16, int32, int64, uint8, uint16, uint32,   # 
                    uint64, float16, float32, float64, pi, e, inf, nan)
 
 from .array import Array
+from .ufunc import ufunc
 from .api import (array, asarray, placeholder, zeros, ones, full, empty,
                   arange, linspace, eye, zeros_like, ones_like, full_like,
                   empty_like)

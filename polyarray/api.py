@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import Array, _same_or_new, node_of
+from .array import Array, _same_or_new, node_of, mark_array_0d, ufunc_into
+from .ufunc import ufunc
 from .ops import creation as C, eager as G, elementwise as E, linalg as L
 from .ops import shapes as S, ufuncs as F
 from .ops.axes import no_out
@@ -29,12 +30,52 @@ def array(object, dtype=None, *, copy=True, order="K", ndmin=0) -> Array:   # no
     ``dtype`` is given), which ``x[i] = v`` rebinds alone.  Complex dtypes
     are refused."""
     if isinstance(object, Array):
-        out = Array(object.node) if dtype is None else object.astype(dtype)
+        out = Array(object.node) if dtype is None else Array(object.astype(dtype).node)
+    elif isinstance(object, (list, tuple)) and _holds_arrays(object):
+        out = Array(_nested(object, dtype))
     else:
         out = Array(C.array(object, dtype))
     if out.ndim < ndmin:
-        out = out.reshape((1,) * (ndmin - out.ndim) + out.shape)
-    return out
+        out = Array(out.reshape((1,) * (ndmin - out.ndim) + out.shape).node)
+    return _made(out)
+
+
+def _holds_arrays(obj) -> bool:
+    return any(isinstance(o, Array) or (isinstance(o, (list, tuple)) and _holds_arrays(o))
+               for o in obj)
+
+
+def _nested(obj, dtype):
+    """A (nested) list holding lazy arrays as one node: the items stacked, in
+    the dtype ``np.array`` gives such a list (every item's dtype, Python
+    scalars as NumPy's default types, not weak)."""
+    def leaves(o):
+        if isinstance(o, Array):
+            return o.node
+        if isinstance(o, (list, tuple)):
+            return [leaves(i) for i in o]
+        return C.array(o)
+
+    def dtypes(o):
+        if isinstance(o, list):
+            for i in o:
+                yield from dtypes(i)
+        else:
+            yield o.dtype
+    tree = leaves(obj)
+    to = np.dtype(dtype) if dtype is not None else np.result_type(*dtypes(tree))
+
+    def build(o):
+        if isinstance(o, list):
+            return S.stack([build(i) for i in o], 0, to, "unsafe")
+        return E.astype(o, to)
+    return build(tree)
+
+
+def _made(out: Array) -> Array:
+    """A created array: a 0-d one is an array (``+=`` writes it), as
+    NumPy's ``np.zeros(())``, not a scalar."""
+    return mark_array_0d(out) if not out.shape else out
 
 
 def asarray(a, dtype=None, order=None, *, copy=None, device=None) -> Array:
@@ -75,50 +116,50 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None) -> Array:
     defaults to NumPy's dtype for it."""
     if not isinstance(fill_value, Array) and np.ndim(fill_value):
         fill = Array(C.array(fill_value, dtype))
-        return Array(S.broadcast_to(fill.node, C._normalize_shape(shape)))
-    return Array(C.full(shape, node_of(fill_value), dtype))
+        return _made(Array(S.broadcast_to(fill.node, C._normalize_shape(shape))))
+    return _made(Array(C.full(shape, node_of(fill_value), dtype)))
 
 
 def zeros(shape, dtype=np.float64, order="C", *, device=None) -> Array:
     """An array of ``shape`` filled with zeros (``np.zeros``), as a lazy constant."""
-    return Array(C.zeros(shape, dtype))
+    return _made(Array(C.zeros(shape, dtype)))
 
 
 def ones(shape, dtype=np.float64, order="C", *, device=None) -> Array:
     """An array of ``shape`` filled with ones (``np.ones``), as a lazy constant."""
-    return Array(C.ones(shape, dtype))
+    return _made(Array(C.ones(shape, dtype)))
 
 
 def empty(shape, dtype=np.float64, order="C", *, device=None) -> Array:
     """An array of ``shape`` (``np.empty``): zeros, since lazy arrays are
     never uninitialized."""
-    return Array(C.empty(shape, dtype))
+    return _made(Array(C.empty(shape, dtype)))
 
 
 def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None) -> Array:
     """Zeros with the shape and dtype of ``a`` (``np.zeros_like``); ``a`` is
     not evaluated."""
-    return Array(C.zeros_like(node_of(a), dtype, shape))
+    return _made(Array(C.zeros_like(node_of(a), dtype, shape)))
 
 
 def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None) -> Array:
     """Ones with the shape and dtype of ``a`` (``np.ones_like``); ``a`` is
     not evaluated."""
-    return Array(C.ones_like(node_of(a), dtype, shape))
+    return _made(Array(C.ones_like(node_of(a), dtype, shape)))
 
 
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *,
               device=None) -> Array:
     """``fill_value`` (a scalar) with the shape and dtype of ``a``
     (``np.full_like``); ``a`` is not evaluated."""
-    return Array(C.full_like(node_of(a), node_of(fill_value), dtype, shape))
+    return _made(Array(C.full_like(node_of(a), node_of(fill_value), dtype, shape)))
 
 
 def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *,
                device=None) -> Array:
     """An array with the shape and dtype of ``prototype`` (``np.empty_like``):
     zeros, since lazy arrays are never uninitialized."""
-    return Array(C.empty_like(node_of(prototype), dtype, shape))
+    return _made(Array(C.empty_like(node_of(prototype), dtype, shape)))
 
 
 def arange(start, stop=None, step=None, dtype=None, *, device=None) -> Array:
@@ -230,6 +271,9 @@ _SUMMARY = {
 
 def _unary(name):
     def f(x, /, out=None, *, where=True, dtype=None):
+        if out is not None:
+            return ufunc_into(out, name, where, lambda w: F.ufunc_node(
+                name, (node_of(x),), None, w, dtype))
         return Array(F.ufunc_node(name, (node_of(x),), out, where, dtype))
     f.__name__ = f.__qualname__ = name
     summary = _SUMMARY.get(name, f"Elementwise ``np.{name}``.")     # the test flags it
@@ -239,6 +283,9 @@ def _unary(name):
 
 def _binary(name):
     def f(x1, x2, /, out=None, *, where=True, dtype=None):
+        if out is not None:
+            return ufunc_into(out, name, where, lambda w: F.ufunc_node(
+                name, (node_of(x1), node_of(x2)), None, w, dtype))
         return Array(F.ufunc_node(name, (node_of(x1), node_of(x2)), out, where, dtype))
     f.__name__ = f.__qualname__ = name
     summary = _SUMMARY.get(name, f"Elementwise ``np.{name}``.")     # the test flags it
@@ -246,8 +293,8 @@ def _binary(name):
     return f
 
 
-globals().update({n: _unary(n) for n in UNARY})
-globals().update({n: _binary(n) for n in BINARY})
+globals().update({n: ufunc(_unary(n), getattr(np, n)) for n in UNARY})
+globals().update({n: ufunc(_binary(n), getattr(np, n)) for n in BINARY})
 abs = absolute          # noqa: A001,F821  (NumPy's names)
 true_divide = divide    # noqa: F821
 

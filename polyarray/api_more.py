@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import Array, node_of, wrap as _wrap
+from .array import Array, node_of, wrap as _wrap, ufunc_into
+from .ufunc import ufunc
 from .ops import creation as C, eager as G
 from .ops import reductions as R, statistics as T, ufuncs as F
 from .ops.axes import no_out
@@ -63,9 +64,15 @@ def _ufunc(name, fn, nin):
     """A composed ufunc with NumPy's call signature (``out`` must be None)."""
     if nin == 1:
         def f(x, /, out=None, *, where=True, dtype=None):
+            if out is not None:
+                return ufunc_into(out, name, where, lambda w: F.ufunc_node(
+                    name, (node_of(x),), None, w, dtype, fn))
             return Array(F.ufunc_node(name, (node_of(x),), out, where, dtype, fn))
     else:
         def f(x1, x2, /, out=None, *, where=True, dtype=None):
+            if out is not None:
+                return ufunc_into(out, name, where, lambda w: F.ufunc_node(
+                    name, (node_of(x1), node_of(x2)), None, w, dtype, fn))
             return Array(F.ufunc_node(name, (node_of(x1), node_of(x2)), out, where, dtype,
                                       fn))
     f.__name__ = f.__qualname__ = name
@@ -83,8 +90,8 @@ _BINARY = {"hypot": F.hypot, "copysign": F.copysign, "logaddexp": F.logaddexp,
            "fmax": F.fmax, "fmin": F.fmin, "heaviside": F.heaviside,
            "float_power": F.float_power, "left_shift": F.left_shift,
            "right_shift": F.right_shift}
-globals().update({n: _ufunc(n, fn, 1) for n, fn in _UNARY.items()})
-globals().update({n: _ufunc(n, fn, 2) for n, fn in _BINARY.items()})
+globals().update({n: ufunc(_ufunc(n, fn, 1), getattr(np, n)) for n, fn in _UNARY.items()})
+globals().update({n: ufunc(_ufunc(n, fn, 2), getattr(np, n)) for n, fn in _BINARY.items()})
 bitwise_left_shift, bitwise_right_shift = left_shift, right_shift   # noqa: F821
 
 

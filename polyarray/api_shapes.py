@@ -4,7 +4,10 @@ each unwraps its arrays, calls the node builder in :mod:`polyarray.ops` and
 wraps the result."""
 from __future__ import annotations
 
-from .array import Array, node_of
+import numpy as np
+
+from .array import (Array, mark_read_only, node_of, permuted, read_only_view,
+                    reshaped)
 from .ops import indexing as I, shapes as S
 from .ops.axes import no_out
 from .ops.indexing import NonConcreteBooleanIndexError              # noqa: F401
@@ -15,35 +18,50 @@ from .ops.indexing import NonConcreteBooleanIndexError              # noqa: F401
 def transpose(a, axes=None) -> Array:
     """``a`` with its axes permuted, reversed by default (``np.transpose``);
     lazy: no data moves until a kernel reads it."""
+    if isinstance(a, Array):
+        return permuted(a, S.permutation("transpose", a.ndim, axes))
     return Array(S.transpose(node_of(a), axes))
 
 
 def permute_dims(a, axes) -> Array:
     """``a`` with its axes permuted by ``axes`` (``np.permute_dims``, the array
     API's ``transpose``), lazily."""
+    if isinstance(a, Array):
+        return permuted(a, S.permutation("transpose", a.ndim, axes))
     return Array(S.permute_dims(node_of(a), axes))
 
 
 def matrix_transpose(x) -> Array:
     """``x`` with its last two axes swapped (``np.matrix_transpose``, ``x.mT``),
     lazily; ``x`` must be at least 2-D."""
+    if isinstance(x, Array):
+        S.matrix_transpose(x.node)                   # NumPy's error for 1-D
+        return permuted(x, S.permutation("matrix_transpose", x.ndim))
     return Array(S.matrix_transpose(node_of(x)))
 
 
 def moveaxis(a, source, destination) -> Array:
     """``a`` with axes ``source`` moved to ``destination`` (``np.moveaxis``), lazily."""
+    if isinstance(a, Array):
+        return permuted(a, S.permutation("moveaxis", a.ndim, source, destination))
     return Array(S.moveaxis(node_of(a), source, destination))
 
 
 def swapaxes(a, axis1, axis2) -> Array:
     """``a`` with ``axis1`` and ``axis2`` interchanged (``np.swapaxes``), lazily."""
+    if isinstance(a, Array):
+        return permuted(a, S.permutation("swapaxes", a.ndim, axis1, axis2))
     return Array(S.swapaxes(node_of(a), axis1, axis2))
 
 
 def broadcast_to(array, shape) -> Array:
-    """``array`` broadcast to ``shape`` (``np.broadcast_to``), lazily: no copy
-    is made (the result is read-only, as every polyarray array is)."""
-    return Array(S.broadcast_to(node_of(array), shape))
+    """``array`` broadcast to ``shape`` (``np.broadcast_to``): a read-only
+    view, as NumPy's (writing to it raises ValueError)."""
+    node = S.broadcast_to(node_of(array), shape)      # NumPy's errors now
+    if not isinstance(array, Array):
+        return mark_read_only(Array(node))
+    return read_only_view(array, lambda n: S.broadcast_to(n, node.shape),
+                                lambda a: np.broadcast_to(a, node.shape))
 
 
 def broadcast_arrays(*arrays) -> list:
@@ -54,11 +72,15 @@ def broadcast_arrays(*arrays) -> list:
 
 def expand_dims(a, axis) -> Array:
     """``a`` with axes of length one inserted at ``axis`` (``np.expand_dims``), lazily."""
+    if isinstance(a, Array):
+        return reshaped(a, S.expand_dims(a.node, axis).shape, always_view=True)
     return Array(S.expand_dims(node_of(a), axis))
 
 
 def squeeze(a, axis=None) -> Array:
     """``a`` without its axes of length one (or just ``axis``) (``np.squeeze``), lazily."""
+    if isinstance(a, Array):
+        return reshaped(a, S.squeeze(a.node, axis).shape, always_view=True)
     return Array(S.squeeze(node_of(a), axis))
 
 
@@ -81,6 +103,8 @@ def reshape(a, /, shape=None, order="C", *, newshape=None, copy=None) -> Array:
         shape = newshape
     if shape is None:
         raise TypeError("reshape() missing 1 required positional argument: 'shape'")
+    if isinstance(a, Array):
+        return a.reshape(shape, order=order, copy=copy)
     return Array(S.reshape(node_of(a), shape, "C" if order == "A" else order))
 
 
@@ -89,6 +113,8 @@ def ravel(a, order="C") -> Array:
 
     ``order`` "C" or "F"; "A" and "K" mean "C", since a lazy array has no
     memory layout (NumPy's "K" follows the memory order of a view)."""
+    if isinstance(a, Array):
+        return a.ravel(order)
     return Array(S.ravel(node_of(a), order))
 
 

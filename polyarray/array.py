@@ -15,7 +15,7 @@ import numpy as np
 
 from .codegen.ir import nodes as N
 from .ops import arrange, assign, eager, elementwise, indexing, linalg, matrices
-from .ops import ordering, reductions, scans, shapes, ufuncs
+from .ops import ordering, reductions, scans, shapes, ufuncs, views as V
 from .ops.axes import no_out
 from .ops.reductions import NoValue
 
@@ -45,14 +45,16 @@ class Array:
     Its ``shape`` and ``dtype`` are known at once; operators, methods and
     ``pa.*`` functions build new expressions, and nothing is computed until it
     is evaluated (``x.evaluate()``, ``pa.compile``, or an eager hook such as
-    ``np.asarray(x)``, ``float(x)``, ``bool(x)``).  Expressions are immutable:
-    ``x[i] = v`` and ``x += 1`` rebind the handle ``x`` to a new expression
-    (other arrays made from the old one keep its value, as with JAX's
-    ``x.at[i].set(v)``), and ``out=`` must be None.  ``==`` is elementwise,
+    ``np.asarray(x)``, ``float(x)``, ``bool(x)``).  Writes follow NumPy:
+    ``x[i] = v``, ``x += 1`` and ``out=x`` change ``x`` and every view of it
+    (``x[1:]``, ``x.T``, ``x.reshape(...)`` where NumPy gives a view), as
+    functional updates of the DAG (see "NumPy's views and writes" below); arrays computed from
+    ``x`` before the write keep their values.  ``==`` is elementwise,
     so arrays are unhashable: use ``x.node`` as a key.  Make one with
     ``pa.array``, ``pa.asarray`` or ``pa.placeholder``.  See
     docs/numpy_differences.md."""
-    __slots__ = ("_node", "__weakref__")
+    __slots__ = ("_node", "_flags", "_strides", "__weakref__")    # the last two:
+    # set on a few roots only (see "NumPy's views and writes")
 
     def __init__(self, node: N.Node):
         if not isinstance(node, N.Node):
@@ -112,11 +114,15 @@ class Array:
     # (they evaluate, so they live above polyarray.program)
 
     def __setitem__(self, key, value):
-        """``x[key] = value`` rebinds this handle to "x with that region
-        replaced" (NumPy's indices, broadcasting and casting); arrays made
-        from the old expression, views included, keep the old values."""
+        """``x[key] = value``: ``x`` and its views now hold "x with that region
+        replaced" (NumPy's indices, broadcasting and casting); arrays computed
+        from ``x`` before keep the old values."""
         key = tuple(map(node_of, key)) if isinstance(key, tuple) else node_of(key)
-        self._node = assign.setitem(self._node, key, node_of(value))
+        setitem(self, key, node_of(value))
+
+    def _write_root(self, node):
+        """The one place a root array takes a new value (``write``)."""
+        self._node = node
 
     def __repr__(self):
         from .codegen.ir.printing import describe
@@ -148,12 +154,12 @@ class Array:
     __eq__, __ne__ = _bin("equal"), _bin("not_equal")
     del _bin
 
-    # augmented assignment rebinds the name to a new expression (arrays are
-    # immutable): other handles of the old value keep it, as in JAX
+    # augmented assignment writes into the array (NumPy's ``out=x``): every
+    # name and view of it sees the new value; a 0-d scalar is rebound
     def _ibin(name):
         def method(self, other):
-            return _in_place(elementwise.apply_ufunc(name, self._node, node_of(other)),
-                             name, self)
+            return in_place(self, name, elementwise.apply_ufunc(
+                name, self._node, node_of(other)))
         method.__name__ = "__i" + name + "__"
         return method
 
@@ -171,7 +177,7 @@ class Array:
         return Array(elementwise.apply_ufunc("power", self._node, node_of(other)))
 
     def __ipow__(self, other):
-        return _in_place(self.__pow__(other)._node, "power", self)
+        return in_place(self, "power", self.__pow__(other)._node)
 
     def __neg__(self):
         return Array(elementwise.apply_ufunc("negative", self._node))
@@ -197,7 +203,12 @@ class Array:
     def __rrshift__(self, other):
         return Array(ufuncs.right_shift(node_of(other), self._node))
 
-    __ilshift__, __irshift__ = __lshift__, __rshift__
+    def __ilshift__(self, other):
+        return in_place(self, "left_shift", ufuncs.left_shift(self._node, node_of(other)))
+
+    def __irshift__(self, other):
+        return in_place(self, "right_shift",
+                              ufuncs.right_shift(self._node, node_of(other)))
 
     def __matmul__(self, other):
         return Array(linalg.matmul(self._node, node_of(other)))
@@ -205,7 +216,8 @@ class Array:
     def __rmatmul__(self, other):
         return Array(linalg.matmul(node_of(other), self._node))
 
-    __imatmul__ = __matmul__
+    def __imatmul__(self, other):
+        return in_place(self, "matmul", linalg.matmul(self._node, node_of(other)))
 
     # -- methods mirroring ndarray (NumPy's signatures; ``out`` must be None)
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
@@ -217,57 +229,68 @@ class Array:
         if not np.can_cast(self.dtype, dtype, casting):
             raise TypeError(f"Cannot cast array data from {self.dtype!r} to "
                             f"{np.dtype(dtype)!r} according to the rule {casting!r}")
+        if not copy and np.dtype(dtype) == self.dtype:
+            return self
         return Array(elementwise.astype(self._node, dtype))
 
     def copy(self, order="C"):
-        """A new handle of the same expression (``ndarray.copy``): ``x[i] = v``
-        on one leaves the other unchanged.  ``order`` means nothing."""
+        """A copy (``ndarray.copy``): writes to either leave the other unchanged.
+        ``order`` means nothing."""
         return Array(self._node)
 
     def __getitem__(self, key):
-        key = tuple(map(node_of, key)) if isinstance(key, tuple) else node_of(key)
-        return Array(assign.getitem(self._node, key))
+        nodes = tuple(map(node_of, key)) if isinstance(key, tuple) else node_of(key)
+        return view_getitem(self, nodes)
 
     @property
     def T(self):
-        """The array with its axes reversed (``ndarray.T``), lazily."""
-        return Array(shapes.transpose(self._node))
+        """The array with its axes reversed (``ndarray.T``): a view."""
+        return permuted(self, range(self.ndim - 1, -1, -1))
 
     @property
     def mT(self):
-        """The array with its last two axes swapped (``ndarray.mT``), lazily."""
-        return Array(shapes.matrix_transpose(self._node))
+        """The array with its last two axes swapped (``ndarray.mT``): a view."""
+        return permuted(self, shapes.permutation("matrix_transpose", self.ndim))
 
     def transpose(self, *axes):
         """The array with its axes permuted (``ndarray.transpose``: axes as a tuple
-        or as separate arguments; reversed by default), lazily."""
+        or as separate arguments; reversed by default): a view."""
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
             axes = axes[0]
-        return Array(shapes.transpose(self._node, axes or None))
+        return permuted(self, shapes.permutation("transpose", self.ndim, axes or None))
 
     def reshape(self, *shape, order="C", copy=None):
         """The array with a new shape (``ndarray.reshape``: the shape as a tuple or
-        as separate ints), lazily; ``order`` "C" or "F" ("A" means "C")."""
+        as separate ints); a view where NumPy gives one.  ``order`` "C" or "F"
+        ("A" means "C")."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
-        return Array(shapes.reshape(self._node, tuple(shape),
-                                    order="C" if order == "A" else order))
+        out = reshaped(self, tuple(shape), "C" if order == "A" else order)
+        if copy is False and not isinstance(out, View):
+            raise ValueError("Unable to avoid creating a copy while reshaping.")
+        return Array(out._node) if copy else out
 
     def ravel(self, order="C"):
-        """The array flattened to 1-D (``ndarray.ravel``; ``flatten`` is the same
-        method, and neither copies anything: both are lazy expressions).
-        ``order`` "C" or "F"; "A" and "K" mean "C"."""
+        """The array flattened to 1-D (``ndarray.ravel``): a view where NumPy
+        gives one.  ``order`` "C" or "F"; "A" and "K" mean "C"."""
+        if order not in ("C", "F", "A", "K"):
+            raise ValueError(f"ravel: order must be one of 'C', 'F', 'A', or 'K' "
+                             f"(got {order!r})")
+        return reshaped(self, (-1,), "F" if order == "F" else "C")
+
+    def flatten(self, order="C"):
+        """The array flattened to 1-D, a copy (``ndarray.flatten``)."""
         return Array(shapes.ravel(self._node, order))
 
-    flatten = ravel
-
     def squeeze(self, axis=None):
-        """The array without its axes of length one (``ndarray.squeeze``), lazily."""
-        return Array(shapes.squeeze(self._node, axis))
+        """The array without its axes of length one (``ndarray.squeeze``): a view."""
+        return reshaped(self, shapes.squeeze(self._node, axis).shape,
+                              always_view=True)
 
     def swapaxes(self, axis1, axis2):
-        """The array with ``axis1`` and ``axis2`` interchanged (``ndarray.swapaxes``), lazily."""
-        return Array(shapes.swapaxes(self._node, axis1, axis2))
+        """The array with ``axis1`` and ``axis2`` interchanged (``ndarray.swapaxes``):
+        a view."""
+        return permuted(self, shapes.permutation("swapaxes", self.ndim, axis1, axis2))
 
     def clip(self, min=None, max=None, out=None, **kwargs):    # noqa: A002
         """The values limited to ``[min, max]`` (``ndarray.clip``, as ``pa.clip``), lazily."""
@@ -361,9 +384,12 @@ class Array:
         return Array(indexing.take(self._node, node_of(indices), axis, mode))
 
     def diagonal(self, offset=0, axis1=0, axis2=1):
-        """Diagonal ``offset`` of the ``axis1``/``axis2`` planes (``ndarray.diagonal``),
-        lazily."""
-        return Array(matrices.diagonal(self._node, offset, axis1, axis2))
+        """Diagonal ``offset`` of the ``axis1``/``axis2`` planes (``ndarray.diagonal``):
+        a read-only view, as NumPy's."""
+        matrices.diagonal(self._node, offset, axis1, axis2)       # NumPy's errors now
+        return read_only_view(
+            self, lambda n: matrices.diagonal(n, offset, axis1, axis2),
+            lambda a: a.diagonal(offset, axis1, axis2))
 
     def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
         """Sum along diagonal ``offset`` (``ndarray.trace``), lazily."""
@@ -385,10 +411,9 @@ class Array:
         return tuple(Array(n) for n in eager.nonzero(values))
 
     def sort(self, axis=-1, kind=None, order=None, *, stable=None):
-        """Refused: NumPy's ``ndarray.sort`` sorts in place, and polyarray arrays
-        are immutable (TypeError).  Use ``x = pa.sort(x, axis)``."""
-        raise TypeError("polyarray arrays are immutable, so Array.sort cannot sort in "
-                        "place: use pa.sort(x, axis=...), which returns a sorted array")
+        """Sort in place along ``axis`` (``ndarray.sort``; stable, as every
+        polyarray sort): this array and its views hold the sorted values."""
+        write(self, ordering.sort(self._node, axis, kind, order, stable=stable))
 
     def argsort(self, axis=-1, kind=None, order=None, *, stable=None):
         """Indices that sort the array along ``axis`` (``ndarray.argsort``, as
@@ -405,12 +430,200 @@ class Array:
         return Array(scans.cumprod(self._node, axis, dtype, out))
 
 
-def _in_place(node, ufunc, left):
-    """The result of ``a op= b``, which rebinds ``a``; where NumPy, writing
-    into ``a``, would refuse the cast back to ``a``'s dtype, NumPy's error
-    (``y += 0.5`` on integers, ``x[:2] /= 2``).  A 0-d ``a`` is rebound as
-    NumPy's scalars are (``x[0] /= 2`` casts back unsafely)."""
-    if left.ndim == 0 or np.can_cast(node.dtype, left.dtype, "same_kind"):
-        return Array(node)
-    raise TypeError(f"Cannot cast ufunc {ufunc!r} output from {node.dtype!r} to "
-                    f"{left.dtype!r} with casting rule 'same_kind'")
+
+# -- NumPy's views and writes -----------------------------------------------------
+#
+# In NumPy, ``y = x[1:]`` shares ``x``'s memory: ``y += 1`` changes ``x``,
+# ``x[...] = 0`` changes ``y``, and ``x += v`` changes the array that every
+# name bound to ``x`` sees.  A lazy array has no memory, so the relation is
+# kept instead (PyTorch's functionalization):
+#
+# * an Array that is not a view is a *root*: a write (``x[key] = v``,
+#   ``x += v``, ``out=x``) replaces its node by the functional update ("x with
+#   that region replaced", ``ops/assign.py``);
+# * a ``View`` holds its root and the steps that make it from the root's
+#   value (``ops/py``): its node is recomputed when the root's node
+#   has changed since it was last read (compared by identity), and a write
+#   to it is carried back through the steps in reverse and written to the
+#   root.
+#
+# View or copy is NumPy's decision: basic indexing, transposes, squeeze and
+# expand_dims give views; indexing every axis with an integer gives a scalar
+# (a copy that ``+=`` rebinds, as NumPy scalars are immutable), and so do 0-d
+# results of operations; reshape/ravel give a view where NumPy's memory
+# allows one; diagonal and broadcast_to give read-only 
+
+# a root's ``_flags`` (unset: 0): NumPy would not let a write reach it; a 0-d
+# root that is an array (pa.zeros(()), a 0-d argument of pa.jit), not a scalar.
+# A root's ``_strides`` (unset: C-contiguous): a pa.jit argument's, in bytes.
+READ_ONLY, ARRAY_0D = 1, 2
+
+
+def _flags(x) -> int:
+    return getattr(x, "_flags", 0)
+
+
+class View(Array):
+    """A lazy NumPy view: ``_root`` (an Array that is not a view) and the
+    ``_steps`` that make this array from the root's value; its node follows
+    the root's."""
+    __slots__ = ("_root", "_steps", "_from", "_value")
+
+    @property
+    def _node(self):
+        root = self._root
+        current = root._node
+        if current is not self._from:
+            value = current
+            for step in self._steps:
+                value = V.forward(step, value)
+            self._from, self._value = current, value
+        return self._value
+
+
+def make_view(x: Array, step) -> Array:
+    """``x`` transformed by ``step``, as a view of ``x``'s root."""
+    if isinstance(x, View):
+        root, steps = x._root, x._steps + (step,)
+    else:
+        root, steps = x, (step,)
+    value = V.forward(step, x._node)
+    view = object.__new__(View)
+    view._root, view._steps = root, steps
+    view._from, view._value = root._node, value
+    return view
+
+
+def root_of(x: Array) -> Array:
+    return x._root if isinstance(x, View) else x
+
+
+def mark_array_0d(x: Array) -> Array:
+    """A 0-d root that is an array (NumPy's ``np.zeros(())``), not a scalar:
+    ``+=`` writes to it."""
+    x._flags = _flags(x) | ARRAY_0D
+    return x
+
+
+def mark_read_only(x: Array) -> Array:
+    """A root that refuses writes, as a read-only NumPy array does."""
+    x._flags = _flags(x) | READ_ONLY
+    return x
+
+
+def set_strides(x: Array, strides) -> None:
+    """Record that root ``x`` (a pa.jit argument) has these strides (bytes),
+    which decide which reshapes of it are """
+    if tuple(strides) != V.c_strides(x.shape, x.dtype.itemsize):
+        x._strides = tuple(strides)
+
+
+def is_scalar(x: Array) -> bool:
+    """Whether ``x`` stands for a NumPy scalar (immutable: ``+=`` rebinds)."""
+    return not x.shape and not isinstance(x, View) and not _flags(x) & ARRAY_0D
+
+
+def read_only_view(x: Array, make, fake) -> Array:
+    """A view that NumPy makes read-only (``diagonal``, ``broadcast_to``):
+    it follows ``x``, and writing to it raises NumPy's ValueError."""
+    return make_view(x, ("read-only", make, fake))
+
+
+def write(x: Array, node) -> None:
+    """Give ``x`` the value ``node`` (same shape and dtype), and so every
+    view of its root, as NumPy's write into shared memory would."""
+    if isinstance(x, View):
+        root = x._root
+        values = [root._node]
+        for step in x._steps[:-1]:
+            values.append(V.forward(step, values[-1]))
+        for step, base in zip(reversed(x._steps), reversed(values)):
+            node = V.backward(step, base, node)
+        x = root
+    if _flags(x) & READ_ONLY:
+        raise ValueError("assignment destination is read-only")
+    x._write_root(node)
+
+
+def setitem(x: Array, key, value) -> None:
+    """``x[key] = value``, NumPy's way (``key`` and ``value`` unwrapped)."""
+    if is_scalar(x):
+        raise TypeError(f"'numpy.{x.dtype.name}' object does not support item assignment "
+                        "(this 0-d value is a scalar, as NumPy's result would be; make an "
+                        "array with pa.asarray(value) or pa.zeros(()) to assign into)")
+    current = x._node
+    if not V.is_advanced(key):
+        try:
+            if assign.getitem(current, key) is value:
+                return              # ``x[key] = x[key]``: the second half of ``x[key] += v``
+        except (IndexError, TypeError, ValueError):
+            pass                    # setitem raises NumPy's error below
+    write(x, assign.setitem(current, key, value))
+
+
+def in_place(x: Array, ufunc: str, result) -> Array:
+    """``x <op>= other`` given ``result`` (the node of ``x <op> other``):
+    written to ``x`` with NumPy's ``out=x`` rules (the result broadcast to
+    ``x``'s shape only; cast back with ``same_kind``), or, where ``x`` is a
+    scalar, a new scalar, as Python rebinds NumPy's immutable scalars."""
+    if is_scalar(x):
+        return Array(result)
+    V.check_out(x.shape, x.dtype, result, ufunc)
+    if result.shape != x.shape:
+        result = shapes.broadcast_to(result, x.shape)
+    write(x, elementwise.astype(result, x.dtype))
+    return x
+
+
+def ufunc_into(out, ufunc: str, where, make) -> Array:
+    """``np.<ufunc>(..., out=out, where=where)``: the result (``make(True)``,
+    a node) written into the polyarray array ``out``, with NumPy's rules
+    (shape, ``same_kind`` cast); where ``where`` is False, ``out`` keeps its
+    values.  Returns ``out``, as NumPy does."""
+    if isinstance(out, tuple):
+        if len(out) != 1:
+            raise ValueError(f"numpy.{ufunc}: out must be a tuple of one array here, "
+                             f"got {len(out)}")
+        (out,) = out
+    if not isinstance(out, Array):
+        raise TypeError(f"numpy.{ufunc}: out= must be a polyarray array when the result "
+                        f"is lazy, got {type(out).__name__}")
+    result = make(True)
+    V.check_out(out.shape, out.dtype, result, ufunc)
+    if result.shape != out.shape:
+        result = shapes.broadcast_to(result, out.shape)
+    result = elementwise.astype(result, out.dtype)
+    if where is not True:
+        mask = where._node if isinstance(where, Array) else where
+        result = elementwise.where(mask, result, out._node)
+    write(out, result)
+    return out
+
+
+def view_getitem(x: Array, key) -> Array:
+    """``x[key]`` (``key`` unwrapped): a view for basic keys, a scalar where
+    every axis is indexed by an integer, a copy for advanced keys."""
+    if V.is_advanced(key) or V.is_scalar_key(key, x.ndim):
+        return Array(assign.getitem(x._node, key))
+    return make_view(x, ("index", key))
+
+
+def permuted(x: Array, axes) -> Array:
+    """``x`` with its axes permuted: a view."""
+    return make_view(x, ("axes", tuple(int(a) for a in axes)))
+
+
+def reshaped(x: Array, shape, order="C", always_view=False) -> Array:
+    """``x.reshape(shape, order)``: a view where NumPy would give one (its
+    memory reshaped without a copy), else a new array."""
+    node = shapes.reshape(x._node, shape, order)     # NumPy's errors first
+    step = ("reshape", node.shape, order)
+    if always_view or V.reshapes_in_place(_layout(x), node.shape, order):
+        return make_view(x, step)
+    return Array(node)
+
+
+def _layout(x: Array) -> np.ndarray:
+    root = root_of(x)
+    return V.layout(root.shape, root.dtype, getattr(root, "_strides", None),
+                    x._steps if isinstance(x, View) else ())

@@ -17,15 +17,28 @@ arguments, the values of the static ones, and how they are nested.
   CUDA arrays in, device results out (zero-copy to CuPy, torch or JAX
   through ``__cuda_array_interface__`` / DLPack; ``pa.jit(..., out="device")``
   to keep pycuda results as they are).
+* NumPy's mutation semantics: an argument the function writes (``x[i] = v``,
+  ``x += v``, through a view) holds NumPy's result after the call, written
+  in place: NumPy arrays on the host, CUDA and OpenCL arrays on their
+  device; arguments not written are not touched, and the function may
+  return None.  An argument returned as it came is the caller's object.
+  The same array passed twice is one array, as in NumPy; arrays that
+  overlap otherwise may be read, and writing to one raises.
+* Arrays the function creates with NumPy's functions (``np.zeros``,
+  ``np.empty``, ``np.arange``, ``np.eye``, ...) are lazy: the function is
+  traced with its module's NumPy names bound to polyarray's
+  (``polyarray.numpy_names``).
 """
 from __future__ import annotations
 
 import functools
 import inspect
+import sys
 
 import numpy as np
 
-from .array import Array
+from .array import Array, mark_array_0d, mark_read_only, set_strides
+from .numpy_names import rebound
 from .ops.creation import placeholder as _placeholder
 from .program import compile as _compile, get_default_target
 
@@ -46,13 +59,23 @@ def _kind(value):
     from polyarray.targets.foreign import CudaView
     if isinstance(value, CudaView):
         return "cuda"
-    mod = type(value).__module__.split(".")[0]
-    if mod == "pycuda":
-        return "pycuda"
-    if mod == "pyopencl":
-        return "opencl"
+    library = _driver_library(value)
+    if library is not None:
+        return library
     from polyarray.targets.foreign import is_foreign_cuda
     return "cuda" if is_foreign_cuda(value) else None
+
+
+def _driver_library(value):
+    """'pycuda' for a pycuda GPUArray, 'opencl' for a pyopencl Array (device
+    results of our own programs are subclasses of these), else None."""
+    ga = sys.modules.get("pycuda.gpuarray")
+    if ga is not None and isinstance(value, ga.GPUArray):
+        return "pycuda"
+    cla = sys.modules.get("pyopencl.array")
+    if cla is not None and isinstance(value, cla.Array):
+        return "opencl"
+    return None
 
 
 def _flatten(value, path, leaves, static):
@@ -158,8 +181,9 @@ class Jitted:
         return get_default_target()
 
     def _trace(self, sig, leaves, target):
-        arrays = iter(Array(_placeholder(name, v.shape, np.dtype(v.dtype)))
-                      for name, v, _ in leaves)
+        aliases = _aliases(leaves)
+        inputs = _inputs(leaves, aliases)
+        arrays = iter(inputs[a][0] for a in aliases)
         args, kwargs = [], {}
         for name, how, part in sig:
             if how == "*":
@@ -173,69 +197,234 @@ class Jitted:
                     kwargs[name] = value
                 else:
                     args.append(value)
-        result = self.fun(*args, **kwargs)
-        shape, outputs = _outputs(result)
+        result = rebound(self.fun)(*args, **kwargs)
+        written = [k for k, (arr, node) in inputs.items() if arr._node is not node]
+        _check_overlaps(leaves, aliases, written)
+        returned = {id(arr): k for k, (arr, _) in inputs.items()}
+        shape, outputs = _outputs(result, returned)
+        outputs += [inputs[k][0] for k in written]
         device = {_kind(v) for _, v, _ in leaves} & {"cuda", "pycuda", "opencl"}
         options = dict(self.options)
         if device and target in ("cuda", "opencl"):
             options.setdefault("out", "device")
-        return _compile(outputs, target=target, **options), shape
+        prog = _compile(outputs, target=target, **options) if outputs else None
+        return _Trace(prog, shape, tuple(written), aliases)
 
     def _entry(self, args, kwargs):
-        """((program, output structure), array leaves) of this call's
-        signature, traced and compiled the first time it is seen."""
+        """(the call's trace, array leaves): traced and compiled the first
+        time this signature is seen."""
         sig, leaves = self._signature(args, kwargs)
-        key = (sig, self._target_for(leaves))
+        key = (sig, self._target_for(leaves), _aliases(leaves))
         entry = self.programs.get(key)
         if entry is None:
             entry = self.programs[key] = self._trace(sig, leaves, key[1])
         return entry, leaves
 
     def __call__(self, *args, **kwargs):
-        (prog, shape), leaves = self._entry(args, kwargs)
-        used = prog.placeholders         # arguments the outputs do not read are not bound
-        results = prog(**{name: v for name, v, _ in leaves if name in used})
+        trace, leaves = self._entry(args, kwargs)
+        prog = trace.program
+        used = prog.placeholders if prog is not None else ()   # what the outputs read
+        bindings = {}
+        for k, (name, v, _) in enumerate(leaves):
+            if trace.aliases[k] == k and name in used:
+                bindings[name] = v
+        results = prog(**bindings) if prog is not None else []
+        if not isinstance(results, (list, tuple)):
+            results = [results]
+        returned = len(results) - len(trace.written)
+        for k, value in zip(trace.written, results[returned:]):
+            _write_back(leaves[k][1], value)
         convert = _converter(leaves)
-        return _unflatten(shape, [convert(r) for r in results])
+        values = iter(convert(r) for r in results[:returned])
+        return _unflatten(trace.shape, values, leaves)
 
     def lower(self, *args, **kwargs) -> "object":
         """The ``pa.Program`` this call would run (traced now if new): its
-        ``source``, ``kernels`` and ``schedule`` are there to inspect."""
-        return self._entry(args, kwargs)[0][0]
+        ``source``, ``kernels`` and ``schedule`` are there to inspect.  Its
+        outputs are the returned arrays, then the arguments written."""
+        return self._entry(args, kwargs)[0].program
 
 
-def _outputs(result):
-    """(structure, list of Arrays) of what the traced function returned."""
+class _Trace:
+    """What one signature compiled to: the program (returned arrays, then
+    the written arguments' new values), the structure of the result, the
+    leaves written back, and which leaf each leaf aliases."""
+    __slots__ = ("program", "shape", "written", "aliases")
+
+    def __init__(self, program, shape, written, aliases):
+        self.program, self.shape, self.written, self.aliases = \
+            program, shape, written, aliases
+
+
+# -- arguments: aliases, layouts, writes ----------------------------------------
+
+def _memory(value):
+    """(kind, address, extent in bytes, shape, strides, dtype) of an array
+    argument, or None where its memory is not known."""
+    try:
+        if isinstance(value, np.ndarray):
+            lo, hi = np.lib.array_utils.byte_bounds(value)
+            return ("host", lo, hi, value.shape, value.strides, value.dtype.str)
+        from polyarray.targets.foreign import CudaView
+        if isinstance(value, CudaView):
+            offset, extent = value.span()
+            lo = value.ptr + offset
+            return ("cuda", lo, lo + extent, value.shape, value.strides, value.dtype.str)
+        library = _driver_library(value)
+        if library == "pycuda":
+            lo = int(value.gpudata)
+            return ("cuda", lo, lo + value.nbytes, value.shape, value.strides,
+                    value.dtype.str)
+        if library == "opencl":
+            lo = (value.base_data.int_ptr if value.base_data is not None else 0) + value.offset
+            return ("opencl", lo, lo + value.nbytes, value.shape, value.strides,
+                    value.dtype.str)
+    except Exception:          # noqa: BLE001  (an array whose memory we cannot read)
+        return None
+    return None
+
+
+def _aliases(leaves) -> tuple:
+    """For each leaf, the index of the first leaf that is the same array
+    (same memory, shape, strides and dtype): one placeholder serves both."""
+    seen, out = {}, []
+    for k, (_, value, _) in enumerate(leaves):
+        mem = _memory(value) if not isinstance(value, np.generic) else None
+        key = mem if mem is not None and mem[2] > mem[1] else ("id", id(value))
+        out.append(seen.setdefault(key, k))
+    return tuple(out)
+
+
+def _inputs(leaves, aliases) -> dict:
+    """leaf index -> (its Array, the placeholder node), one per alias group,
+    with NumPy's write rules: read-only arrays, 0-d arrays (not scalars),
+    and the strides that decide which reshapes are views."""
+    inputs = {}
+    for k, (name, v, library) in enumerate(leaves):
+        if aliases[k] != k:
+            continue
+        arr = Array(_placeholder(name, v.shape, np.dtype(v.dtype)))
+        if isinstance(v, np.ndarray):
+            if not v.flags.writeable:
+                mark_read_only(arr)
+            if v.ndim == 0:
+                mark_array_0d(arr)
+            set_strides(arr, v.strides)
+        elif not isinstance(v, np.generic):
+            if library in ("jax", "jaxlib"):
+                mark_read_only(arr)       # JAX arrays are immutable
+            if not v.shape:
+                mark_array_0d(arr)
+        inputs[k] = (arr, arr._node)
+    return inputs
+
+
+def _check_overlaps(leaves, aliases, written):
+    """Arguments that share memory without being the same array may be
+    read, as NumPy reads them; a write to one of them is refused."""
+    if not written:
+        return
+    mems = [(_memory(v) if aliases[k] == k and not isinstance(v, np.generic) else None)
+            for k, (_, v, _) in enumerate(leaves)]
+    for k in written:
+        a = mems[k]
+        if a is None:
+            continue
+        for j, b in enumerate(mems):
+            if j != k and b is not None and a[0] == b[0] and a[1] < b[2] and b[1] < a[2]:
+                raise ValueError(
+                    f"pa.jit: arguments {leaves[k][0]!r} and {leaves[j][0]!r} share memory "
+                    f"(overlapping views of one array) and the function writes to "
+                    f"{leaves[k][0]!r}; polyarray cannot order such writes as NumPy "
+                    f"does: pass a copy of one of them")
+
+
+def _write_back(arg, value):
+    """Put ``value`` (a result of the program) into the caller's array
+    ``arg``, where it lives: NumPy arrays on the host, device arrays on
+    their device (no host round trip)."""
+    if isinstance(arg, np.ndarray):
+        if not isinstance(value, np.ndarray):
+            value = value.get() if hasattr(value, "get") else np.asarray(value)
+        np.copyto(arg, value.reshape(arg.shape), casting="unsafe")
+        return
+    from polyarray.targets.foreign import CudaView
+    owner = arg.owner if isinstance(arg, CudaView) else arg
+    mod = _driver_library(owner) or type(owner).__module__.split(".")[0]
+    if mod == "cupy":
+        import cupy
+        owner[...] = cupy.asarray(value)
+    elif mod == "torch":
+        import torch
+        owner.copy_(torch.as_tensor(value, device=owner.device))
+    elif mod == "pycuda":
+        import pycuda.driver as drv
+        if not (owner.flags.c_contiguous and value.flags.c_contiguous):
+            raise NotImplementedError("pa.jit: writing back into a non-contiguous pycuda "
+                                      "GPUArray is not supported; pass a contiguous one")
+        drv.memcpy_dtod(owner.gpudata, value.gpudata, owner.nbytes)
+    elif mod == "opencl":
+        import pyopencl as cl
+        if not (owner.flags.c_contiguous and value.flags.c_contiguous):
+            raise NotImplementedError("pa.jit: writing back into a non-contiguous pyopencl "
+                                      "array is not supported; pass a contiguous one")
+        if owner.nbytes:
+            cl.enqueue_copy(owner.queue, owner.base_data, value.base_data,
+                            byte_count=owner.nbytes, dst_offset=owner.offset,
+                            src_offset=value.offset)
+    else:
+        raise TypeError(f"pa.jit: the function writes to an argument of type "
+                        f"{type(owner).__name__}, which polyarray cannot write back into")
+
+
+# -- results ------------------------------------------------------------------------
+
+def _outputs(result, returned):
+    """(structure, list of Arrays) of what the traced function returned;
+    an argument returned as it came is ("arg", leaf index)."""
+    if result is None:
+        return None, []
     if isinstance(result, (list, tuple)):
-        parts = [_outputs(r) for r in result]
+        parts = [_outputs(r, returned) for r in result]
         return ((type(result).__name__, tuple(p[0] for p in parts)),
                 [a for p in parts for a in p[1]])
     if isinstance(result, dict):
         keys = sorted(result)
-        parts = [_outputs(result[k]) for k in keys]
+        parts = [_outputs(result[k], returned) for k in keys]
         return ("dict", tuple(zip(keys, (p[0] for p in parts)))), \
             [a for p in parts for a in p[1]]
     if isinstance(result, Array):
+        k = returned.get(id(result))
+        if k is not None:
+            return ("arg", k), []
         return "array", [result]
     if isinstance(result, (np.ndarray, np.generic, int, float, bool)):
         from .api import asarray
         return "array", [asarray(result)]
     raise TypeError(f"a pa.jit function must return arrays (or lists, tuples, dicts of "
-                    f"them), got {type(result).__name__}")
+                    f"them, or None), got {type(result).__name__}")
 
 
-def _unflatten(shape, values):
-    values = iter(values)
-
+def _unflatten(shape, values, leaves):
     def build(s):
+        if s is None:
+            return None
         if s == "array":
             return next(values)
         tag, parts = s
+        if tag == "arg":
+            return leaves[parts][1] if not _is_view(leaves[parts][1]) else \
+                leaves[parts][1].owner
         if tag == "dict":
             return {k: build(p) for k, p in parts}
         items = [build(p) for p in parts]
         return items if tag == "list" else tuple(items)
     return build(shape)
+
+
+def _is_view(value):
+    from polyarray.targets.foreign import CudaView
+    return isinstance(value, CudaView)
 
 
 def _converter(leaves):

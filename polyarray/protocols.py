@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-from .array import Array
+from .array import Array, ufunc_into
 from .ops.axes import no_out
 from .ops.eager import LazyValueError, require_bound
 from .program import compile as _compile, get_default_target
@@ -99,11 +99,6 @@ def _array(self, dtype=None, copy=None):
 
 # -- __array_ufunc__ -------------------------------------------------------------
 
-_REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
-           "logical_and": "all", "logical_or": "any", "fmax": "nanmax", "fmin": "nanmin"}
-_ACCUMULATE = {"add": "cumsum", "multiply": "cumprod"}
-
-
 def _pa():
     return sys.modules["polyarray"]
 
@@ -120,8 +115,15 @@ def _array_ufunc(self, ufunc, method, *inputs, out=None, **kwargs):
     name = ufunc.__name__
     if isinstance(out, tuple) and all(o is None for o in out):
         out = None              # NumPy passes ``out=(None,)`` for a ufunc
-    no_out(out, f"numpy.{name}")
     pa = _pa()
+    if out is not None and method == "__call__":
+        where = kwargs.pop("where", True)
+        make = lambda w: _array_ufunc(self, ufunc, method, *inputs, **kwargs)   # noqa: E731
+        target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+        if isinstance(target, np.ndarray):
+            return _into_ndarray(target, make(True), name, where)
+        return ufunc_into(out, name, where, lambda w: make(w).node)
+    no_out(out, f"numpy.{name}")
     if method == "__call__":
         fn = getattr(pa, name, None)
         if fn is None or not callable(fn):
@@ -132,16 +134,10 @@ def _array_ufunc(self, ufunc, method, *inputs, out=None, **kwargs):
             inputs = [pa.astype(pa.asarray(x), dtype) if isinstance(x, (Array, np.ndarray))
                       else x for x in inputs]
         return fn(*inputs)
-    if method == "reduce" and name in _REDUCE and hasattr(pa, _REDUCE[name]):
-        axis = kwargs.pop("axis", 0)
-        return getattr(pa, _REDUCE[name])(inputs[0], axis=axis, **kwargs)
-    if method == "accumulate" and name in _ACCUMULATE and hasattr(pa, _ACCUMULATE[name]):
-        axis = kwargs.pop("axis", 0)
-        return getattr(pa, _ACCUMULATE[name])(inputs[0], axis=axis, **kwargs)
-    if method == "outer" and hasattr(pa, name) and len(inputs) == 2:
-        _no_kwargs(kwargs, f"numpy.{name}.outer")
-        a, b = (x if isinstance(x, Array) else pa.asarray(x) for x in inputs)
-        return getattr(pa, name)(pa.reshape(a, a.shape + (1,) * b.ndim), b)
+    ours = getattr(pa, name, None)
+    if isinstance(ours, pa.ufunc) and method in ("reduce", "accumulate", "outer", "at",
+                                                 "reduceat"):
+        return getattr(ours, method)(*inputs, **kwargs)
     raise TypeError(f"numpy.{name}.{method} is not supported by polyarray")
 
 
@@ -199,9 +195,29 @@ def _array_function(self, func, types, args, kwargs):
         name = f"{func.__module__.split('._')[0]}.{func.__name__}"
         raise TypeError(f"{name} is not supported on polyarray arrays (it has no polyarray "
                         "implementation); docs/numpy_differences.md lists what is")
-    if "out" in kwargs:
-        no_out(kwargs.pop("out"), f"numpy.{func.__name__}")
-    return impl(*args, **kwargs)
+    out = kwargs.pop("out", None)
+    result = impl(*args, **kwargs)
+    if out is None:
+        return result
+    if not isinstance(result, Array):
+        no_out(out, f"numpy.{func.__name__}")
+    if isinstance(out, np.ndarray):
+        return _into_ndarray(out, result, func.__name__, True)
+    return ufunc_into(out, func.__name__, True, lambda w: result.node)
+
+
+def _into_ndarray(out: np.ndarray, result: Array, name: str, where) -> np.ndarray:
+    """NumPy's ``out=ndarray`` for a lazy result: evaluated now (it must not
+    depend on placeholders) and written into ``out`` with NumPy's checks."""
+    value = concrete(result, f"numpy.{name}(..., out=<NumPy array>)")
+    if not np.can_cast(value.dtype, out.dtype, "same_kind"):
+        raise TypeError(f"Cannot cast ufunc {name!r} output from {value.dtype!r} to "
+                        f"{out.dtype!r} with casting rule 'same_kind'")
+    mask = where
+    if isinstance(where, Array):
+        mask = concrete(where, f"numpy.{name}(where=)")
+    np.copyto(out, np.broadcast_to(value, out.shape), casting="unsafe", where=mask)
+    return out
 
 
 # -- the array API's attributes --------------------------------------------------

@@ -64,6 +64,10 @@ class SharedVariable(Array):
     __hash__ = object.__hash__
 
     def __setitem__(self, key, value):
+        self._write_root(None)
+
+    def _write_root(self, node):
+        """Writes (``w[i] = v``, ``w += v``, through a view) are refused."""
         raise TypeError(f"shared variable {self.name!r} cannot be assigned to in place; "
                         f"give an update: pa.compile(..., updates={{{self.name}: new_value}})")
 

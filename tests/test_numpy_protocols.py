@@ -60,10 +60,24 @@ def test_unsupported_numpy_functions_raise_naming_them():
         np.fft.fft(x)
     with pytest.raises(TypeError, match=r"numpy.gcd is not supported by polyarray"):
         np.gcd(x.astype(np.int32), 3)
-    with pytest.raises(NotImplementedError, match="immutable"):
-        np.exp(x, out=np.empty(4, np.float32))
-    with pytest.raises(NotImplementedError, match="immutable"):
-        np.sum(x, out=np.empty((), np.float32))
+    with pytest.raises(pa.LazyValueError, match="unbound placeholder 'x'"):
+        np.exp(x, out=np.empty(4, np.float32))        # a NumPy out= needs the values now
+
+
+def test_out_arguments_are_written_as_numpy_writes_them():
+    data = np.arange(4, dtype=np.float32)
+    host = np.empty(4, np.float32)
+    assert np.exp(pa.asarray(data), out=host) is host
+    assert_same(host, np.exp(data))
+    y = pa.zeros((), np.float32)
+    assert np.sum(pa.asarray(data), out=y) is y
+    assert_same(y.to_numpy(), np.float32(6))
+    with pytest.raises(TypeError, match="same_kind"):
+        np.sum(pa.asarray(data), out=pa.zeros((), np.int32))
+    z = pa.asarray(np.array([3.0, 1.0, 2.0]))
+    alias = z
+    z.sort()
+    assert_same(alias.to_numpy(), np.array([1.0, 2.0, 3.0]))
 
 
 def test_no_object_arrays_ever():
@@ -140,4 +154,7 @@ def test_small_numpy_conveniences(target):
     with pytest.raises(TypeError, match="object dtype"):
         pa.array([{}, 1])
     with pytest.raises(NotImplementedError, match="out="):
-        np.cumsum(pa.asarray(np.ones(3)), out=np.empty(3))
+        pa.cumsum(pa.asarray(np.ones(3)), out=np.empty(3))
+    host = np.empty(3)
+    assert np.cumsum(pa.asarray(np.ones(3)), out=host) is host   # NumPy's dispatch writes it
+    assert_same(host, np.arange(1.0, 4.0))

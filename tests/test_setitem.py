@@ -94,7 +94,7 @@ def test_lazy_values_masks_and_reads_through(target):
         assert_same(g, w)
 
 
-def test_old_handles_keep_their_values(target):
+def test_copies_keep_their_values_and_views_follow(target):
     x = pa.arange(12).reshape(3, 4)
     view, copy, alias = x[:, 0], x.copy(), x
     copies = [np.copy(x), pa.array(x), x + 0]
@@ -109,7 +109,7 @@ def test_old_handles_keep_their_values(target):
     w[0, 0] = 50
     w[1] += 1
     assert_same(got[0], w)
-    assert_same(got[1], want[:, 0])            # NumPy's view would show 50: documented
+    assert_same(got[1], w[:, 0])               # a view of x, as NumPy's
     assert_same(got[2], want)
     assert_same(got[3], w)                      # the same handle
     assert_same(got[4], want)

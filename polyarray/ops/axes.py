@@ -43,9 +43,9 @@ def normalize_axis_tuple(axis, ndim, argname=None, allow_duplicate=False) -> tup
 
 
 def no_out(out, name):
-    """NumPy's ``out=`` is accepted when None; an array there cannot be
-    written: a polyarray array is an immutable expression."""
+    """NumPy's ``out=`` where polyarray does not take it (ufuncs and NumPy's
+    dispatch do): accepted when None."""
     if out is not None:
         raise NotImplementedError(
-            f"{name}: out= is not supported (polyarray arrays are immutable expressions); "
-            "use the returned array")
+            f"{name}: out= is not supported here; assign the returned array instead "
+            "(out[...] = result), or call it through NumPy (np.<function>(..., out=out))")

@@ -20,7 +20,7 @@ import pymbolic.primitives as p
 
 from ..codegen.ir import nodes as N
 from ..codegen.ir.expr import binding_name, call, index_vars, read
-from .axes import normalize_axis_index
+from .axes import no_out, normalize_axis_index
 from .creation import as_node, full
 from .dtypes import check_dtype
 from .elementwise import astype
@@ -79,9 +79,7 @@ def _scan(op, x, axis):
 
 
 def _accumulate(op, a, axis, dtype, out, what, flatten_any=True, include_initial=False):
-    if out is not None:
-        raise NotImplementedError(f"{what}: out= is not supported (polyarray arrays are immutable: "
-                        "use the returned array)")
+    no_out(out, what)
     node = as_node(a)
     if axis is None and node.ndim > 1 and not flatten_any:
         raise ValueError("For arrays which have more than one dimension ``axis`` "

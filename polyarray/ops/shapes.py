@@ -26,16 +26,50 @@ def _arr(x) -> N.Node:
     return as_node(x)
 
 
+def permutation(kind: str, ndim: int, *args) -> tuple:
+    """The axis order that ``transpose(axes)``, ``matrix_transpose()``,
+    ``moveaxis(source, destination)`` or ``swapaxes(axis1, axis2)`` makes
+    of an array of ``ndim`` axes, with NumPy's errors (views need the
+    permutation itself, to write back through it)."""
+    axes = list(range(ndim))
+    if kind == "transpose":
+        (given,) = args or (None,)
+        if given is None:
+            return tuple(reversed(axes))
+        given = tuple(axis_list(given))
+        if len(given) != ndim:
+            raise ValueError(f"transpose: axes {given} don't match array of "
+                             f"{ndim} dimensions")
+        return normalize_axis_tuple(given, ndim)       # rejects repeats too
+    if kind == "matrix_transpose":
+        if ndim < 2:
+            raise ValueError(f"matrix_transpose needs at least 2 dimensions, got {ndim}")
+        axes[-2], axes[-1] = axes[-1], axes[-2]
+        return tuple(axes)
+    if kind == "moveaxis":
+        src = normalize_axis_tuple(args[0], ndim, "source")
+        dst = normalize_axis_tuple(args[1], ndim, "destination")
+        if len(src) != len(dst):
+            raise ValueError("moveaxis: `source` and `destination` arguments must "
+                             "have the same number of elements")
+        order = [a for a in axes if a not in src]
+        for d, s in sorted(zip(dst, src)):
+            order.insert(d, s)
+        return tuple(order)
+    a1, a2 = (normalize_axis_index(a, ndim) for a in args)      # swapaxes
+    axes[a1], axes[a2] = axes[a2], axes[a1]
+    return tuple(axes)
+
+
 def transpose(x, axes=None) -> N.Node:
     node = _arr(x)
-    if axes is None:
-        axes = tuple(reversed(range(node.ndim)))
-    else:
-        axes = tuple(axis_list(axes))
-        if len(axes) != node.ndim:
-            raise ValueError(f"transpose: axes {axes} don't match array of "
-                             f"shape {node.shape}")
-        axes = normalize_axis_tuple(axes, node.ndim)   # rejects repeats too
+    try:
+        axes = permutation("transpose", node.ndim, axes)
+    except ValueError as e:
+        if "don't match" in str(e):
+            raise ValueError(f"transpose: axes {tuple(axis_list(axes))} don't match array "
+                             f"of shape {node.shape}") from None
+        raise
     if axes == tuple(range(node.ndim)):
         return node
     shape = tuple(node.shape[a] for a in axes)
@@ -54,31 +88,17 @@ def matrix_transpose(x) -> N.Node:
     if node.ndim < 2:
         raise ValueError("matrix_transpose needs at least 2 dimensions, "
                          f"got shape {node.shape}")
-    axes = list(range(node.ndim))
-    axes[-2], axes[-1] = axes[-1], axes[-2]
-    return transpose(x, axes)
+    return transpose(x, permutation("matrix_transpose", node.ndim))
 
 
 def moveaxis(x, source, destination) -> N.Node:
     node = _arr(x)
-    src = normalize_axis_tuple(source, node.ndim, "source")
-    dst = normalize_axis_tuple(destination, node.ndim, "destination")
-    if len(src) != len(dst):
-        raise ValueError("moveaxis: `source` and `destination` arguments must "
-                         "have the same number of elements")
-    order = [a for a in range(node.ndim) if a not in src]
-    for d, s in sorted(zip(dst, src)):
-        order.insert(d, s)
-    return transpose(x, order)
+    return transpose(x, permutation("moveaxis", node.ndim, source, destination))
 
 
 def swapaxes(x, axis1, axis2) -> N.Node:
     node = _arr(x)
-    a1 = normalize_axis_index(axis1, node.ndim)
-    a2 = normalize_axis_index(axis2, node.ndim)
-    axes = list(range(node.ndim))
-    axes[a1], axes[a2] = axes[a2], axes[a1]
-    return transpose(x, axes)
+    return transpose(x, permutation("swapaxes", node.ndim, axis1, axis2))
 
 
 def broadcast_to(x, shape) -> N.Node:

@@ -1,0 +1,186 @@
+"""``pa.jit`` runs NumPy code that writes its arguments and creates arrays:
+written arguments hold NumPy's result after the call (on the host, or on
+their device), arguments not written are untouched, the function may return
+None, aliases behave as NumPy's, and ``np.zeros``/``np.empty``/... inside the
+function give lazy arrays.  Every case is compared with the same function
+run by NumPy on copies of the inputs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy import zeros as np_zeros          # a NumPy name imported into this module
+
+import polyarray as pa
+from helpers import assert_same
+
+
+def _run_both(fn, target, *args, **jit_options):
+    """``fn`` by NumPy and through ``pa.jit`` on copies of ``args``: (NumPy's
+    args and result, ours)."""
+    ref = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    mine = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    want = fn(*ref)
+    got = pa.jit(fn, target=target, **jit_options)(*mine)
+    return (ref, want), (mine, got)
+
+
+def _assert_all_same(ref, mine):
+    (ref_args, want), (my_args, got) = ref, mine
+    for r, m in zip(ref_args, my_args):
+        if isinstance(r, np.ndarray):
+            assert_same(m, r)
+    if want is None:
+        assert got is None
+    else:
+        for w, g in zip(want if isinstance(want, tuple) else (want,),
+                        got if isinstance(got, tuple) else (got,)):
+            assert_same(g, w)
+
+
+def gemm(alpha, beta, C, A, B):
+    C[:] = alpha * A @ B + beta * C
+
+
+def jacobi_1d(TSTEPS, A, B):
+    for _ in range(1, TSTEPS):
+        B[1:-1] = 0.33333 * (A[:-2] + A[1:-1] + A[2:])
+        A[1:-1] = 0.33333 * (B[:-2] + B[1:-1] + B[2:])
+
+
+def gemver(alpha, beta, A, u1, v1, u2, v2, w, x, y, z):
+    A += np.outer(u1, v1) + np.outer(u2, v2)
+    x += beta * y @ A + z
+    w += alpha * A @ x
+
+
+def lu(A):
+    for i in range(A.shape[0]):
+        for j in range(i):
+            A[i, j] -= A[i, :j] @ A[:j, j]
+            A[i, j] /= A[j, j]
+        for j in range(i, A.shape[0]):
+            A[i, j] -= A[i, :i] @ A[:i, j]
+
+
+@pytest.mark.parametrize("case", ["gemm", "jacobi_1d", "gemver", "lu"])
+def test_kernels_that_write_their_arguments(target, case):
+    rng = np.random.default_rng(3)
+    r = lambda *s: rng.random(s)       # noqa: E731
+    if case == "gemm":
+        fn, args = gemm, (1.5, 1.2, r(6, 7), r(6, 5), r(5, 7))
+    elif case == "jacobi_1d":
+        fn, args = jacobi_1d, (6, r(20), r(20))
+    elif case == "gemver":
+        fn, args = gemver, (1.5, 1.2, r(8, 8), *(r(8) for _ in range(8)))
+    else:
+        a = r(6, 6)
+        fn, args = lu, (a @ a.T + 6 * np.eye(6),)
+    ref, mine = _run_both(fn, target, *args)
+    _assert_all_same(ref, mine)
+    prog = pa.jit(fn, target=target).lower(*args)
+    written = {"gemm": 1, "jacobi_1d": 2, "gemver": 3, "lu": 1}[case]
+    assert len(prog.outputs) == written             # only what is written comes back
+
+
+def test_written_arguments_are_updated_in_place_and_others_untouched(target):
+    def f(x, y, s):
+        x[1:] += y[:-1] * s
+        return None
+    x, y = np.arange(5.0), np.ones(5)
+    y.flags.writeable = False          # a write into y would raise
+    x_before = x
+    assert pa.jit(f, target=target)(x, y, 2.0) is None
+    assert x is x_before and np.shares_memory(x, x_before)
+    assert_same(x, np.array([0.0, 3.0, 4.0, 5.0, 6.0]))
+
+
+def test_writing_a_read_only_argument_raises_at_the_users_line():
+    def f(x):
+        x[0] = 1.0
+    x = np.zeros(3)
+    x.flags.writeable = False
+    with pytest.raises(ValueError, match="assignment destination is read-only"):
+        pa.jit(f, target="numpy")(x)
+
+
+def test_an_argument_returned_is_the_callers_array(target):
+    def f(u, v):
+        u *= 2
+        return u, v, u + v
+    u, v = np.arange(3.0), np.ones(3)
+    a, b, c = pa.jit(f, target=target)(u, v)
+    assert a is u and b is v
+    assert_same(u, np.arange(3.0) * 2)
+    assert_same(c, np.arange(3.0) * 2 + 1)
+
+
+def test_the_same_array_passed_twice_is_one_array(target):
+    def f(x, y):
+        x += 1
+        return y * 2                  # y is x: it sees the write, as in NumPy
+    a = np.arange(4.0)
+    want_a = a.copy()
+    want = f(want_a, want_a)
+    got = pa.jit(f, target=target)(a, a)
+    assert_same(got, want)
+    assert_same(a, want_a)
+    b, c = np.arange(4.0), np.arange(4.0)     # equal values, other memory: not aliases
+    assert_same(pa.jit(f, target=target)(b, c), np.arange(4.0) * 2)
+
+
+def test_overlapping_arguments_written_are_refused():
+    def f(x, y):
+        x += y
+    a = np.arange(6.0)
+    with pytest.raises(ValueError, match="share memory"):
+        pa.jit(f, target="numpy")(a[1:], a[:-1])
+    g = pa.jit(lambda x, y: x + y, target="numpy")       # reading overlaps is fine
+    assert_same(g(a[1:], a[:-1]), a[1:] + a[:-1])
+
+
+def _helper_that_creates(n):
+    return np.zeros((n, n)) + np_zeros(n)      # both NumPy spellings, from a helper
+
+
+def creating(A, x):
+    n = A.shape[0]
+    out = np.empty((n, n), dtype=A.dtype)
+    out[:] = A * 2                             # every element written before it is read
+    acc = np.zeros_like(x)
+    for i in range(n):
+        acc[i] = A[i] @ x
+    col = np.ndarray((n,), dtype=A.dtype)      # NumPy's low-level constructor
+    col[:] = x
+    parts = [np.ones(n), np.full(n, 2.5), np.arange(n) * 1.0, np.linspace(0, 1, n),
+             np.eye(n)[1], np.identity(n)[2], np.ones_like(x), np.full_like(x, 3),
+             np.copy(x), col]
+    stacked = np.array([x, acc])               # a list of traced arrays
+    return out, acc, np.stack(parts), stacked, _helper_that_creates(n) + A
+
+
+def test_arrays_created_inside_are_lazy(target):
+    rng = np.random.default_rng(4)
+    A, x = rng.random((5, 5)), rng.random(5)
+    ref, mine = _run_both(creating, target, A, x)
+    _assert_all_same(ref, mine)
+
+
+def test_empty_reads_as_zeros(target):
+    def f(x):
+        e = np.empty(x.shape)
+        e[1:] = x[1:]
+        return e
+    got = pa.jit(f, target=target)(np.arange(1.0, 5.0))
+    assert_same(got, np.array([0.0, 2.0, 3.0, 4.0]))   # the unwritten element is 0
+
+
+def test_device_arguments_are_written_on_the_device(device_target):
+    def f(x, y):
+        x[::2] += y[::2]
+    x = pa.compile(pa.placeholder("v", (6,), np.float32), target=device_target,
+                   out="device")(v=np.arange(6, dtype=np.float32))
+    y = pa.compile(pa.placeholder("v", (6,), np.float32), target=device_target,
+                   out="device")(v=np.ones(6, np.float32))
+    assert pa.jit(f)(x, y) is None
+    assert_same(x.get(), np.array([1, 1, 3, 3, 5, 5], np.float32))
+    assert_same(y.get(), np.ones(6, np.float32))
