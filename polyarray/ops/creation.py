@@ -127,11 +127,12 @@ def full(shape, fill_value, dtype=None) -> N.Node:
 
 
 def zeros(shape, dtype=np.float64) -> N.Node:
-    return full(shape, 0, dtype)
+    # dtype=None is NumPy's float64, not the fill value's int
+    return full(shape, 0, np.float64 if dtype is None else dtype)
 
 
 def ones(shape, dtype=np.float64) -> N.Node:
-    return full(shape, 1, dtype)
+    return full(shape, 1, np.float64 if dtype is None else dtype)
 
 
 def empty(shape, dtype=np.float64) -> N.Node:
@@ -286,7 +287,7 @@ def linspace(start, stop, num=50, endpoint=True, dtype=None) -> N.Node:
 
 def eye(N_, M=None, k=0, dtype=np.float64) -> N.Node:
     M = N_ if M is None else M
-    dtype = check_dtype(dtype, "eye")
+    dtype = check_dtype(np.float64 if dtype is None else dtype, "eye")
     on_diag = p.Comparison(index_var(1) - index_var(0), "==", operator.index(k))
     expr = call("where", on_diag, dtype.type(1), dtype.type(0))
     return constant(_normalize_shape((N_, M)), dtype, expr, f"eye(k={k})")
