@@ -107,6 +107,22 @@ class Array:
             raise TypeError("iteration over a 0-d array")
         return (self[i] for i in range(self.shape[0]))
 
+    # -- copies and pickles ----------------------------------------------
+    def __copy__(self):
+        """Another handle of the same expression (``x[i] = v`` rebinds one)."""
+        return Array(self._node)
+
+    def __deepcopy__(self, memo):
+        """The same expression over copies of the shared variables it reads."""
+        from . import pickling
+        return Array(pickling.deep_copy(self._node, memo))
+
+    def __reduce__(self):
+        # the DAG as a flat table, with the shared variables it reads and the
+        # custom kernels' functions it calls (polyarray.pickling)
+        from . import pickling
+        return _unpickle, (pickling.dag_state([self._node]),)
+
     # __bool__, __float__, __int__, __index__, __array__, __array_ufunc__,
     # __array_function__, item, tolist, __dlpack__ ...: polyarray.protocols
     # (they evaluate, so they live above polyarray.program)
@@ -403,6 +419,11 @@ class Array:
         """Cumulative product along ``axis`` (``ndarray.cumprod``, as ``pa.cumprod``),
         lazily."""
         return Array(scans.cumprod(self._node, axis, dtype, out))
+
+
+def _unpickle(state):
+    from . import pickling
+    return Array(pickling.restore_dag(state)[0])
 
 
 def _in_place(node, ufunc, left):

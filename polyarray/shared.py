@@ -71,6 +71,35 @@ class SharedVariable(Array):
         return (f"pa.shared({self.name!r}, {self.dtype.name}{list(self.shape)}, "
                 f"on {self.value_location})")
 
+    # A copy is a variable of its own: a new name (``w_copy``, ``w_copy2``...),
+    # a copy of the value (Theano's ``shared.copy()``); an update of one never
+    # touches the other.  A pickle carries the name and the value, and loads as
+    # a variable of that name where no live one has it, else as a copy.
+    def __copy__(self):
+        return shared(self.get_value(), name=_free_name(self.name))
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
+
+    def __reduce__(self):
+        return _unpickle, (self.name, self.get_value())
+
+
+def _free_name(name) -> str:
+    """``name``, or where a live variable has it, the first free of
+    ``name_copy``, ``name_copy2``, ..."""
+    if name not in C.SHARED:
+        return name
+    candidate, k = f"{name}_copy", 1
+    while candidate in C.SHARED:
+        k += 1
+        candidate = f"{name}_copy{k}"
+    return candidate
+
+
+def _unpickle(name, value):
+    return shared(value, name=_free_name(name))
+
 
 def _checked_value(value, name, shape=None, dtype=None) -> np.ndarray:
     if isinstance(value, Array):
@@ -110,14 +139,6 @@ def shared(value, name=None, dtype=None) -> SharedVariable:
     return var
 
 
-def shared_of(node):
-    """The live shared variable whose node ``node`` is, or None."""
-    if not isinstance(node, N.Placeholder) or not node.shared:
-        return None
-    var = C.SHARED.get(node.name)
-    return var if var is not None and var._node is node else None
-
-
 class StateUpdates:
     """The shared variables a program reads and the updates it applies:
     ``exprs`` are compiled after the user's outputs; ``apply(values)`` gives
@@ -155,7 +176,7 @@ class StateUpdates:
             exprs.append(node)
         variables = {}
         for name, ph in N.placeholders(list(outputs) + exprs).items():
-            var = shared_of(ph)
+            var = C.shared_of(ph)
             if var is not None:
                 variables[name] = var
         if not variables and not targets:

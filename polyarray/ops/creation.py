@@ -27,6 +27,14 @@ RESERVED_NAMES = frozenset({"out"})
 SHARED = weakref.WeakValueDictionary()
 
 
+def shared_of(node):
+    """The live shared variable whose node ``node`` is, or None."""
+    if not isinstance(node, N.Placeholder) or not node.shared:
+        return None
+    var = SHARED.get(node.name)
+    return var if var is not None and var._node is node else None
+
+
 def _normalize_shape(shape, what="shape") -> tuple:
     if isinstance(shape, (numbers.Integral, np.integer)):
         shape = (shape,)
