@@ -24,6 +24,7 @@ import numpy as np
 from .array import Array, node_of
 from .codegen.ir import nodes as N
 from .ops import creation as C, inputs as I
+from .ops.dtypes import check_dtype
 
 _COUNTER = itertools.count()
 
@@ -83,6 +84,22 @@ class SharedVariable(Array):
 
     def __reduce__(self):
         return _unpickle, (self.name, self.get_value())
+
+
+def view_of(array, what) -> SharedVariable:
+    """A shared variable whose value is ``array`` itself, not a copy (a
+    read-only view of its memory): each call reads the memory as it is
+    then.  Named ``view<k>``; ``set_value`` replaces the view by a copy."""
+    check_dtype(array.dtype, what)
+    view = array.view()
+    view.flags.writeable = False            # never written through by us
+    k = next(_COUNTER)
+    while f"view{k}" in C.SHARED:
+        k = next(_COUNTER)
+    name = f"view{k}"
+    var = SharedVariable(C.placeholder(name, view.shape, view.dtype, shared=True), view)
+    C.SHARED[name] = var
+    return var
 
 
 def _free_name(name) -> str:
