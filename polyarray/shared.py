@@ -233,10 +233,13 @@ class StateUpdates:
         the user asked for host outputs) and the updates, and apply these."""
         outs, new = results[:prog._n_out], results[prog._n_out:]
         device_only = prog._exe_options.get("out") == "device" != prog.options.get("out")
-        if device_only and fetch:       # updates kept on the device, outputs asked on the host
-            outs = [r.get() for r in outs]      # waits, and reads the run-time checks
         if new and getattr(prog._exe, "_checks", ()):
-            prog._exe.synchronize()             # a failed check raises before the update
+            # a failed check raises before the update, as this call's (waits for
+            # it); reading other programs' deferred checks would blame them on
+            # "an earlier out='device' call"
+            prog._exe.read_flags()
+        if device_only and fetch:       # updates kept on the device, outputs asked on the host
+            outs = [r.get() for r in outs]      # waits, and reads earlier calls' checks
         if prog.target_name == "numpy":         # never share an array with the caller
             new = [r.copy() for r in new]
         self.apply(new, prog.target_name)

@@ -287,3 +287,35 @@ def test_pickled_variable_keeps_its_name_in_another_process(target, nm, tmp_path
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.split("\n")[0] == "[9.0, 12.0] [4.0, 5.0, 6.0] [2.0, 2.5, 3.0]"
     assert_same(w.get_value(), np.float32([2, 3, 4]))
+
+
+@pytest.mark.parametrize("out", ["numpy", "device"])
+def test_a_failed_check_with_updates_is_this_calls(device_target, nm, out):
+    """A call with updates reads its own checks before applying them: its
+    error is NumPy's, as a host call's, not one "found when a result of an
+    earlier out='device' call was read"; an earlier device call's failure
+    stays that call's, raised when its result is read."""
+    v = pa.shared(np.arange(5.0), name=nm("v"))
+    i = pa.placeholder("i", (2,), np.int64)
+    prog = pa.compile(v[i].sum(), target=device_target, updates={v: v + 1}, out=out)
+    with pytest.raises(IndexError) as e:
+        r = prog(i=np.array([0, 9]))
+        getattr(r, "get", lambda: r)()
+    assert str(e.value) == "index 9 is out of bounds for axis 0 with size 5"
+    assert_same(v.get_value(), np.arange(5.0))
+    x = pa.placeholder("x", (3,), np.float64)
+    pa.compile(x[i], target=device_target, out="device")(
+        x=np.zeros(3), i=np.array([7, 0]))               # fails, unread
+    earlier_error = r"index 7 is out of bounds for axis 0 with size 3 \(found when a " \
+        r"result of an earlier out='device' call was read"
+    if out == "numpy":          # reading this call's outputs reads the earlier call's checks
+        with pytest.raises(IndexError, match=earlier_error):
+            prog(i=np.array([1, 2]))
+        assert_same(v.get_value(), np.arange(5.0))
+        assert_same(prog(i=np.array([1, 2])), np.float64(3))
+    else:
+        r = prog(i=np.array([1, 2]))                   # this call's checks pass
+        with pytest.raises(IndexError, match=earlier_error):
+            r.get()
+        assert_same(r.get(), np.float64(3))
+    assert_same(v.get_value(), np.arange(5.0) + 1)
