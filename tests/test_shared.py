@@ -319,3 +319,22 @@ def test_a_failed_check_with_updates_is_this_calls(device_target, nm, out):
             r.get()
         assert_same(r.get(), np.float64(3))
     assert_same(v.get_value(), np.arange(5.0) + 1)
+
+
+def test_eager_hooks_read_shared_variables(target, nm):
+    """np.asarray, float, bool, tolist and the eager functions read a shared
+    variable's value (a pa.from_dlpack view is one): it is bound by its
+    variable, never an unbound placeholder."""
+    w = pa.shared(np.float64([3, 0, 1, 3]), name=nm("w"))
+    src = np.arange(4.0)
+    view = pa.from_dlpack(src)
+    with pa.target(target):
+        assert_same(np.asarray(w * 2), np.float64([6, 0, 2, 6]))
+        assert float(w.sum()) == 7.0 and bool(w[0] > 2) and w.tolist() == [3, 0, 1, 3]
+        assert_same(pa.unique(w).to_numpy(), np.float64([0, 1, 3]))
+        assert_same(pa.nonzero(w)[0].to_numpy(), np.int64([0, 2, 3]))
+        src[1] = 10.0
+        assert_same(np.asarray(view + w), np.float64([3, 10, 3, 6]))
+    x = pa.placeholder("x", (4,), np.float64)
+    with pytest.raises(pa.LazyValueError, match=r"unbound placeholder 'x' \(at "):
+        float((w + x).sum())
