@@ -28,7 +28,7 @@ from numpy import (bool_, int8, int16, int32, int64, uint8, uint16, uint32,   # 
 
 from .array import Array
 from .api import (array, asarray, placeholder, zeros, ones, full, empty,
-                  arange, linspace, eye, zeros_like, ones_like, full_like,
+                  arange, linspace, eye, identity, tri, zeros_like, ones_like, full_like,
                   empty_like)
 from .api import (exp, expm1, log, log1p, log2, log10, sqrt, square,
                   sin, cos, tan, arcsin, arccos, arctan, arctan2, sinh,

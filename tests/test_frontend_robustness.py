@@ -188,7 +188,9 @@ _I32 = np.arange(3, dtype=np.int32)
 DTYPE_NONE = [
     ("zeros", (3,), {}), ("ones", (3,), {}), ("empty", (3,), {}),
     ("full", (3, 2), {}), ("full", (3, True), {}), ("full", (3, np.float32(1.5)), {}),
-    ("eye", (3,), {}), ("eye", (2, 3), {"k": 1}), ("arange", (3,), {}),
+    ("eye", (3,), {}), ("eye", (2, 3), {"k": 1}), ("identity", (3,), {}),
+    ("tri", (3,), {}), ("tri", (2, 4), {"k": 1}), ("tri", (4, 3), {"k": -2}),
+    ("tri", (-1,), {}), ("arange", (3,), {}),
     ("arange", (0.5, 3), {}), ("linspace", (0, 1, 5), {}),
     ("linspace", (np.float32(0), np.float32(1), 5), {}),
     ("zeros_like", (_I32,), {}), ("ones_like", (_I32,), {}), ("empty_like", (_I32,), {}),
@@ -204,6 +206,9 @@ def test_dtype_none_is_numpys_default(name, args, kw, target):
     assert got.dtype == want.dtype and got.shape == want.shape
     if not name.startswith("empty"):        # NumPy's values are not defined there
         assert_same(evaluate(got + pa.zeros((), want.dtype), target), want)
+    if name in ("eye", "identity", "tri") and not kw:     # and with a dtype
+        want = getattr(np, name)(*args, dtype=np.int32)
+        assert_same(evaluate(getattr(pa, name)(*args, dtype=np.int32), target), want)
 
 
 @pytest.mark.parametrize("name", ["zeros", "ones", "empty"])

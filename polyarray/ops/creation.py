@@ -293,12 +293,28 @@ def linspace(start, stop, num=50, endpoint=True, dtype=None) -> N.Node:
     return constant((num,), dtype, expr, f"linspace({start}, {stop}, {num})")
 
 
+def _diagonals(what, shape, k, relation, dtype) -> N.Node:
+    """Ones where ``column - row`` stands in ``relation`` to ``k``, else zeros
+    (dtype None: NumPy's float64)."""
+    dtype = check_dtype(np.float64 if dtype is None else dtype, what)
+    where = p.Comparison(index_var(1) - index_var(0), relation, operator.index(k))
+    expr = call("where", where, dtype.type(1), dtype.type(0))
+    return constant(_normalize_shape(shape), dtype, expr, f"{what}(k={k})")
+
+
 def eye(N_, M=None, k=0, dtype=np.float64) -> N.Node:
+    return _diagonals("eye", (N_, N_ if M is None else M), k, "==", dtype)
+
+
+def identity(n, dtype=np.float64) -> N.Node:
+    return _diagonals("identity", (n, n), 0, "==", dtype)
+
+
+def tri(N_, M=None, k=0, dtype=np.float64) -> N.Node:
+    """Ones at and below diagonal ``k``; a negative size is empty, as NumPy's."""
     M = N_ if M is None else M
-    dtype = check_dtype(np.float64 if dtype is None else dtype, "eye")
-    on_diag = p.Comparison(index_var(1) - index_var(0), "==", operator.index(k))
-    expr = call("where", on_diag, dtype.type(1), dtype.type(0))
-    return constant(_normalize_shape((N_, M)), dtype, expr, f"eye(k={k})")
+    return _diagonals("tri", (max(operator.index(N_), 0), max(operator.index(M), 0)), k,
+                      "<=", dtype)
 
 
 def index_constant(values) -> N.Node:
