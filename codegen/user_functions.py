@@ -126,6 +126,14 @@ def register(fn: UserFunction, reference=None) -> str:
     return name
 
 
+def restore(fn: UserFunction, reference=None) -> None:
+    """Record ``fn`` as another process registered it (a pickled DAG's
+    custom kernels): under its name as made there."""
+    _FUNCTIONS.setdefault(fn.name, fn)
+    if _REFERENCES.get(fn.name) is None:
+        _REFERENCES[fn.name] = reference
+
+
 def is_user_function(name) -> bool:
     return isinstance(name, str) and name.startswith(PREFIX) and name in _FUNCTIONS
 

@@ -29,7 +29,7 @@ from numpy import (bool_, int8, int16, int32, int64, uint8, uint16, uint32,   # 
 from .array import Array
 from .ufunc import ufunc
 from .api import (array, asarray, placeholder, zeros, ones, full, empty,
-                  arange, linspace, eye, zeros_like, ones_like, full_like,
+                  arange, linspace, eye, identity, tri, zeros_like, ones_like, full_like,
                   empty_like)
 from .api import (exp, expm1, log, log1p, log2, log10, sqrt, square,
                   sin, cos, tan, arcsin, arccos, arctan, arctan2, sinh,
@@ -61,7 +61,7 @@ from .api_more import (nansum, nanprod, nanmax, nanmin, nanmean, ptp, average,  
                        count_nonzero, nonzero, argwhere, flatnonzero, unique,
                        unique_values, unique_counts, unique_inverse, unique_all)
 from .api_more import result_type, can_cast, finfo, iinfo, isdtype   # noqa: F401
-from .api_more import conj, conjugate, real, imag, from_dlpack       # noqa: F401
+from .api_more import conj, conjugate, real, imag                    # noqa: F401
 from .ops.eager import LazyValueError, ConcretizationError     # noqa: F401
 from . import linalg                           # noqa: F401  (the public namespace)
 from .sorting import (sort, argsort, searchsorted, cumsum, cumprod, cumulative_sum,
@@ -72,7 +72,7 @@ from .show import show, format_dag
 from .shared import shared, SharedVariable      # noqa: F401
 from .custom import elementwise_kernel, reduction_kernel     # noqa: F401
 from .raw import raw_kernel, RawKernel         # noqa: F401
-from .protocols import (Device, get_array_module, array_namespace,  # noqa: E402
+from .protocols import (Device, get_array_module, array_namespace, from_dlpack,  # noqa: E402
                         array_namespace_info as __array_namespace_info__)
 from .jit import jit, Jitted                    # noqa: E402
 from .checking import check, CheckReport        # noqa: E402  (also Program.check)

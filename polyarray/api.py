@@ -192,6 +192,18 @@ def eye(N, M=None, k=0, dtype=np.float64, order="C", *, device=None) -> Array:
     return Array(C.eye(N, M, k, dtype))
 
 
+def identity(n, dtype=None, *, like=None) -> Array:
+    """The ``n`` x ``n`` identity (``np.identity``), as a lazy constant
+    (dtype None: float64)."""
+    return Array(C.identity(n, dtype))
+
+
+def tri(N, M=None, k=0, dtype=np.float64, *, like=None) -> Array:
+    """An ``N`` x ``M`` array with ones at and below diagonal ``k``
+    (``np.tri``), as a lazy constant (dtype None: float64)."""
+    return Array(C.tri(N, M, k, dtype))
+
+
 # -- elementwise -------------------------------------------------------------
 
 # the first line of each ufunc's docstring (the array API's other names for

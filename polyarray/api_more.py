@@ -316,16 +316,3 @@ def real(val) -> Array:
 def imag(val) -> Array:
     """``np.imag``: polyarray has no complex dtypes, so zeros like ``val``."""
     return Array(C.zeros_like(_real_only(val, "imag").node))
-
-
-def from_dlpack(x, /, *, device=None, copy=None) -> Array:
-    """An array from any DLPack producer: a CUDA array is read in place (a
-    device-resident leaf, as ``pa.asarray``); a host one is copied into the
-    DAG (``copy=False`` is refused for it: the DAG holds its own copy)."""
-    from polyarray.targets.foreign import cuda_view, is_foreign_cuda, to_host
-    if is_foreign_cuda(x):
-        return Array(C.array(to_host(cuda_view(x))) if copy else C.device_leaf(x))
-    if copy is False:
-        raise BufferError("pa.from_dlpack of a host array copies it into the DAG; "
-                          "copy=False cannot be honoured")
-    return Array(C.array(np.from_dlpack(x)))

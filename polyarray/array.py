@@ -109,6 +109,22 @@ class Array:
             raise TypeError("iteration over a 0-d array")
         return (self[i] for i in range(self.shape[0]))
 
+    # -- copies and pickles ----------------------------------------------
+    def __copy__(self):
+        """Another handle of the same expression (``x[i] = v`` rebinds one)."""
+        return Array(self._node)
+
+    def __deepcopy__(self, memo):
+        """The same expression over copies of the shared variables it reads."""
+        from . import pickling
+        return Array(pickling.deep_copy(self._node, memo))
+
+    def __reduce__(self):
+        # the DAG as a flat table, with the shared variables it reads and the
+        # custom kernels' functions it calls (polyarray.pickling)
+        from . import pickling
+        return _unpickle, (pickling.dag_state([self._node]),)
+
     # __bool__, __float__, __int__, __index__, __array__, __array_ufunc__,
     # __array_function__, item, tolist, __dlpack__ ...: polyarray.protocols
     # (they evaluate, so they live above polyarray.program)
@@ -431,6 +447,10 @@ class Array:
 
 
 
+def _unpickle(state):
+    from . import pickling
+    return Array(pickling.restore_dag(state)[0])
+
 # -- NumPy's views and writes -----------------------------------------------------
 #
 # In NumPy, ``y = x[1:]`` shares ``x``'s memory: ``y += 1`` changes ``x``,
@@ -442,7 +462,7 @@ class Array:
 #   ``x += v``, ``out=x``) replaces its node by the functional update ("x with
 #   that region replaced", ``ops/assign.py``);
 # * a ``View`` holds its root and the steps that make it from the root's
-#   value (``ops/py``): its node is recomputed when the root's node
+#   value (``ops/views.py``): its node is recomputed when the root's node
 #   has changed since it was last read (compared by identity), and a write
 #   to it is carried back through the steps in reverse and written to the
 #   root.
@@ -451,7 +471,7 @@ class Array:
 # expand_dims give views; indexing every axis with an integer gives a scalar
 # (a copy that ``+=`` rebinds, as NumPy scalars are immutable), and so do 0-d
 # results of operations; reshape/ravel give a view where NumPy's memory
-# allows one; diagonal and broadcast_to give read-only 
+# allows one; diagonal and broadcast_to give read-only views.
 
 # a root's ``_flags`` (unset: 0): NumPy would not let a write reach it; a 0-d
 # root that is an array (pa.zeros(()), a 0-d argument of pa.jit), not a scalar.

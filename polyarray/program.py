@@ -268,6 +268,20 @@ class Program:
         return (f"<pa.Program target={self.target_name!r} outputs={self._n_out}{updates} "
                 f"placeholders=({ph})>")
 
+    # -- pickling: compiled again where it is loaded ---------------------
+    def __reduce__(self):
+        """A program pickles (and deep-copies) as what it was compiled from: the
+        DAG of its outputs and updates (with the shared variables it reads,
+        their values, and its custom kernels: ``polyarray.pickling``), its
+        target, options and schedule; loading compiles again (a load from the
+        compile cache where the kernels were built before).  A deep copy
+        reads and updates copies of the shared variables."""
+        from .pickling import dag_state
+        updated = tuple(self._state.targets) if self._state is not None else ()
+        return _unpickle, (dag_state(self._outputs), self._kind, self._keys, self._n_out,
+                           updated, self.target_name, self.options, self.user_schedule,
+                           self._use_tuned, self._tuning, tuple(self._tuned_kernels))
+
     # -- calling ---------------------------------------------------------
     def check_bindings(self, bindings) -> dict:
         """Validate ``bindings`` (placeholder name -> value) as a call would, before
@@ -366,6 +380,21 @@ class Program:
         if self._kind == "dict":
             return dict(zip(self._keys, results))
         return tuple(results) if self._kind == "tuple" else list(results)
+
+
+def _unpickle(state, kind, keys, n_out, updated, target_name, options, schedule, tuned,
+              tuning, tuned_kernels) -> Program:
+    from .pickling import restore_dag
+    nodes = [Array(n) for n in restore_dag(state)]
+    outputs = nodes[0] if kind == "single" else dict(zip(keys, nodes[:n_out])) \
+        if kind == "dict" else tuple(nodes[:n_out]) if kind == "tuple" else nodes[:n_out]
+    updates = list(zip(updated, nodes[n_out:])) or None
+    prog = Program(outputs, target_name, schedule=schedule, tuned=tuned, updates=updates,
+                   **options)
+    if tuning is not None:
+        prog._tuning = tuning
+        prog._mark_tuned(tuned_kernels)
+    return prog
 
 
 def compile(outputs, target=None, **options) -> Program:   # noqa: A001

@@ -246,16 +246,62 @@ def _device(self):
     return Device(get_default_target())
 
 
+def _check_device(device, what) -> None:
+    """Accept the default target's device (a ``Device`` or its target's
+    name): a lazy array is computed where it is evaluated."""
+    from polyarray import targets
+    target = device.target if isinstance(device, Device) else device
+    if not isinstance(target, str) or target not in targets.REGISTRY:
+        raise ValueError(f"{what}: device {device!r} is not understood; polyarray's "
+                         "devices are pa.Device objects (x.device, "
+                         "pa.__array_namespace_info__().devices()) or their target names "
+                         f"({', '.join(map(repr, targets.REGISTRY))})")
+    if target != get_default_target():
+        raise ValueError(f"{what}: a lazy array is computed on the target it is evaluated "
+                         f"on ({get_default_target()!r} here); to compute on {target!r}, "
+                         "evaluate inside "
+                         f"`with pa.target({target!r}):` or compile with target={target!r}")
+
+
 def _to_device(self, device, /, *, stream=None):
     """The array API's ``x.to_device``: ``x`` itself for the default target.
     Any other target raises ValueError: a lazy array is computed where it is
     evaluated (``with pa.target(...)`` or ``pa.compile(..., target=...)``)."""
-    target = device.target if isinstance(device, Device) else device
-    if target != get_default_target():
-        raise ValueError(f"a lazy array is computed on the target it is evaluated on; "
-                         f"to compute on {target!r}, evaluate inside "
-                         f"`with pa.target({target!r}):` or compile with target={target!r}")
+    _check_device(device, "to_device")
     return self
+
+
+def from_dlpack(x, /, *, device=None, copy=None) -> Array:
+    """An array from any DLPack producer (``np.from_dlpack``, the array API's).
+
+    ``device``: None (``x``'s own), ``"cpu"`` (host memory: a CUDA array is
+    copied to the host), or the default target's ``pa.Device`` (``y.device``
+    of a polyarray array) or name; any other raises ValueError.  ``copy``
+    as the array API says: None reuses ``x``'s memory where it can, False
+    always does (BufferError where a copy is needed: a CUDA array with
+    ``device="cpu"``), True copies.  Reused host memory is a view: a
+    ``pa.SharedVariable`` over it, which every call reads as it is then (as
+    NumPy's view sees later changes to ``x``), with no binding; a reused
+    CUDA array is a device-resident leaf, as ``pa.asarray`` makes.  A copy
+    is a data leaf (read when ``from_dlpack`` is called)."""
+    from polyarray.targets.foreign import cuda_view, is_foreign_cuda, to_host
+    from .ops import creation as C
+    from .shared import view_of
+    if copy not in (None, True, False):
+        raise ValueError(f"pa.from_dlpack: copy must be None, True or False, got {copy!r}")
+    to_cpu = isinstance(device, str) and device == "cpu"
+    if device is not None and not to_cpu:
+        _check_device(device, "pa.from_dlpack")
+    if is_foreign_cuda(x):
+        if to_cpu and copy is False:
+            raise BufferError("pa.from_dlpack: x is on a CUDA device, and device='cpu' "
+                              "needs a copy, which copy=False forbids")
+        if to_cpu or copy:
+            return Array(C.array(to_host(cuda_view(x))))
+        return Array(C.device_leaf(x))
+    if copy:
+        return Array(C.array(np.from_dlpack(x, copy=True)))
+    return view_of(np.from_dlpack(x, copy=False), "pa.from_dlpack")
 
 
 def _array_namespace(self, /, *, api_version=None):

@@ -57,6 +57,7 @@ class RawKernel:
                 raise TypeError(f"raw kernel {kname!r}: pass input array {name!r} by "
                                 "position, in the signature's order")
             scalars[name] = value
+        R.check_arguments(spec, len(inputs), scalars)   # before the user's functions
         arrays = [x if isinstance(x, Array) else Array(R.as_node(x)) for x in inputs]
 
         def given(value):               # a function of the call's arguments, or a value

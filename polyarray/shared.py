@@ -24,6 +24,7 @@ import numpy as np
 from .array import Array, node_of
 from .codegen.ir import nodes as N
 from .ops import creation as C, inputs as I
+from .ops.dtypes import check_dtype
 
 _COUNTER = itertools.count()
 
@@ -75,6 +76,51 @@ class SharedVariable(Array):
         return (f"pa.shared({self.name!r}, {self.dtype.name}{list(self.shape)}, "
                 f"on {self.value_location})")
 
+    # A copy is a variable of its own: a new name (``w_copy``, ``w_copy2``...),
+    # a copy of the value (Theano's ``shared.copy()``); an update of one never
+    # touches the other.  A pickle carries the name and the value, and loads as
+    # a variable of that name where no live one has it, else as a copy.
+    def __copy__(self):
+        return shared(self.get_value(), name=_free_name(self.name))
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
+
+    def __reduce__(self):
+        return _unpickle, (self.name, self.get_value())
+
+
+def view_of(array, what) -> SharedVariable:
+    """A shared variable whose value is ``array`` itself, not a copy (a
+    read-only view of its memory): each call reads the memory as it is
+    then.  Named ``view<k>``; ``set_value`` replaces the view by a copy."""
+    check_dtype(array.dtype, what)
+    view = array.view()
+    view.flags.writeable = False            # never written through by us
+    k = next(_COUNTER)
+    while f"view{k}" in C.SHARED:
+        k = next(_COUNTER)
+    name = f"view{k}"
+    var = SharedVariable(C.placeholder(name, view.shape, view.dtype, shared=True), view)
+    C.SHARED[name] = var
+    return var
+
+
+def _free_name(name) -> str:
+    """``name``, or where a live variable has it, the first free of
+    ``name_copy``, ``name_copy2``, ..."""
+    if name not in C.SHARED:
+        return name
+    candidate, k = f"{name}_copy", 1
+    while candidate in C.SHARED:
+        k += 1
+        candidate = f"{name}_copy{k}"
+    return candidate
+
+
+def _unpickle(name, value):
+    return shared(value, name=_free_name(name))
+
 
 def _checked_value(value, name, shape=None, dtype=None) -> np.ndarray:
     if isinstance(value, Array):
@@ -114,14 +160,6 @@ def shared(value, name=None, dtype=None) -> SharedVariable:
     return var
 
 
-def shared_of(node):
-    """The live shared variable whose node ``node`` is, or None."""
-    if not isinstance(node, N.Placeholder) or not node.shared:
-        return None
-    var = C.SHARED.get(node.name)
-    return var if var is not None and var._node is node else None
-
-
 class StateUpdates:
     """The shared variables a program reads and the updates it applies:
     ``exprs`` are compiled after the user's outputs; ``apply(values)`` gives
@@ -159,7 +197,7 @@ class StateUpdates:
             exprs.append(node)
         variables = {}
         for name, ph in N.placeholders(list(outputs) + exprs).items():
-            var = shared_of(ph)
+            var = C.shared_of(ph)
             if var is not None:
                 variables[name] = var
         if not variables and not targets:
@@ -199,10 +237,13 @@ class StateUpdates:
         the user asked for host outputs) and the updates, and apply these."""
         outs, new = results[:prog._n_out], results[prog._n_out:]
         device_only = prog._exe_options.get("out") == "device" != prog.options.get("out")
-        if device_only and fetch:       # updates kept on the device, outputs asked on the host
-            outs = [r.get() for r in outs]      # waits, and reads the run-time checks
         if new and getattr(prog._exe, "_checks", ()):
-            prog._exe.synchronize()             # a failed check raises before the update
+            # a failed check raises before the update, as this call's (waits for
+            # it); reading other programs' deferred checks would blame them on
+            # "an earlier out='device' call"
+            prog._exe.read_flags()
+        if device_only and fetch:       # updates kept on the device, outputs asked on the host
+            outs = [r.get() for r in outs]      # waits, and reads earlier calls' checks
         if prog.target_name == "numpy":         # never share an array with the caller
             new = [r.copy() for r in new]
         self.apply(new, prog.target_name)

@@ -87,6 +87,13 @@ class CudaView:
 
     __index__ = __int__
 
+    def __reduce__(self):
+        raise TypeError(
+            f"cannot pickle another library's {self.library} device array of shape "
+            f"{self.shape} read in place (pa.asarray): its memory stays in this "
+            "process; pickle host data instead (pa.array(np.asarray(x))), or bind "
+            "the array to a placeholder where the program runs")
+
     @property
     def nbytes(self):
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize

@@ -142,6 +142,30 @@ def test_bad_bindings_fail_in_evaluate_with_the_programs_messages():
         assert str(got.value) == message
 
 
+@pytest.mark.parametrize("bad", ["dtype", "shape", "short"])
+def test_a_bad_chunk_names_the_placeholder_and_the_chunk(target, bad):
+    """A chunk unlike what its dask array declares (a producer's mistake) is
+    refused naming the user's placeholder and the chunk, not an internal
+    placeholder: before, a chunk of another shape was bound as it came
+    (a result of another shape, silently)."""
+    def produce(block, block_info=None):
+        if block_info[0]["chunk-location"] != (1, 0):
+            return block
+        return {"dtype": block.astype(np.float64), "shape": block[:, :2],
+                "short": block[:1]}[bad]
+    xs = dask_x().map_blocks(produce, dtype=np.float32)
+    what = {"dtype": "dtype float64; the dask array declares float32",
+            "shape": r"shape \(3, 2\); the dask array declares \(3, 3\) for it",
+            "short": r"shape \(1, 3\); the dask array declares \(3, 3\) for it"}[bad]
+    for out in (x * 2 + y, (x * y).sum(axis=0), x[::2, 1:] - 1, x @ y):
+        ys = {"y": dask_y()} if "y" in pa.compile(out, target="numpy").placeholders else {}
+        with pytest.raises(ValueError, match=r"pa.dask.evaluate: chunk \(1, 0\) of the dask "
+                                             r"array bound to placeholder 'x' has " + what):
+            da.compute(pa.dask.evaluate(out, target=target, x=xs, **ys), scheduler="sync")
+    good = dask_x().map_blocks(lambda b: b, dtype=np.float32)
+    check([x * 2 + y, (x * y).sum(axis=0)], target, x=good, y=dask_y())
+
+
 def test_unsupported_operations_raise_naming_the_op():
     with pytest.raises(NotImplementedError, match="gather"):
         pa.dask.evaluate(x[:, [1, 2]], x=dask_x())

@@ -183,6 +183,43 @@ def test_arange_errors_match_numpy(args, kw):
     assert str(got.value).startswith(str(want))     # ours may add the shape
 
 
+# dtype=None (what generic array-API code passes) means NumPy's default dtype
+_I32 = np.arange(3, dtype=np.int32)
+DTYPE_NONE = [
+    ("zeros", (3,), {}), ("ones", (3,), {}), ("empty", (3,), {}),
+    ("full", (3, 2), {}), ("full", (3, True), {}), ("full", (3, np.float32(1.5)), {}),
+    ("eye", (3,), {}), ("eye", (2, 3), {"k": 1}), ("identity", (3,), {}),
+    ("tri", (3,), {}), ("tri", (2, 4), {"k": 1}), ("tri", (4, 3), {"k": -2}),
+    ("tri", (-1,), {}), ("arange", (3,), {}),
+    ("arange", (0.5, 3), {}), ("linspace", (0, 1, 5), {}),
+    ("linspace", (np.float32(0), np.float32(1), 5), {}),
+    ("zeros_like", (_I32,), {}), ("ones_like", (_I32,), {}), ("empty_like", (_I32,), {}),
+    ("full_like", (_I32, 2.5), {}), ("array", ([1, 2],), {}), ("asarray", ([1.5],), {}),
+]
+
+
+@pytest.mark.parametrize("name,args,kw", DTYPE_NONE,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(DTYPE_NONE)])
+def test_dtype_none_is_numpys_default(name, args, kw, target):
+    want = getattr(np, name)(*args, dtype=None, **kw)
+    got = getattr(pa, name)(*args, dtype=None, **kw)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if not name.startswith("empty"):        # NumPy's values are not defined there
+        assert_same(evaluate(got + pa.zeros((), want.dtype), target), want)
+    if name in ("eye", "identity", "tri") and not kw:     # and with a dtype
+        want = getattr(np, name)(*args, dtype=np.int32)
+        assert_same(evaluate(getattr(pa, name)(*args, dtype=np.int32), target), want)
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty"])
+def test_dtype_none_keeps_a_float_written_into_it(name, target):
+    want = np.zeros(3) if name == "empty" else getattr(np, name)(3, dtype=None)
+    got = getattr(pa, name)(3, dtype=None)
+    want[0] = 0.7
+    got[0] = 0.7
+    assert_same(evaluate(got, target), want)       # not 0 in an int64 array
+
+
 # --- 4. byte order ------------------------------------------------------------
 
 def test_big_endian_bindings_are_converted(target):

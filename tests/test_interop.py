@@ -94,6 +94,53 @@ def test_hosts_targets_refuse_cuda_arrays_clearly(name):
         pa.compile(x + 1, target=name)(x=_FakeCuda())
 
 
+@pytest.mark.parametrize("copy", [None, False, True])
+def test_from_dlpack_of_host_data_as_numpys(target, copy):
+    """copy=None and False reuse the memory, as NumPy's view does: each call
+    reads it as it is then (strided too); copy=True reads it once."""
+    src = np.arange(12.0).reshape(3, 4)
+    for x, producer in ((src, src), (src[:, ::2], _Exporter(src[:, ::2]))):
+        with pa.target(target):
+            y = pa.from_dlpack(producer, copy=copy)
+            want = np.from_dlpack(x, copy=copy)
+            prog = pa.compile(y * 2, target=target)
+            assert_same(prog(), want * 2)
+            x[0, 0] += 100
+            assert_same(prog(), want * 2)
+            assert_same((y + 0).evaluate(), want)
+            src[0, 0] = 0.0
+
+
+def test_from_dlpack_device_as_numpys(target):
+    """None, "cpu" and the default target's device are accepted; another
+    device, or one that is not a device, is a ValueError (NumPy refuses
+    anything but "cpu")."""
+    x = np.arange(4.0)
+    other = "numpy" if target != "numpy" else "opencl"
+    with pa.target(target):
+        for device in (None, "cpu", pa.Device(target), target,
+                       pa.__array_namespace_info__().default_device()):
+            for copy in (None, False, True):
+                assert_same(pa.from_dlpack(x, device=device, copy=copy).evaluate(), x)
+        with pytest.raises(ValueError, match=f"pa.from_dlpack: a lazy array is computed "
+                                             f"on the target it is evaluated on "
+                                             f"\\('{target}' here\\); to compute on '{other}'"):
+            pa.from_dlpack(x, device=pa.Device(other))
+        for bad in ("gpu", 1, (foreign.CPU, 0)):
+            with pytest.raises(ValueError, match=f"pa.from_dlpack: device {bad!r} is not "
+                                                 "understood".replace("(", "\\(")
+                                                 .replace(")", "\\)")):
+                pa.from_dlpack(x, device=bad)
+        with pytest.raises(ValueError, match="copy must be None, True or False"):
+            pa.from_dlpack(x, copy="yes")
+
+
+def test_from_dlpack_of_a_cuda_array_to_the_host_needs_a_copy():
+    with pytest.raises(BufferError, match="device='cpu' needs a copy, which copy=False "
+                                          "forbids"):
+        pa.from_dlpack(_FakeCuda(), device="cpu", copy=False)
+
+
 def test_positional_and_python_bindings(target):
     x, s = pa.placeholder("x", (3,), np.float32), pa.placeholder("s", (), np.int32)
     prog = pa.compile(x * s, target=target)

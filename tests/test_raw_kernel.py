@@ -257,6 +257,26 @@ def test_declaration_errors():
         pa.compile([make()(x, x, 1.0, 8)[0], other(x, x, 1.0, 8)[0]], target="opencl")
 
 
+@pytest.mark.parametrize("args,kwargs,problem", [
+    ((0, 0, 2.0), {}, r"got x, y, a: missing scalar argument 'n'$"),
+    ((0,), {}, r"got x: missing input array 'y'; missing scalar arguments 'a', 'n'$"),
+    ((), {"a": 2.0, "n": 8}, r"got a, n: missing input arrays 'x', 'y'$"),
+    ((0, 0), {"n": 8, "m": 1}, r"got x, y, n: missing scalar argument 'a'; it has no "
+                               r"scalar parameter 'm'$"),
+], ids=["without_n", "one_input", "keywords_only", "unknown_m"])
+def test_wrong_arguments_name_the_parameters_before_the_users_functions(args, kwargs,
+                                                                         problem):
+    """The outputs/grid functions take the kernel's arguments: a call with too
+    few is refused naming the kernel's parameters and what was given, not
+    with the lambda's own TypeError."""
+    x = pa.placeholder("x", (8,), np.float32)
+    args = tuple(x if a == 0 else a for a in args)
+    with pytest.raises(TypeError, match=r"raw kernel 'saxpy' is called as saxpy\(x, y, a, n\) "
+                                        r"\(input arrays: x, y; scalars: a, n, also by "
+                                        r"keyword\); " + problem):
+        saxpy("opencl")(*args, **kwargs)
+
+
 def test_explicit_params_and_schedules():
     """params= for a signature the source writes through a macro; a schedule
     addressed to the raw kernel is refused."""

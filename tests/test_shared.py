@@ -214,3 +214,127 @@ def test_review_findings_state_is_kept(target, nm):
     out = pa.compile(n, target=target, updates={u: n})()
     out[0] = 99
     assert_same(u.get_value(), np.arange(3.0) + 1)
+
+
+@pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
+def test_a_copy_is_a_variable_of_its_own(target, nm, how):
+    """``copy.copy``, ``copy.deepcopy`` and a pickle round trip give a new
+    shared variable holding a copy of the value: a program that updates the
+    copy reads and writes the copy, and the original keeps its value."""
+    import copy
+    import pickle
+    w = pa.shared(np.float32([1, 2, 3]), name=nm("w"))
+    pa.compile(w.sum(), target=target, updates={w: w * 2})()   # the value on the device
+    c = {"copy": copy.copy, "deepcopy": copy.deepcopy,
+         "pickle": lambda v: pickle.loads(pickle.dumps(v))}[how](w)
+    assert isinstance(c, pa.SharedVariable) and c.name == nm("w") + "_copy"
+    assert c.value_location == "host"
+    step = pa.compile(c.sum(), target=target, updates={c: c + 1})
+    sums = [float(step()) for _ in range(3)]
+    assert sums == [12.0, 15.0, 18.0]
+    assert_same(c.get_value(), np.float32([5, 7, 9]))
+    assert_same(w.get_value(), np.float32([2, 4, 6]))
+    again = copy.copy(w)
+    assert again.name == nm("w") + "_copy2"
+
+
+def test_deepcopy_of_expressions_and_programs_copies_their_variables(target, nm):
+    """One ``deepcopy`` of a structure gives one copy of each variable, which
+    the copied expressions and programs read and update."""
+    import copy
+    w = pa.shared(np.float64([1, 2]), name=nm("w"))
+    x = pa.placeholder("x", (2,), np.float64)
+    step = pa.compile({"cost": (w * x).sum()}, target=target, updates={w: w + x})
+    model = {"w": w, "twice": w * 2, "step": step}
+    clone = copy.deepcopy(model)
+    w2 = clone["w"]
+    assert w2 is not w and w2.name == nm("w") + "_copy"
+    assert clone["step"](x=np.ones(2)) == {"cost": 3.0}
+    assert_same(w2.get_value(), np.float64([2, 3]))
+    assert_same(w.get_value(), np.float64([1, 2]))        # the original program's
+    assert_same(pa.compile(clone["twice"], target=target)(), np.float64([4, 6]))
+    assert_same(pa.compile(model["twice"], target=target)(), np.float64([2, 4]))
+    assert step(x=np.ones(2)) == {"cost": 3.0}
+    assert_same(w.get_value(), np.float64([2, 3]))
+    assert_same(w2.get_value(), np.float64([2, 3]))
+
+
+def test_pickled_variable_keeps_its_name_in_another_process(target, nm, tmp_path):
+    """A pickle loads as a variable of the same name and value where no live
+    variable has that name (another process: a Dask worker, a checkpoint),
+    with the programs and expressions that read it."""
+    import pickle
+    import subprocess
+    import sys
+    from helpers import subprocess_env
+    w = pa.shared(np.float32([1, 2, 3]), name=nm("w"))
+    step = pa.compile(w.sum(), target=target, updates={w: w + 1})
+    step()
+    path = tmp_path / "state.pkl"
+    path.write_bytes(pickle.dumps({"w": w, "step": step, "half": w / 2}))
+    code = f"""if True:
+        import pickle, numpy as np
+        import polyarray as pa
+        d = pickle.loads(open({str(path)!r}, "rb").read())
+        w = d["w"]
+        assert w.name == {nm("w")!r}, w.name
+        assert d["step"].target_name == {target!r}
+        print([float(d["step"]()) for _ in range(2)], w.get_value().tolist(),
+              pa.compile(d["half"], target={target!r})().tolist())
+        """
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=subprocess_env(), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split("\n")[0] == "[9.0, 12.0] [4.0, 5.0, 6.0] [2.0, 2.5, 3.0]"
+    assert_same(w.get_value(), np.float32([2, 3, 4]))
+
+
+@pytest.mark.parametrize("out", ["numpy", "device"])
+def test_a_failed_check_with_updates_is_this_calls(device_target, nm, out):
+    """A call with updates reads its own checks before applying them: its
+    error is NumPy's, as a host call's, not one "found when a result of an
+    earlier out='device' call was read"; an earlier device call's failure
+    stays that call's, raised when its result is read."""
+    v = pa.shared(np.arange(5.0), name=nm("v"))
+    i = pa.placeholder("i", (2,), np.int64)
+    prog = pa.compile(v[i].sum(), target=device_target, updates={v: v + 1}, out=out)
+    with pytest.raises(IndexError) as e:
+        r = prog(i=np.array([0, 9]))
+        getattr(r, "get", lambda: r)()
+    assert str(e.value) == "index 9 is out of bounds for axis 0 with size 5"
+    assert_same(v.get_value(), np.arange(5.0))
+    x = pa.placeholder("x", (3,), np.float64)
+    pa.compile(x[i], target=device_target, out="device")(
+        x=np.zeros(3), i=np.array([7, 0]))               # fails, unread
+    earlier_error = r"index 7 is out of bounds for axis 0 with size 3 \(found when a " \
+        r"result of an earlier out='device' call was read"
+    if out == "numpy":          # reading this call's outputs reads the earlier call's checks
+        with pytest.raises(IndexError, match=earlier_error):
+            prog(i=np.array([1, 2]))
+        assert_same(v.get_value(), np.arange(5.0))
+        assert_same(prog(i=np.array([1, 2])), np.float64(3))
+    else:
+        r = prog(i=np.array([1, 2]))                   # this call's checks pass
+        with pytest.raises(IndexError, match=earlier_error):
+            r.get()
+        assert_same(r.get(), np.float64(3))
+    assert_same(v.get_value(), np.arange(5.0) + 1)
+
+
+def test_eager_hooks_read_shared_variables(target, nm):
+    """np.asarray, float, bool, tolist and the eager functions read a shared
+    variable's value (a pa.from_dlpack view is one): it is bound by its
+    variable, never an unbound placeholder."""
+    w = pa.shared(np.float64([3, 0, 1, 3]), name=nm("w"))
+    src = np.arange(4.0)
+    view = pa.from_dlpack(src)
+    with pa.target(target):
+        assert_same(np.asarray(w * 2), np.float64([6, 0, 2, 6]))
+        assert float(w.sum()) == 7.0 and bool(w[0] > 2) and w.tolist() == [3, 0, 1, 3]
+        assert_same(pa.unique(w).to_numpy(), np.float64([0, 1, 3]))
+        assert_same(pa.nonzero(w)[0].to_numpy(), np.int64([0, 2, 3]))
+        src[1] = 10.0
+        assert_same(np.asarray(view + w), np.float64([3, 10, 3, 6]))
+    x = pa.placeholder("x", (4,), np.float64)
+    with pytest.raises(pa.LazyValueError, match=r"unbound placeholder 'x' \(at "):
+        float((w + x).sum())

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import polyarray as pa
+from helpers import assert_same
 from polyarray import targets
 from polyarray.targets import cache as C
 from polyarray.targets.device_common import clear_memory_cache
@@ -258,3 +259,102 @@ def test_empty_device_binding_at_offset(queue):
     for start in (3, 32):
         assert prog(e=dev[start:start]).shape == (0,)
     assert pa.compile(e.sum(), target="opencl")(e=dev[5:5]) == 0
+
+
+# --- programs pickle and deep-copy: compiled again where they are loaded ---
+
+def _round_trip(obj, how):
+    import copy
+    return copy.deepcopy(obj) if how == "deepcopy" else pickle.loads(pickle.dumps(obj))
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+def test_program_round_trip_runs(target, how):
+    """Outputs in their structure, captured data, options and the schedule
+    survive; the loaded program computes what NumPy does."""
+    x = pa.placeholder("x", (6, 5), np.float32)
+    i = pa.placeholder("i", (3,), np.int64)
+    data = np.linspace(-1, 1, 5, dtype=np.float32)
+    outs = {"s": (pa.exp(x) * data).sum(axis=1), "g": x[i] - 1, "n": pa.argmax(x, axis=0)}
+    first = pa.compile(outs, target=target)
+    prog = first if target == "numpy" else pa.compile(outs, target=target,
+                                                      schedule=first.schedule)
+    loaded = _round_trip(prog, how)
+    xv, iv = np.random.default_rng(0).standard_normal((6, 5)).astype(np.float32), \
+        np.array([5, 0, 2])
+    want = {"s": (np.exp(xv) * data).sum(axis=1), "g": xv[iv] - 1, "n": xv.argmax(axis=0)}
+    got = loaded(x=xv, i=iv)
+    assert list(got) == ["s", "g", "n"]
+    for k in want:
+        assert_same(got[k], want[k])
+    assert loaded.target_name == target and loaded.placeholders.keys() == {"x", "i"}
+    assert loaded.schedule == prog.schedule and loaded.source == prog.source
+    assert [a.node for a in loaded.outputs.values()] == [a.node for a in outs.values()]
+    with pytest.raises(IndexError, match="index 9 is out of bounds"):
+        loaded(x=xv, i=np.array([9, 0, 0]))
+    for structure in (outs["s"], [outs["g"]], (outs["g"], outs["n"])):
+        again = _round_trip(pa.compile(structure, target=target), how)
+        assert type(again.outputs) is type(structure)
+
+
+def test_device_program_round_trip_keeps_out(device_target):
+    x = pa.placeholder("x", (4,), np.float64)
+    loaded = _round_trip(pa.compile(x * 2, target=device_target, out="device"), "pickle")
+    r = loaded(x=np.arange(4.0))
+    assert not isinstance(r, np.ndarray)
+    assert_same(r.get(), np.arange(4.0) * 2)
+
+
+def test_pickled_program_runs_in_another_process(target, tmp_path, monkeypatch):
+    """Loaded where the custom kernels' functions were never registered,
+    their C and NumPy references come with the program."""
+    import subprocess
+    import sys
+    (tmp_path / "pickled_refs.py").write_text(
+        "import numpy as np\n"
+        "def fma(x, y):\n    return x * y + 1\n"
+        "def l2(x, axis, keepdims):\n"
+        "    return np.sqrt((x * x).sum(axis=axis, keepdims=keepdims))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import pickled_refs
+    fma = pa.elementwise_kernel("float32 x, float32 y", "float32 z", "z = x * y + 1",
+                                "pickled_fma", reference=pickled_refs.fma)
+    l2 = pa.reduction_kernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0",
+                             "pickled_l2", reference=pickled_refs.l2)
+    x = pa.placeholder("x", (3, 4), np.float32)
+    prog = pa.compile([l2(fma(x, x), axis=1), x.T + np.float32(0.5)], target=target)
+    xv = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+    want = prog(x=xv)
+    (tmp_path / "prog.pkl").write_bytes(pickle.dumps(prog))
+    code = ("import pickle, sys, numpy as np\n"
+            f"prog = pickle.loads(open({str(tmp_path / 'prog.pkl')!r}, 'rb').read())\n"
+            f"np.save(sys.argv[1], np.concatenate([r.ravel() for r in prog(x=np.arange(12, "
+            "dtype=np.float32).reshape(3, 4) / 10)]))\n")
+    from helpers import subprocess_env
+    env = subprocess_env()
+    env["PYTHONPATH"] = str(tmp_path) + os.pathsep + env["PYTHONPATH"]
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "got.npy")],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert_same(np.load(tmp_path / "got.npy"), np.concatenate([w.ravel() for w in want]))
+    assert_same(want[0], np.sqrt(((xv * xv + 1) ** 2).sum(axis=1)))
+
+
+def test_deep_dag_pickles_without_recursion():
+    """A DAG crosses as a flat table: a 20 000-deep chain pickles, and loads
+    as the same interned nodes."""
+    x = pa.placeholder("x", (3,), np.float64)
+    y = x
+    for k in range(20000):
+        y = y * 1.0001 if k % 2 else y + 1
+    loaded = pickle.loads(pickle.dumps(y))
+    assert loaded.node is y.node
+    assert pickle.loads(pickle.dumps(y.node)) is y.node
+
+
+def test_device_leaf_refuses_pickling():
+    from polyarray.targets.foreign import CudaView
+    view = CudaView(0x1000, (4,), np.float32, None, owner=None, library="torch")
+    with pytest.raises(TypeError, match="cannot pickle another library's torch device "
+                                        r"array of shape \(4,\) read in place"):
+        pickle.dumps(view)

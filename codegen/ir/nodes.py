@@ -227,6 +227,18 @@ class Node:
     def __repr__(self):
         return f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype})"
 
+    # -- copies and pickles: immutable, interned ------------------------
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        # the DAG below as a flat table, made again through ``make`` when
+        # loaded (see ``dag_table``)
+        return _node_from_table, (dag_table([self]),)
+
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Placeholder(Node):
@@ -429,3 +441,62 @@ def placeholders(outputs, order=None) -> dict:
 
 def _shape_and_dtype(node) -> str:
     return f"shape {tuple(node.shape)}, dtype {np.dtype(node.dtype).name}"
+
+
+# -- pickling: a DAG as a flat table ---------------------------------------
+# A pickled node that kept its fields would come back as a second object,
+# not interned (equal nodes no longer the same object: every table keyed by
+# node breaks), and pickle would recurse once per level of the DAG.  So a
+# DAG crosses as rows ``(type, field values)``, children before parents and
+# each child as its row number, and loading makes each row through ``make``.
+
+
+@dataclass(frozen=True)
+class Row:
+    """A child node in a ``dag_table``: the number of its row."""
+    index: int
+
+
+def dag_table(outputs, order=None) -> tuple:
+    """``(rows, outputs' row numbers)`` for the DAG below ``outputs``
+    (``order``: its topological order, if already walked); O(N), no
+    recursion per level."""
+    order = topological_order(outputs) if order is None else order
+    row = {id(n): i for i, n in enumerate(order)}
+
+    def encode(value):
+        if isinstance(value, Node):
+            return Row(row[id(value)])
+        if type(value) is tuple:
+            return tuple(encode(v) for v in value)
+        return value
+    rows = tuple((type(node), tuple(encode(getattr(node, f)) for f in field_names(type(node))))
+                 for node in order)
+    return rows, tuple(row[id(n)] for n in outputs)
+
+
+def rebuild_dag(table, rename=None) -> list:
+    """The output nodes of a ``dag_table``, each row made again through
+    ``make`` (so interned: equal to live nodes, as identity); ``rename``
+    (old name -> new) renames shared variables' placeholders."""
+    rows, outputs = table
+    made = []
+
+    def decode(value):
+        if type(value) is Row:
+            return made[value.index]
+        if type(value) is tuple:
+            return tuple(decode(v) for v in value)
+        return value
+    for cls, values in rows:
+        values = decode(values)
+        if cls is Placeholder and rename and values[3] and values[2] in rename:
+            values = values[:2] + (rename[values[2]],) + values[3:]
+        elif cls is DataWrapper and isinstance(values[2], np.ndarray):
+            values[2].flags.writeable = False     # loaded arrays are writeable
+        made.append(cls.make(*values))
+    return [made[i] for i in outputs]
+
+
+def _node_from_table(table):
+    return rebuild_dag(table)[0]

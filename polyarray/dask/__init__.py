@@ -94,6 +94,10 @@ def evaluate(outputs, /, target=None, split_every=None, **bindings):
         value = prepared[name]
         if not isinstance(value, da.Array):
             value = da.from_array(np.asarray(value))
+        else:       # each chunk checked where it is made (fused into the task reading it)
+            from .tasks import checked_chunk
+            value = value.map_blocks(checked_chunk, placeholder=name, dtype=value.dtype,
+                                     meta=np.empty((0,) * value.ndim, value.dtype))
         arrays[ph] = value
     from .graph import Translator
     translate = Translator(nodes, arrays, target=target, split_every=split_every)

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..array import Array
 from ..codegen.ir import nodes as N
+from ..ops.inputs import native_dtype
 from ..program import compile as compile_program
 from . import moments
 
@@ -118,6 +119,27 @@ def _program(stage, blocks):
             del _PROGRAMS[next(iter(_PROGRAMS))]
         hit = _PROGRAMS[key] = (prog, reduced)
     return hit
+
+
+def checked_chunk(chunk, placeholder, block_info=None):
+    """A chunk of the dask array bound to ``placeholder``, checked against
+    what the array declares (its chunk's shape, its dtype): a producer that
+    breaks them would otherwise be bound as another shape, or refused
+    naming an internal placeholder."""
+    info, declared = block_info[0], block_info[None]
+    where = tuple(info["chunk-location"])
+    got_shape, got_dtype = np.shape(chunk), getattr(chunk, "dtype", None)
+    want_shape, want_dtype = tuple(declared["chunk-shape"]), np.dtype(declared["dtype"])
+    if got_shape != want_shape:
+        what = f"shape {got_shape}; the dask array declares {want_shape} for it"
+    elif got_dtype is None or native_dtype(np.dtype(got_dtype)) != native_dtype(want_dtype):
+        what = (f"dtype {getattr(got_dtype, 'name', type(chunk).__name__)}; the dask "
+                f"array declares {want_dtype.name}")
+    else:
+        return chunk
+    raise ValueError(f"pa.dask.evaluate: chunk {where} of the dask array bound to placeholder "
+                     f"{placeholder!r} has {what} (its producer must make the chunks and "
+                     "dtype the array declares)")
 
 
 def run_block(stage, *blocks):

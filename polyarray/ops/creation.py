@@ -27,6 +27,14 @@ RESERVED_NAMES = frozenset({"out"})
 SHARED = weakref.WeakValueDictionary()
 
 
+def shared_of(node):
+    """The live shared variable whose node ``node`` is, or None."""
+    if not isinstance(node, N.Placeholder) or not node.shared:
+        return None
+    var = SHARED.get(node.name)
+    return var if var is not None and var._node is node else None
+
+
 def _normalize_shape(shape, what="shape") -> tuple:
     if isinstance(shape, (numbers.Integral, np.integer)):
         shape = (shape,)
@@ -127,11 +135,12 @@ def full(shape, fill_value, dtype=None) -> N.Node:
 
 
 def zeros(shape, dtype=np.float64) -> N.Node:
-    return full(shape, 0, dtype)
+    # dtype=None is NumPy's float64, not the fill value's int
+    return full(shape, 0, np.float64 if dtype is None else dtype)
 
 
 def ones(shape, dtype=np.float64) -> N.Node:
-    return full(shape, 1, dtype)
+    return full(shape, 1, np.float64 if dtype is None else dtype)
 
 
 def empty(shape, dtype=np.float64) -> N.Node:
@@ -284,12 +293,28 @@ def linspace(start, stop, num=50, endpoint=True, dtype=None) -> N.Node:
     return constant((num,), dtype, expr, f"linspace({start}, {stop}, {num})")
 
 
+def _diagonals(what, shape, k, relation, dtype) -> N.Node:
+    """Ones where ``column - row`` stands in ``relation`` to ``k``, else zeros
+    (dtype None: NumPy's float64)."""
+    dtype = check_dtype(np.float64 if dtype is None else dtype, what)
+    where = p.Comparison(index_var(1) - index_var(0), relation, operator.index(k))
+    expr = call("where", where, dtype.type(1), dtype.type(0))
+    return constant(_normalize_shape(shape), dtype, expr, f"{what}(k={k})")
+
+
 def eye(N_, M=None, k=0, dtype=np.float64) -> N.Node:
+    return _diagonals("eye", (N_, N_ if M is None else M), k, "==", dtype)
+
+
+def identity(n, dtype=np.float64) -> N.Node:
+    return _diagonals("identity", (n, n), 0, "==", dtype)
+
+
+def tri(N_, M=None, k=0, dtype=np.float64) -> N.Node:
+    """Ones at and below diagonal ``k``; a negative size is empty, as NumPy's."""
     M = N_ if M is None else M
-    dtype = check_dtype(dtype, "eye")
-    on_diag = p.Comparison(index_var(1) - index_var(0), "==", operator.index(k))
-    expr = call("where", on_diag, dtype.type(1), dtype.type(0))
-    return constant(_normalize_shape((N_, M)), dtype, expr, f"eye(k={k})")
+    return _diagonals("tri", (max(operator.index(N_), 0), max(operator.index(M), 0)), k,
+                      "<=", dtype)
 
 
 def index_constant(values) -> N.Node:

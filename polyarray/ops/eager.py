@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 from ..codegen.ir import nodes as N
-from .creation import array
+from .creation import array, shared_of
 
 
 class LazyValueError(TypeError):
@@ -46,8 +46,9 @@ def user_line() -> str:
 def require_bound(node, subject, advice):
     """Raise ``LazyValueError`` if ``node`` depends on placeholders: the one
     message of every eager hook and eager function, naming them and the
-    user's line."""
-    names = sorted(N.placeholders([node]))
+    user's line.  A shared variable's placeholder is bound by its variable."""
+    names = sorted(name for name, ph in N.placeholders([node]).items()
+                   if shared_of(ph) is None)
     if names:
         raise LazyValueError(
             f"{subject} depends on the unbound placeholder{'s' if len(names) > 1 else ''} "

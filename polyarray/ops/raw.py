@@ -197,16 +197,45 @@ def _declared(kname, outputs, out_params):
     return tuple(decl)
 
 
+def check_arguments(spec, n_inputs, scalars) -> None:
+    """Refuse a launch whose arguments are not the kernel's (``n_inputs``
+    input arrays, ``scalars`` by name), naming its parameters and what was
+    given: before the user's ``outputs``/``grid``/``block`` functions are
+    called with them, where a missing one would fail inside the lambda."""
+    kname = spec.name
+    ins = [p[1] for p in spec.params if p[0] == "in"]
+    wanted = [p[1] for p in spec.params if p[0] == "scalar"]
+    problems = []
+    if n_inputs < len(ins):
+        problems.append("missing input array" + "s" * (len(ins) - n_inputs > 1) + " "
+                        + ", ".join(map(repr, ins[n_inputs:])))
+    elif n_inputs > len(ins):
+        problems.append(f"it takes {len(ins)} input array(s), got {n_inputs}")
+    missing = [n for n in wanted if n not in scalars]
+    if missing:
+        problems.append("missing scalar argument" + "s" * (len(missing) > 1) + " "
+                        + ", ".join(map(repr, missing)))
+    unknown = sorted(set(scalars) - set(wanted))
+    if unknown:
+        problems.append(f"it has no scalar parameter {unknown[0]!r}")
+    if not problems:
+        return
+    free = [p[1] for p in spec.params if p[0] != "out"]
+    given = ins[:n_inputs] + [n for n in free if n in scalars]
+    raise TypeError(
+        f"raw kernel {kname!r} is called as {kname}({', '.join(free)}) (input arrays: "
+        f"{', '.join(ins) or 'none'}; scalars: {', '.join(wanted) or 'none'}, also by "
+        f"keyword); got {', '.join(given) or 'no arguments'}: {'; '.join(problems)}")
+
+
 def call(spec, inputs, scalars, outputs, grid, block) -> tuple:
     """The output nodes of one launch of ``spec``: ``inputs`` (array-likes,
     one per input parameter, in order), ``scalars`` (name -> number, one per
     scalar parameter), ``outputs`` (declared shapes and dtypes), ``grid``
     and ``block`` (ints or tuples: work-groups, work-items per group)."""
     kname = spec.name
+    check_arguments(spec, len(inputs), scalars)
     in_params = [p for p in spec.params if p[0] == "in"]
-    if len(inputs) != len(in_params):
-        raise TypeError(f"raw kernel {kname!r} takes {len(in_params)} input array(s) "
-                        f"({', '.join(p[1] for p in in_params)}), got {len(inputs)}")
     nodes = []
     for x, (_, pname, ctype, cdt) in zip(inputs, in_params):
         node = as_node(x)
@@ -216,13 +245,6 @@ def call(spec, inputs, scalars, outputs, grid, block) -> tuple:
                             f"pass x.astype({np.dtype(cdt).name!r})")
         nodes.append(node)
     wanted = {p[1]: p for p in spec.params if p[0] == "scalar"}
-    unknown = sorted(set(scalars) - set(wanted))
-    if unknown:
-        raise TypeError(f"raw kernel {kname!r} has no scalar parameter {unknown[0]!r} "
-                        f"(its scalars: {', '.join(wanted) or 'none'})")
-    missing = [n for n in wanted if n not in scalars]
-    if missing:
-        raise TypeError(f"raw kernel {kname!r}: missing scalar argument {missing[0]!r}")
     values = tuple((n, _scalar_value(kname, n, p[3], scalars[n])) for n, p in wanted.items())
     decl = _declared(kname, outputs, [p for p in spec.params if p[0] == "out"])
     grid, block = _sizes(kname, "grid", grid), _sizes(kname, "block", block)
