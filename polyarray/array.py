@@ -11,13 +11,21 @@ compile, which :mod:`polyarray.program` (above this module) defines.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .codegen.ir import nodes as N
 from .ops import arrange, assign, eager, elementwise, indexing, linalg, matrices
 from .ops import ordering, reductions, scans, shapes, ufuncs, views as V
 from .ops.axes import no_out
+from .ops.indexing import NonConcreteBooleanIndexError
 from .ops.reductions import NoValue
+
+
+# the arrays made or written while a pa.jit call with graph breaks traces
+# (a list of weak references per session; polyarray.tracing)
+TRACKED = []
 
 
 def node_of(x):
@@ -61,6 +69,8 @@ class Array:
             raise TypeError("Array wraps a polyarray node; use pa.array() "
                             "or pa.asarray() to make one from data")
         self._node = node
+        if TRACKED:                     # a pa.jit call with graph breaks (tracing.py)
+            TRACKED[-1].append(weakref.ref(self))
 
     # -- metadata, concrete at once --------------------------------------
     @property
@@ -563,6 +573,8 @@ def write(x: Array, node) -> None:
     if _flags(x) & READ_ONLY:
         raise ValueError("assignment destination is read-only")
     x._write_root(node)
+    if TRACKED:
+        TRACKED[-1].append(weakref.ref(x))
 
 
 def setitem(x: Array, key, value) -> None:
@@ -578,7 +590,14 @@ def setitem(x: Array, key, value) -> None:
                 return              # ``x[key] = x[key]``: the second half of ``x[key] += v``
         except (IndexError, TypeError, ValueError):
             pass                    # setitem raises NumPy's error below
-    write(x, assign.setitem(current, key, value))
+    try:
+        new = assign.setitem(current, key, value)
+    except NonConcreteBooleanIndexError:
+        concrete = _concrete_masks(key)          # inside a pa.jit call: a graph break
+        if concrete is None:
+            raise
+        new = assign.setitem(current, concrete, value)
+    write(x, new)
 
 
 def in_place(x: Array, ufunc: str, result) -> Array:
@@ -624,8 +643,28 @@ def view_getitem(x: Array, key) -> Array:
     """``x[key]`` (``key`` unwrapped): a view for basic keys, a scalar where
     every axis is indexed by an integer, a copy for advanced keys."""
     if V.is_advanced(key) or V.is_scalar_key(key, x.ndim):
-        return Array(assign.getitem(x._node, key))
+        try:
+            return Array(assign.getitem(x._node, key))
+        except NonConcreteBooleanIndexError:
+            concrete = _concrete_masks(key)      # inside a pa.jit call: a graph break
+            if concrete is None:
+                raise
+            return Array(assign.getitem(x._node, concrete))
     return make_view(x, ("index", key))
+
+
+def _concrete_masks(key):
+    """``key`` with its lazy boolean masks computed at a graph break, or
+    None (no pa.jit call is tracing)."""
+    items = key if isinstance(key, tuple) else (key,)
+    out = []
+    for item in items:
+        if isinstance(item, N.Node) and item.dtype == np.bool_:
+            item = eager.value_at_break(item, "a boolean mask index")
+            if item is None:
+                return None
+        out.append(item)
+    return tuple(out) if isinstance(key, tuple) else out[0]
 
 
 def permuted(x: Array, axes) -> Array:

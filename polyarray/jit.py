@@ -24,6 +24,10 @@ arguments, the values of the static ones, and how they are nested.
   return None.  An argument returned as it came is the caller's object.
   The same array passed twice is one array, as in NumPy; arrays that
   overlap otherwise may be read, and writing to one raises.
+* Graph breaks: where Python needs a traced value (a branch, ``int()``, a
+  slice bound, a boolean mask from the data), the work traced so far runs
+  and tracing goes on with the value (``polyarray.tracing``); such a
+  function is traced again at every call, its programs compiled once.
 * Arrays the function creates with NumPy's functions (``np.zeros``,
   ``np.empty``, ``np.arange``, ``np.eye``, ...) are lazy: the function is
   traced with its module's NumPy names bound to polyarray's
@@ -31,16 +35,22 @@ arguments, the values of the static ones, and how they are nested.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import logging
 import sys
 
 import numpy as np
 
 from .array import Array, mark_array_0d, mark_read_only, set_strides
+from .codegen.ir import nodes as N
 from .numpy_names import rebound
 from .ops.creation import placeholder as _placeholder
 from .program import compile as _compile, get_default_target
+from .tracing import Session
+
+_LOG = logging.getLogger("polyarray.jit")
 
 
 class _Static:
@@ -133,7 +143,7 @@ class Jitted:
     ``programs`` maps each signature seen to its ``pa.Program``."""
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), target=None,
-                 **compile_options):
+                 graph_breaks=True, **compile_options):
         self.fun = fun
         self.signature = inspect.signature(fun)
         params = list(self.signature.parameters)
@@ -150,7 +160,10 @@ class Jitted:
                                  f"{fun.__name__} ({', '.join(params)})")
         self.static = frozenset(params[k] for k in nums) | frozenset(names)
         self.target, self.options = target, compile_options
+        self.graph_breaks = graph_breaks
         self.programs = {}
+        self.segment_programs = {}      # the programs of calls with graph breaks
+        self.last_breaks = []           # the user's lines of the last trace's breaks
         functools.update_wrapper(self, fun)
 
     def _signature(self, args, kwargs):
@@ -180,8 +193,9 @@ class Jitted:
             return "opencl"
         return get_default_target()
 
-    def _trace(self, sig, leaves, target):
-        aliases = _aliases(leaves)
+    def _trace(self, sig, leaves, target, aliases):
+        """Trace the function on this call's arguments: (the _Trace, and the
+        call's results where graph breaks made the trace run them, else None)."""
         inputs = _inputs(leaves, aliases)
         arrays = iter(inputs[a][0] for a in aliases)
         args, kwargs = [], {}
@@ -197,40 +211,67 @@ class Jitted:
                     kwargs[name] = value
                 else:
                     args.append(value)
-        result = rebound(self.fun)(*args, **kwargs)
+        options = dict(self.options)
+        device = {_kind(v) for _, v, _ in leaves} & {"cuda", "pycuda", "opencl"}
+        if device and target in ("cuda", "opencl"):
+            options.setdefault("out", "device")
+        session = None
+        if self.graph_breaks:
+            bindings = {leaves[k][0]: leaves[k][1] for k in inputs}
+            session = Session(target, bindings, [node for _, node in inputs.values()],
+                              self.segment_programs, options)
+        with session if session is not None else contextlib.nullcontext():
+            result = rebound(self.fun)(*args, **kwargs)
         written = [k for k, (arr, node) in inputs.items() if arr._node is not node]
         _check_overlaps(leaves, aliases, written)
         returned = {id(arr): k for k, (arr, _) in inputs.items()}
         shape, outputs = _outputs(result, returned)
         outputs += [inputs[k][0] for k in written]
-        device = {_kind(v) for _, v, _ in leaves} & {"cuda", "pycuda", "opencl"}
-        options = dict(self.options)
-        if device and target in ("cuda", "opencl"):
-            options.setdefault("out", "device")
+        if session is not None and session.breaks:
+            self.last_breaks = list(session.breaks)
+            _log_breaks(self.fun, session.breaks)
+            nodes = [a.node for a in outputs]
+            final = _Trace(None, shape, tuple(written), aliases, breaking=True)
+            if not nodes:
+                return final, []
+            results = _session_results(session, nodes, dict(options))
+            final.program = self.segment_programs.get(
+                tuple(n for n in nodes if not _is_bound(n, session.bindings)))
+            return final, results
+        self.last_breaks = []
         prog = _compile(outputs, target=target, **options) if outputs else None
-        return _Trace(prog, shape, tuple(written), aliases)
+        return _Trace(prog, shape, tuple(written), aliases), None
+
+    def _key(self, args, kwargs):
+        sig, leaves = self._signature(args, kwargs)
+        target = self._target_for(leaves)
+        aliases = _aliases(leaves)
+        return (sig, target, aliases), sig, leaves
 
     def _entry(self, args, kwargs):
-        """(the call's trace, array leaves): traced and compiled the first
-        time this signature is seen."""
-        sig, leaves = self._signature(args, kwargs)
-        key = (sig, self._target_for(leaves), _aliases(leaves))
+        """(the call's trace, array leaves, results or None): traced and
+        compiled the first time this signature is seen; traced again on
+        every call where the function breaks (its programs cached)."""
+        key, sig, leaves = self._key(args, kwargs)
         entry = self.programs.get(key)
-        if entry is None:
-            entry = self.programs[key] = self._trace(sig, leaves, key[1])
-        return entry, leaves
+        results = None
+        if entry is None or entry.breaking:
+            entry, results = self._trace(sig, leaves, key[1], key[2])
+            self.programs[key] = entry
+        return entry, leaves, results
 
     def __call__(self, *args, **kwargs):
-        trace, leaves = self._entry(args, kwargs)
-        prog = trace.program
-        used = prog.placeholders if prog is not None else ()   # what the outputs read
-        bindings = {}
-        for k, (name, v, _) in enumerate(leaves):
-            if trace.aliases[k] == k and name in used:
-                bindings[name] = v
-        results = prog(**bindings) if prog is not None else []
-        if not isinstance(results, (list, tuple)):
-            results = [results]
+        trace, leaves, results = self._entry(args, kwargs)
+        if results is None:
+            prog = trace.program
+            used = prog.placeholders if prog is not None else ()   # what the outputs read
+            bindings = {}
+            for k, (name, v, _) in enumerate(leaves):
+                if trace.aliases[k] == k and name in used:
+                    bindings[name] = v
+            results = prog(**bindings) if prog is not None else []
+            if not isinstance(results, (list, tuple)):
+                results = [results]
         returned = len(results) - len(trace.written)
         for k, value in zip(trace.written, results[returned:]):
             _write_back(leaves[k][1], value)
@@ -241,19 +282,73 @@ class Jitted:
     def lower(self, *args, **kwargs) -> "object":
         """The ``pa.Program`` this call would run (traced now if new): its
         ``source``, ``kernels`` and ``schedule`` are there to inspect.  Its
-        outputs are the returned arrays, then the arguments written."""
+        outputs are the returned arrays, then the arguments written.  For a
+        function with graph breaks: the program of the code after the last
+        break (``report()`` lists the breaks)."""
         return self._entry(args, kwargs)[0].program
+
+    def report(self) -> str:
+        """What this function compiled: per signature, its program, or its
+        graph breaks (the user's lines, with counts, of the last call) and
+        the programs its segments use."""
+        lines = [f"pa.jit({getattr(self.fun, '__name__', '?')}): {len(self.programs)} "
+                 f"signature(s), {len(self.segment_programs)} segment program(s)"]
+        for (sig, target, _), trace in self.programs.items():
+            kind = "graph breaks" if trace.breaking else "one program"
+            lines.append(f"  {target}: {kind}")
+        if self.last_breaks:
+            lines.append(f"  last call: {len(self.last_breaks)} graph break(s)")
+            for line, count in _counts(self.last_breaks):
+                lines.append(f"    {count:6d} x {line}")
+        return "\n".join(lines)
 
 
 class _Trace:
     """What one signature compiled to: the program (returned arrays, then
     the written arguments' new values), the structure of the result, the
-    leaves written back, and which leaf each leaf aliases."""
-    __slots__ = ("program", "shape", "written", "aliases")
+    leaves written back, which leaf each leaf aliases, and whether the
+    function breaks (then it is traced again at every call)."""
+    __slots__ = ("program", "shape", "written", "aliases", "breaking")
 
-    def __init__(self, program, shape, written, aliases):
+    def __init__(self, program, shape, written, aliases, breaking=False):
         self.program, self.shape, self.written, self.aliases = \
             program, shape, written, aliases
+        self.breaking = breaking
+
+
+def _is_bound(node, bindings) -> bool:
+    return isinstance(node, N.Placeholder) and not node.shared and node.name in bindings
+
+
+def _session_results(session, nodes, options):
+    """The final values of a call with graph breaks: the nodes computed by
+    one program (cached), values already computed at a break taken as
+    they are; NumPy arrays unless the call keeps device results."""
+    todo = [n for n in dict.fromkeys(nodes) if not _is_bound(n, session.bindings)]
+    session.options = options
+    computed = dict(zip(map(id, todo), session.run(todo))) if todo else {}
+    host = options.get("out") != "device"
+    out = []
+    for n in nodes:
+        v = session.bindings[n.name] if _is_bound(n, session.bindings) else computed[id(n)]
+        if host and not isinstance(v, np.ndarray):
+            v = v.get() if hasattr(v, "get") else np.asarray(v)
+        out.append(v)
+    return out
+
+
+def _counts(lines):
+    counts = {}
+    for line in lines:
+        counts[line] = counts.get(line, 0) + 1
+    return sorted(counts.items(), key=lambda kv: -kv[1])
+
+
+def _log_breaks(fun, breaks):
+    if _LOG.isEnabledFor(logging.INFO):
+        where = "; ".join(f"{line} ({n}x)" for line, n in _counts(breaks)[:5])
+        _LOG.info("pa.jit(%s): %d graph break(s): %s", getattr(fun, "__name__", "?"),
+                  len(breaks), where)
 
 
 # -- arguments: aliases, layouts, writes ----------------------------------------
@@ -444,13 +539,19 @@ def _converter(leaves):
     return lambda r: r
 
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), target=None, **compile_options):
+def jit(fun=None, *, static_argnums=(), static_argnames=(), target=None, graph_breaks=True,
+        **compile_options):
     """``pa.jit(f)`` or ``@pa.jit(static_argnames=...)``: run a NumPy function
     through polyarray (see the module docstring).  ``target`` is chosen from
     the arguments when not given (CUDA arrays: "cuda"), else the default
-    target; ``compile_options`` go to ``pa.compile`` (e.g. ``schedule=``)."""
+    target; ``compile_options`` go to ``pa.compile`` (e.g. ``schedule=``).
+    Where the function needs a traced value (``if x.sum() > 0:``), the work
+    traced so far runs and Python gets the value (a graph break, logged at
+    INFO; ``Jitted.report()`` counts them); ``graph_breaks=False`` raises
+    ``pa.LazyValueError`` there instead."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, target=target,
-                                 **compile_options)
-    return Jitted(fun, static_argnums, static_argnames, target, **compile_options)
+                                 graph_breaks=graph_breaks, **compile_options)
+    return Jitted(fun, static_argnums, static_argnames, target, graph_breaks,
+                  **compile_options)

@@ -23,13 +23,17 @@ import numpy as np
 
 from .array import Array, ufunc_into
 from .ops.axes import no_out
-from .ops.eager import LazyValueError, require_bound
+from .ops.eager import LazyValueError, require_bound, value_at_break
 from .program import compile as _compile, get_default_target
 
 
 
 def concrete(x: Array, what: str) -> np.ndarray:
-    """The value of ``x`` (a NumPy array), computed on the default target."""
+    """The value of ``x`` (a NumPy array), computed on the default target
+    (or, inside a pa.jit call that traces, at a graph break)."""
+    found = value_at_break(x.node, what)
+    if found is not None:
+        return found
     require_bound(x.node, f"{what} needs the value of a lazy array that",
                   "use pa.where(...) instead of branching on it, pass it as a static "
                   "argument to pa.jit, or evaluate it with bindings first")

@@ -102,7 +102,7 @@ def test_branching_on_a_traced_value_names_the_line():
             return x
         return -x
     with pytest.raises(pa.LazyValueError, match=r"test_jit.py:\d+: if x.sum\(\) > 0:"):
-        pa.jit(f, target="numpy")(np.ones(3))
+        pa.jit(f, target="numpy", graph_breaks=False)(np.ones(3))
     with pytest.raises(TypeError, match="argument x is a str"):
         pa.jit(lambda x: x, target="numpy")("abc")
 

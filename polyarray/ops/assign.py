@@ -39,6 +39,7 @@ from .creation import full
 from .indexing import _expand, _format_key, getitem as _getitem
 from .scatter import all_of, fit, full_range, mask_of, range_test, scatter, set_mask, value_node
 from .shapes import expand_dims, reshape
+from .memo import memoized
 
 _RECORDS = weakref.WeakKeyDictionary()    # node made here -> how (_Columns | _Region)
 _READ_DEPTH = 8                            # records looked through per read
@@ -120,6 +121,7 @@ def _disjoint(a: range, b: range) -> bool:
 
 
 # -- reads through updates ------------------------------------------------------
+@memoized
 def getitem(node: N.Node, key) -> N.Node:
     """``node[key]``, reading through recorded updates where the key is basic:
     the replaced value itself when ``key`` is the replaced region (or one
@@ -185,6 +187,7 @@ def _read_columns(node, rec, key, sig, depth):
 
 
 # -- updates ----------------------------------------------------------------
+@memoized
 def setitem(node: N.Node, key, value) -> N.Node:
     """``node`` with ``node[key]`` replaced by ``value`` (a node, or NumPy
     data / Python scalars), as NumPy's ``node[key] = value`` would leave it."""

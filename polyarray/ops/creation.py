@@ -20,6 +20,7 @@ from ..codegen.ir import nodes as N
 from ..codegen.ir.expr import call, cast, index_var
 from .dtypes import check_dtype, INDEX_DTYPE
 from .inputs import native_array, plain_ndarray
+from .memo import memoized
 
 RESERVED_NAMES = frozenset({"out"})
 # name -> live shared variable: polyarray.shared registers each one here, below
@@ -121,6 +122,7 @@ def constant(shape, dtype, expr, op) -> N.IndexLambda:
     return N.IndexLambda.make(tuple(shape), dtype, expr, (), op)
 
 
+@memoized
 def full(shape, fill_value, dtype=None) -> N.Node:
     shape = _normalize_shape(shape)
     if isinstance(fill_value, N.Node):

@@ -25,6 +25,17 @@ class LazyValueError(TypeError):
 
 ConcretizationError = LazyValueError        # JAX's name for it
 
+# ``hook(node, what)``: the value of ``node`` where a pa.jit call with graph
+# breaks is tracing (polyarray.tracing.Session.value), or None where ``node``
+# reads no placeholder; the innermost session last
+BREAK_HOOKS = []
+
+
+def value_at_break(node, what):
+    """``node``'s NumPy value from the active graph-break session, or None
+    (no session, or nothing to compute there)."""
+    return BREAK_HOOKS[-1](node, what) if BREAK_HOOKS else None
+
 
 _POLYARRAY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _NUMPY = os.path.dirname(np.__file__)
@@ -61,6 +72,9 @@ def concrete(node, what, evaluate) -> np.ndarray:
         return np.asarray(node)
     if isinstance(node, N.DataWrapper):
         return node.data
+    found = value_at_break(node, what)
+    if found is not None:
+        return found
     require_bound(node, f"{what} is eager (the shape of its result depends on the values), "
                   "so it evaluates its input now, but the input",
                   f"evaluate first (x.evaluate(...) or pa.compile) and call {what} on the "

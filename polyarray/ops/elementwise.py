@@ -14,6 +14,7 @@ from ..codegen.ir import nodes as N
 from ..codegen.ir.expr import binding_name, broadcast_indices, call, cast, read
 from .creation import as_node, array
 from .dtypes import check_dtype, resolve_ufunc, scalar_to_dtype, is_python_scalar
+from .memo import memoized
 
 
 def broadcast_shapes(*shapes, what="operands") -> tuple:
@@ -70,6 +71,7 @@ def build(op_label, fn, operands, loop_dtypes, out_dtype, shape=None):
     return N.IndexLambda.make(shape, out_dtype, call(fn, *args), tuple(bindings), op_label)
 
 
+@memoized
 def apply_ufunc(name, *args) -> N.IndexLambda:
     """``np.<name>(*args)`` as a lazy IndexLambda."""
     ufunc = getattr(np, name)
@@ -134,6 +136,7 @@ BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "remainder",
           "not_equal", "less", "less_equal", "greater", "greater_equal")
 
 
+@memoized
 def astype(x, dtype) -> N.Node:
     node = as_node(x)
     dtype = check_dtype(dtype, "astype")
@@ -144,6 +147,7 @@ def astype(x, dtype) -> N.Node:
                               f"astype({dtype.name})")
 
 
+@memoized
 def where(condition, x, y) -> N.IndexLambda:
     """``np.where(condition, x, y)``: picks elementwise, dtype by NEP 50."""
     c, a, b = _operand(condition), _operand(x), _operand(y)

@@ -14,6 +14,7 @@ from .creation import array, index_constant
 from .dtypes import INDEX_DTYPE
 from .elementwise import apply_ufunc, astype, clip
 from .shapes import reshape
+from .memo import memoized
 
 
 class NonConcreteBooleanIndexError(IndexError):
@@ -127,6 +128,7 @@ def _expand(node, key):
     return out
 
 
+@memoized
 def getitem(node: N.Node, key, checked=True) -> N.IndexLambda:
     """``node[key]``.  Lazy index arrays are checked when the program runs
     (``checked``); ``take(mode="clip"|"wrap")`` passes indices already in

@@ -17,6 +17,7 @@ from .creation import as_node
 from .dtypes import check_dtype
 from .elementwise import apply_ufunc, astype, broadcast_shapes
 from .shapes import broadcast_to, reshape, squeeze
+from .memo import memoized
 
 _LETTERS = string.ascii_letters
 
@@ -118,6 +119,7 @@ def _broadcast(ins, nodes):
     return out_ins, out_nodes, sizes
 
 
+@memoized
 def einsum(subscripts, *operands, dtype=None, casting="safe") -> N.Node:
     if not isinstance(subscripts, str):
         subscripts, operands = _sublists((subscripts,) + operands)
@@ -181,6 +183,7 @@ def tensordot(a, b, axes=2) -> N.Node:
     return einsum("".join(sa) + "," + "".join(sb) + "->" + "".join(out), na, nb)
 
 
+@memoized
 def dot(a, b) -> N.Node:
     na, nb = as_node(a), as_node(b)
     if na.ndim == 0 or nb.ndim == 0:
@@ -197,6 +200,7 @@ def dot(a, b) -> N.Node:
     return tensordot(na, nb, ([na.ndim - 1], [nb.ndim - 2]))
 
 
+@memoized
 def matmul(a, b) -> N.Node:
     """One einsum, whatever the ranks: ``A @ v`` is ``ik,k->i`` (no reshape
     copies), and a batch axis missing from one operand is left out of its

@@ -16,6 +16,7 @@ from .axes import axis_index, normalize_axis_tuple
 from .creation import as_node, full
 from .elementwise import apply_ufunc, astype, broadcast_shapes, where as where_
 from .shapes import broadcast_to, expand_dims
+from .memo import memoized
 
 _NUMPY_FN = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min,
              "any": np.any, "all": np.all}
@@ -48,6 +49,7 @@ def _given(initial):
     return initial is not NoValue and initial is not None
 
 
+@memoized
 def _reduce(op, x, axis, keepdims, dtype=None, initial=NoValue, where=True) -> N.Node:
     node = as_node(x)
     axes = normalize_axes(axis, node.ndim)

@@ -13,6 +13,7 @@ from .axes import axis_index, axis_list, normalize_axis_index, normalize_axis_tu
 from .creation import as_node, _normalize_shape
 from .dtypes import check_dtype
 from .elementwise import astype, broadcast_shapes
+from .memo import memoized
 
 
 def remap(node: N.Node, shape, indices, op: str) -> N.IndexLambda:
@@ -61,6 +62,7 @@ def permutation(kind: str, ndim: int, *args) -> tuple:
     return tuple(axes)
 
 
+@memoized
 def transpose(x, axes=None) -> N.Node:
     node = _arr(x)
     try:
@@ -101,6 +103,7 @@ def swapaxes(x, axis1, axis2) -> N.Node:
     return transpose(x, permutation("swapaxes", node.ndim, axis1, axis2))
 
 
+@memoized
 def broadcast_to(x, shape) -> N.Node:
     node = _arr(x)
     shape = _normalize_shape(shape)
@@ -121,6 +124,7 @@ def broadcast_arrays(*arrays) -> list:
     return [broadcast_to(n, shape) for n in nodes]
 
 
+@memoized
 def expand_dims(x, axis) -> N.Node:
     node = _arr(x)
     axis = axis_list(axis)
@@ -137,6 +141,7 @@ def expand_dims(x, axis) -> N.Node:
     return remap(node, shape, idx, f"expand_dims[axis={tuple(sorted(axes))}]")
 
 
+@memoized
 def squeeze(x, axis=None) -> N.Node:
     node = _arr(x)
     if axis is None:
@@ -172,6 +177,7 @@ def flip(x, axis=None) -> N.Node:
     return remap(node, node.shape, idx, f"flip[axis={tuple(sorted(axes))}]")
 
 
+@memoized
 def reshape(x, shape, order="C") -> N.Node:
     node = _arr(x)
     if isinstance(shape, (int, np.integer)):

@@ -1,0 +1,150 @@
+"""Graph breaks: a traced ``pa.jit`` call that needs a value goes on.
+
+Python needs a concrete value where a traced function branches on an array
+(``if err > tol:``, ``while ...``), converts one (``int(n)``, a slice
+bound, ``range(k)``), or indexes with a mask computed from the data.  In a
+``Session`` (one call of a ``pa.jit`` function), the eager hooks ask the
+session instead of refusing (``ops/eager.py``'s hook):
+
+1. every live array traced so far that depends on the inputs is computed by
+   one program (with the value asked for), on the call's target; results
+   stay on the device;
+2. each of those arrays is rebound to a placeholder of its own (``seg0``,
+   ``seg1``, ... in the order the arrays were made) bound to its result, so
+   the code after the break builds on buffers, not on the history before;
+3. the value goes back to Python, and tracing goes on.
+
+Because the placeholders are named by position, not by the break, an
+iteration of a Python loop that breaks at the same places builds the same
+DAGs as the one before it, and its programs come from the session's cache:
+a loop of a thousand iterations compiles its body once.  The programs are
+kept by the ``pa.jit`` function, so later calls compile nothing either
+(each call runs the Python function again, since the values may lead it
+elsewhere).  Each break is logged at INFO with the user's line.
+"""
+from __future__ import annotations
+
+import logging
+import weakref
+
+import numpy as np
+
+from .array import TRACKED, Array
+from .codegen.ir import nodes as N
+from .ops import eager
+from .ops.creation import placeholder
+from .program import compile as _compile
+
+_LOG = logging.getLogger("polyarray.jit")
+
+
+class Session:
+    """One call of a ``pa.jit`` function with graph breaks (see the module
+    docstring).  ``bindings``: placeholder name -> value (the call's
+    arguments, then the arrays computed at breaks); ``inputs``: the
+    arguments' placeholder nodes, never rebound; ``programs``: the cache of
+    compiled programs (outputs -> Program) shared by the calls."""
+
+    def __init__(self, target, bindings, inputs, programs, options, prefix="seg"):
+        self.target, self.bindings = target, dict(bindings)
+        self.inputs, self.programs = frozenset(inputs), programs
+        self.options = dict(options)
+        if target in ("cuda", "opencl"):
+            self.options["out"] = "device"      # what the next segment reads stays there
+        self.prefix = prefix
+        while any(name.startswith(prefix) for name in self.bindings):
+            prefix = self.prefix = prefix + "_"
+        self.tracked = []           # weak references to the arrays made or written
+        self.breaks = []            # the user's line of each break
+
+    def __enter__(self):
+        TRACKED.append(self.tracked)
+        eager.BREAK_HOOKS.append(self.value)
+        return self
+
+    def __exit__(self, *exc):
+        TRACKED.pop()
+        eager.BREAK_HOOKS.pop()
+
+    def track(self, arrays):
+        self.tracked.extend(weakref.ref(a) for a in arrays)
+
+    # -- a break ------------------------------------------------------------------
+    def value(self, node, what):
+        """The NumPy value of ``node`` (which depends on the inputs), after
+        the work traced so far has run; None where ``node`` depends on no
+        placeholder (the caller evaluates it as usual)."""
+        roots, nodes = self._live_roots()
+        depends = _depends_on_placeholders(nodes + [node])
+        if not depends[id(node)]:
+            return None
+        line = eager.user_line()
+        self.breaks.append(line)
+        _LOG.debug("pa.jit: graph break at %s (%s needs a value)", line, what)
+        computed = [r for r in roots if depends[id(r._node)] and r._node not in self.inputs]
+        outputs, seen = [], set()
+        for n in [r._node for r in computed] + [node]:
+            if id(n) not in seen and not _bound_placeholder(n, self.bindings):
+                seen.add(id(n))
+                outputs.append(n)
+        values = dict(zip(map(id, outputs), self.run(outputs)))
+
+        def value_of(n):
+            return self.bindings[n.name] if _bound_placeholder(n, self.bindings) \
+                else values[id(n)]
+        wanted = value_of(node)
+        bindings = {n.name: v for n, v in self._input_bindings()}
+        for k, r in enumerate(computed):
+            name = f"{self.prefix}{k}"
+            bindings[name] = value_of(r._node)
+            r._node = placeholder(name, r.shape, r.dtype)
+        self.bindings = bindings
+        return _host(wanted)
+
+    def run(self, outputs):
+        """The values of ``outputs`` (nodes) with this session's bindings,
+        through the cached program for them."""
+        key = tuple(outputs)
+        prog = self.programs.get(key)
+        if prog is None:
+            prog = self.programs[key] = _compile([Array(n) for n in outputs], target=self.target,
+                                                 **self.options)
+        return prog(**{name: self.bindings[name] for name in prog.placeholders})
+
+    def _input_bindings(self):
+        for n in self.inputs:
+            if n.name in self.bindings:
+                yield n, self.bindings[n.name]
+
+    def _live_roots(self):
+        """The arrays made or written in this session that are alive, in the
+        order they were made (each once), and their nodes."""
+        alive, roots, seen = [], [], set()
+        for ref in self.tracked:
+            a = ref()
+            if a is None or id(a) in seen:
+                continue
+            seen.add(id(a))
+            alive.append(ref)
+            if type(a) is Array or not hasattr(a, "_root"):    # roots only
+                roots.append(a)
+        self.tracked[:] = alive
+        return roots, [r._node for r in roots]
+
+
+def _bound_placeholder(node, bindings) -> bool:
+    return isinstance(node, N.Placeholder) and not node.shared and node.name in bindings
+
+
+def _depends_on_placeholders(nodes) -> dict:
+    """id(node) -> whether it reads a placeholder (one walk of the union)."""
+    out = {}
+    for n in N.topological_order(nodes):
+        out[id(n)] = isinstance(n, N.Placeholder) or any(out[id(c)] for c in n.children())
+    return out
+
+
+def _host(value) -> np.ndarray:
+    if isinstance(value, np.ndarray):
+        return value
+    return value.get() if hasattr(value, "get") else np.asarray(value)

@@ -1,0 +1,110 @@
+"""Graph breaks in ``pa.jit``: where a traced function needs a value (a
+branch, ``int()``, a slice bound, a mask from the data), the work traced so
+far runs and tracing goes on; results are NumPy's, the breaks are reported,
+and a loop that breaks at every iteration compiles its body once."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+import polyarray as pa
+from helpers import assert_same
+
+
+def halve_until_small(x, tol):
+    steps = 0
+    while x.sum() > tol:                  # a break per iteration
+        x = x * 0.5
+        steps += 1
+    n = int(x.argmax())                   # a break: int()
+    return x[:n + 1], x[x > 0.1], steps   # a slice bound (n is concrete now), a mask
+
+
+def test_branches_conversions_and_masks_give_numpys_results(target):
+    f = pa.jit(halve_until_small, target=target, static_argnames="tol")
+    for data in (np.arange(5.0), np.arange(5.0) * 4, np.linspace(0, 1, 7)):
+        got, want = f(data, tol=1.0), halve_until_small(data, 1.0)
+        assert_same(got[0], want[0])
+        assert_same(got[1], want[1])
+        assert got[2] == want[2]
+
+
+def test_a_loop_compiles_its_body_once(target):
+    def relax(u, n_check):
+        while True:
+            new = 0.25 * (np.roll(u, 1) + np.roll(u, -1)) + 0.5 * u
+            change = np.abs(new - u).max()
+            u[:] = new
+            if change < n_check:          # the same break every iteration
+                return u
+    f = pa.jit(relax, target=target)
+    rng = np.random.default_rng(0)
+    u1 = rng.random(64)
+    want = relax(u1.copy(), 1e-3)
+    got = f(u1, 1e-3)
+    assert_same(got, want)
+    compiled = len(f.segment_programs)
+    u2 = rng.random(64) * 10              # more iterations, other values
+    want2 = relax(u2.copy(), 1e-3)
+    assert_same(f(u2, 1e-3), want2)
+    assert len(f.segment_programs) == compiled       # nothing new to compile
+    assert compiled <= 6
+
+
+def test_masked_writes_of_a_vector_and_python_scalar_loops(target):
+    def f(x, data):
+        mask = x > 0.5                    # from the data
+        x[mask] = np.arange(10.0)[: int(mask.sum())]
+        crc = 0xFFFF
+        for b in data:                    # a byte loop with a branch per bit
+            cur = 0xFF & b
+            for _ in range(8):
+                if (crc & 1) ^ (cur & 1):
+                    crc = (crc >> 1) ^ 0x8408
+                else:
+                    crc >>= 1
+                cur >>= 1
+        return x, crc
+    rng = np.random.default_rng(1)
+    x, data = rng.random(12), rng.integers(0, 256, 4, dtype=np.uint8)
+    want = f(x.copy(), data)
+    got = pa.jit(f, target=target)(x.copy(), data)
+    assert_same(got[0], want[0])
+    assert int(got[1]) == int(want[1])
+
+
+def test_breaks_are_reported_and_logged(caplog):
+    f = pa.jit(halve_until_small, target="numpy", static_argnames="tol")
+    with caplog.at_level(logging.INFO, logger="polyarray.jit"):
+        f(np.arange(5.0), tol=1.0)
+    assert "graph break" in caplog.text and "while x.sum() > tol:" in caplog.text
+    report = f.report()
+    assert "graph break" in report
+    assert "while x.sum() > tol:" in report and "n = int(x.argmax())" in report
+    assert len(f.last_breaks) == 7      # 5 loop tests, int(), the mask
+
+
+def test_written_arguments_and_breaks(target):
+    def f(a, b):
+        a += 1
+        if a.sum() > 10:                  # a break after a write
+            b[:2] = a[:2] * 2
+        a[0] = -1
+    a, b = np.arange(6.0), np.zeros(6)
+    wa, wb = a.copy(), b.copy()
+    f(wa, wb)
+    assert pa.jit(f, target=target)(a, b) is None
+    assert_same(a, wa)
+    assert_same(b, wb)
+
+
+def test_strict_mode_keeps_the_error_naming_the_line():
+    def f(x):
+        if x.sum() > 0:
+            return x
+        return -x
+    with pytest.raises(pa.LazyValueError, match=r"test_graph_breaks.py:\d+: if x.sum\(\) > 0:"):
+        pa.jit(f, target="numpy", graph_breaks=False)(np.ones(3))
+    assert_same(pa.jit(f, target="numpy")(np.ones(3)), np.ones(3))
