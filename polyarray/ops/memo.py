@@ -6,19 +6,20 @@ the digests): about 100 us a node.  A Python loop that a ``pa.jit`` function
 traces again at every call, or whose iterations graph-break (each one then
 builds the same DAG on the same placeholders), repeats that work for
 nothing.  ``memoized`` builders look the call up first: the key is the
-builder and its arguments (nodes by identity, scalars by type and exact
-value, keys and shapes by structure), and the value is the node built,
+builder and its arguments (nodes themselves, compared by identity;
+scalars by type and exact value; keys and shapes by structure), and the value is the node built,
 held weakly.
 
 A hit must be the node the builder would make.  Builders are pure functions
-of their arguments, and nodes by identity are safe: a result is remembered
-only when every node argument is the result or one of its children, so the
-arguments live as long as the entry does and their ids are not reused.
+of their arguments; a result is remembered only when every node argument is
+the result or one of its children (so the key keeps nothing alive that the
+result does not).
 Arguments that cannot be keyed (NumPy arrays, lists of nodes) skip the
 table.
 """
 from __future__ import annotations
 
+import collections
 import functools
 import weakref
 
@@ -26,24 +27,51 @@ import numpy as np
 
 from ..codegen.ir import nodes as N
 
-_TABLE = weakref.WeakValueDictionary()
+_TABLE = {}           # key -> weak reference to the node built
+# the last results built, held strongly: a loop whose iterations rebuild the
+# same nodes after their predecessors died (a graph break rebinds the arrays
+# that held them) still finds them
+_RECENT = collections.deque(maxlen=8192)
 
 
 class _NoKey(Exception):
     pass
 
 
+def _tuple_key(value):
+    return ("T",) + tuple(map(_key, value))
+
+
+def _slice_key(value):
+    return ("s", _key(value.start), _key(value.stop), _key(value.step))
+
+
+# exact types first (the common arguments): nodes stand for themselves (hashed
+# once, equal only to themselves); scalars carry their type, so 1, 1.0 and
+# True differ, and floats their bits, so -0.0 and 0.0 differ
+_BY_TYPE = {
+    str: lambda v: v,
+    int: lambda v: ("i", v),
+    bool: lambda v: ("b", v),
+    float: lambda v: ("f", v.hex()),
+    type(None): lambda v: ("None",),
+    type(Ellipsis): lambda v: ("...",),
+    tuple: _tuple_key,
+    slice: _slice_key,
+}
+for _cls in (N.Placeholder, N.DataWrapper, N.IndexLambda, N.Reduce, N.Einsum, N.Reshape,
+             N.Concatenate, N.RawKernelOutput):
+    _BY_TYPE[_cls] = lambda v: v
+
+
 def _key(value):
+    by_type = _BY_TYPE.get(type(value))
+    if by_type is not None:
+        return by_type(value)
     if isinstance(value, N.Node):
-        return ("n", id(value))
+        return value
     if value is np._NoValue:
         return ("novalue",)
-    if value is None or value is Ellipsis or isinstance(value, (bool, str)):
-        return (type(value).__name__, value)
-    if isinstance(value, int):
-        return ("i", value)
-    if isinstance(value, float):
-        return ("f", value.hex())
     if isinstance(value, complex):
         return ("c", value.real.hex(), value.imag.hex())
     if isinstance(value, np.generic):
@@ -52,21 +80,7 @@ def _key(value):
         return ("d", value.str)
     if isinstance(value, type):
         return ("t", value.__module__, value.__qualname__)
-    if isinstance(value, tuple):
-        return ("T",) + tuple(_key(v) for v in value)
-    if isinstance(value, slice):
-        return ("s", _key(value.start), _key(value.stop), _key(value.step))
     raise _NoKey
-
-
-def _nodes_in(values):
-    for v in values:
-        if isinstance(v, N.Node):
-            yield v
-        elif isinstance(v, tuple):
-            yield from _nodes_in(v)
-        elif isinstance(v, slice):
-            yield from _nodes_in((v.start, v.stop, v.step))
 
 
 def memoized(builder):
@@ -77,17 +91,24 @@ def memoized(builder):
     @functools.wraps(builder)
     def build(*args, **kwargs):
         try:
-            key = (name, _key(args), _key(tuple(sorted(kwargs.items()))))
+            key = (name, _tuple_key(args), _tuple_key(tuple(sorted(kwargs.items())))
+                   if kwargs else ())
         except _NoKey:
             return builder(*args, **kwargs)
-        found = _TABLE.get(key)
-        if found is not None:
-            return found
+        ref = _TABLE.get(key)
+        if ref is not None:
+            found = ref()
+            if found is not None:
+                return found
         out = builder(*args, **kwargs)
         if isinstance(out, N.Node):
-            children = out.children()
-            if all(n is out or any(n is c for c in children)
-                   for n in _nodes_in(args + tuple(kwargs.values()))):
-                _TABLE[key] = out
+            _TABLE[key] = weakref.ref(out, functools.partial(_forget, key))
+            _RECENT.append(out)
         return out
     return build
+
+
+def _forget(key, ref):
+    """The result of ``key`` died: drop its entry (not a newer one)."""
+    if _TABLE.get(key) is ref:
+        del _TABLE[key]
