@@ -75,6 +75,7 @@ from .raw import raw_kernel, RawKernel         # noqa: F401
 from .protocols import (Device, get_array_module, array_namespace, from_dlpack,  # noqa: E402
                         array_namespace_info as __array_namespace_info__)
 from .jit import jit, Jitted                    # noqa: E402
+from .loops import fori_loop, while_loop        # noqa: E402
 from .checking import check, CheckReport        # noqa: E402  (also Program.check)
 from .environment import print_environment_info
 

@@ -36,6 +36,12 @@ from .ops.creation import placeholder
 from .program import compile as _compile
 
 _LOG = logging.getLogger("polyarray.jit")
+_ACTIVE = []            # the sessions tracing now, innermost last
+
+
+def current():
+    """The innermost session tracing now, or None."""
+    return _ACTIVE[-1] if _ACTIVE else None
 
 
 class Session:
@@ -54,17 +60,52 @@ class Session:
         self.prefix = prefix
         while any(name.startswith(prefix) for name in self.bindings):
             prefix = self.prefix = prefix + "_"
+        self.fresh = 0              # values bound outside a break (bind_values)
         self.tracked = []           # weak references to the arrays made or written
         self.breaks = []            # the user's line of each break
 
     def __enter__(self):
         TRACKED.append(self.tracked)
         eager.BREAK_HOOKS.append(self.value)
+        _ACTIVE.append(self)
         return self
 
     def __exit__(self, *exc):
         TRACKED.pop()
         eager.BREAK_HOOKS.pop()
+        _ACTIVE.pop()
+
+    # -- eager steps inside the trace (pa.fori_loop, pa.while_loop) ---------------------
+    def note_break(self, what):
+        """Record a break that is not a value asked for (a loop that runs now)."""
+        line = eager.user_line()
+        self.breaks.append(line)
+        _LOG.debug("pa.jit: graph break at %s (%s)", line, what)
+
+    def evaluate(self, nodes):
+        """The values of ``nodes`` (device arrays on a device target) now,
+        with this session's bindings."""
+        out, todo = {}, []
+        for n in nodes:
+            if _bound_placeholder(n, self.bindings):
+                out[id(n)] = self.bindings[n.name]
+            elif id(n) not in out and n not in todo:
+                todo.append(n)
+        if todo:
+            out.update(zip(map(id, todo), self.run(todo)))
+        return [out[id(n)] for n in nodes]
+
+    def bind_values(self, values, kinds):
+        """Arrays standing for ``values`` (computed outside a program):
+        placeholders of their own, bound in this session; the next break
+        renames them with the other live arrays."""
+        arrays = []
+        for value, (shape, dtype) in zip(values, kinds):
+            self.fresh += 1
+            name = f"{self.prefix}v{self.fresh}"
+            self.bindings[name] = value
+            arrays.append(Array(placeholder(name, shape, dtype)))
+        return arrays
 
     def track(self, arrays):
         self.tracked.extend(weakref.ref(a) for a in arrays)

@@ -1,0 +1,102 @@
+"""``pa.fori_loop`` and ``pa.while_loop``: JAX's signatures, NumPy's
+results, the body compiled once whatever the trip count, inside and outside
+``pa.jit``; the errors JAX gives for a body that changes the carry."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polyarray as pa
+from helpers import assert_same
+
+
+def _heat_numpy(u, steps, k=0.1):
+    for _ in range(steps):
+        u = u + k * (np.roll(u, 1) - 2 * u + np.roll(u, -1))
+    return u
+
+
+def heat(u, steps):
+    def body(i, u):
+        return u + 0.1 * (np.roll(u, 1) - 2 * u + np.roll(u, -1))
+    return pa.fori_loop(0, steps, body, u)
+
+
+def test_fori_loop_matches_the_python_loop(target):
+    u = np.random.default_rng(0).random(64)
+    with pa.target(target):
+        got = pa.fori_loop(0, 30, lambda i, v: v + 0.1 * (pa.roll(v, 1) - 2 * v + pa.roll(v, -1)),
+                           pa.asarray(u))
+    assert_same(np.asarray(got), _heat_numpy(u, 30))
+
+
+def test_inside_jit_the_body_compiles_once(target):
+    f = pa.jit(heat, target=target, static_argnames="steps")
+    u = np.random.default_rng(1).random(64)
+    assert_same(f(u, steps=10), _heat_numpy(u, 10))
+    compiled = len(f.segment_programs)
+    assert_same(f(u, steps=200), _heat_numpy(u, 200))     # another trip count
+    assert len(f.segment_programs) == compiled
+    assert "pa.fori_loop runs" not in f.report() and "fori_loop(0, steps" in f.report()
+
+
+def test_the_index_the_carry_structure_and_closed_over_arrays(target):
+    def f(x, w):
+        def body(i, carry):
+            acc, total = carry["acc"], carry["total"]
+            return {"acc": acc * w + i, "total": total + acc.sum()}
+        return pa.fori_loop(2, 7, body, {"acc": x, "total": np.float64(0)})
+
+    def f_numpy(x, w):
+        acc, total = x, np.float64(0)
+        for i in range(2, 7):
+            acc, total = acc * w + i, total + acc.sum()
+        return {"acc": acc, "total": total}
+    x, w = np.arange(4.0), np.array([0.5, 1.0, 1.5, 2.0])
+    got, want = pa.jit(f, target=target)(x, w), f_numpy(x, w)
+    assert_same(got["acc"], want["acc"])
+    assert_same(got["total"], want["total"])
+
+
+def newton(a):
+    def cond(c):
+        x, it = c
+        return (np.abs(x * x - a).max() > 1e-12) & (it < 100)
+
+    def body(c):
+        x, it = c
+        return 0.5 * (x + a / x), it + 1
+    return pa.while_loop(cond, body, (np.ones_like(a), np.int64(0)))
+
+
+def test_while_loop(target):
+    a = np.array([2.0, 3.0, 4.0, 5.0])
+    x, iterations = pa.jit(newton, target=target)(a)
+    assert_same(x, np.sqrt(a))
+    want_it, xs = 0, np.ones_like(a)
+    while np.abs(xs * xs - a).max() > 1e-12 and want_it < 100:
+        xs, want_it = 0.5 * (xs + a / xs), want_it + 1
+    assert int(iterations) == want_it
+
+
+def test_a_body_that_changes_the_carry_is_refused():
+    x = pa.asarray(np.zeros(3))
+    with pytest.raises(TypeError, match=r"body_fun's result val is float64\[2\].*float64\[3\]"):
+        pa.fori_loop(0, 2, lambda i, v: v[:2], x)
+    with pytest.raises(TypeError, match="int64.*float64"):
+        pa.fori_loop(0, 2, lambda i, v: (v > 0).astype(np.int64), x)
+    with pytest.raises(TypeError, match="structure"):
+        pa.fori_loop(0, 2, lambda i, v: (v, v), x)
+    with pytest.raises(TypeError, match="boolean scalar"):
+        pa.while_loop(lambda v: v > 0, lambda v: v, x)
+    with pytest.raises(TypeError, match="must be an integer"):
+        pa.fori_loop(0.0, 2, lambda i, v: v, x)
+
+
+def test_outside_jit_unbound_placeholders_are_refused():
+    p = pa.placeholder("p", (3,))
+    with pytest.raises(pa.LazyValueError, match="initial value"):
+        pa.fori_loop(0, 2, lambda i, v: v + 1, p)
+    x = pa.asarray(np.zeros(3))
+    with pytest.raises(pa.LazyValueError, match="unbound placeholder.*'p'"):
+        pa.fori_loop(0, 2, lambda i, v: v + p, x)
