@@ -76,6 +76,7 @@ from .protocols import (Device, get_array_module, array_namespace, from_dlpack, 
                         array_namespace_info as __array_namespace_info__)
 from .jit import jit, Jitted                    # noqa: E402
 from .loops import fori_loop, while_loop        # noqa: E402
+from . import numpy_names as _numpy_names        # noqa: E402
 from .checking import check, CheckReport        # noqa: E402  (also Program.check)
 from .environment import print_environment_info
 
@@ -110,3 +111,22 @@ def available_targets():
 # last: ``bool`` is the array API's name for NumPy's bool dtype, and would
 # shadow the builtin in anything above that this module ran
 bool = bool_    # noqa: A001
+
+
+ndarray = _numpy_names.ndarray     # NumPy's name: isinstance and np.ndarray(shape) work
+
+
+def __getattr__(name):
+    """NumPy's names that polyarray does not define itself (dtypes such as
+    ``intp``, constants, ``mgrid``, ``random``...), so ``import polyarray as
+    np`` runs NumPy code: NumPy's own attribute.  Its functions still
+    dispatch to polyarray when given polyarray arrays, and those polyarray
+    lacks raise ``TypeError`` naming them."""
+    if name.startswith("__"):
+        raise AttributeError(f"module 'polyarray' has no attribute {name!r}")
+    import numpy
+    try:
+        return getattr(numpy, name)
+    except AttributeError:
+        raise AttributeError(f"module 'polyarray' has no attribute {name!r} (NumPy has "
+                             f"none either)") from None

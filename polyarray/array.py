@@ -654,15 +654,19 @@ def view_getitem(x: Array, key) -> Array:
 
 
 def _concrete_masks(key):
-    """``key`` with its lazy boolean masks computed at a graph break, or
-    None (no pa.jit call is tracing)."""
+    """``key`` with its lazy boolean masks computed now, as NumPy has them:
+    at a graph break inside a pa.jit call, else on the default target where
+    they read no placeholder; None where a mask cannot be computed."""
     items = key if isinstance(key, tuple) else (key,)
     out = []
     for item in items:
         if isinstance(item, N.Node) and item.dtype == np.bool_:
-            item = eager.value_at_break(item, "a boolean mask index")
-            if item is None:
-                return None
+            value = eager.value_at_break(item, "a boolean mask index")
+            if value is None:
+                if N.placeholders([item]):
+                    return None
+                value = np.asarray(Array(item).evaluate())   # (evaluate: polyarray.program)
+            item = value
         out.append(item)
     return tuple(out) if isinstance(key, tuple) else out[0]
 

@@ -158,3 +158,29 @@ def test_small_numpy_conveniences(target):
     host = np.empty(3)
     assert np.cumsum(pa.asarray(np.ones(3)), out=host) is host   # NumPy's dispatch writes it
     assert_same(host, np.arange(1.0, 4.0))
+
+
+def test_import_polyarray_as_np_runs_numpy_code(target):
+    import polyarray as xp                      # what `import polyarray as np` gives
+
+    def floyd_warshall(path):                   # NPBench's, with xp for np
+        for k in range(path.shape[0]):
+            path[:] = xp.minimum(path[:], xp.add.outer(path[:, k], path[k, :]))
+
+    rng = np.random.default_rng(3)
+    w = rng.integers(1, 20, (6, 6)).astype(np.int32)
+    ref = w.copy()
+    for k in range(6):
+        ref[:] = np.minimum(ref, np.add.outer(ref[:, k], ref[k, :]))
+    path = xp.asarray(w)
+    floyd_warshall(path)
+    assert_same(pa.compile(path, target=target)(), ref)
+    buf = xp.ndarray((2, 3), dtype=xp.float32)   # NumPy's constructor: uninitialized -> zeros
+    assert isinstance(buf, xp.ndarray) and isinstance(np.zeros(2), xp.ndarray)
+    assert buf.shape == (2, 3) and buf.dtype == np.float32
+    assert xp.intp is np.intp and xp.newaxis is None and xp.float64 is np.float64
+    assert_same(xp.mgrid[0:2, 0:3], np.mgrid[0:2, 0:3])      # NumPy's own, on the host
+    with pytest.raises(AttributeError, match="no attribute 'not_a_numpy_name'"):
+        xp.not_a_numpy_name
+    with pytest.raises(TypeError, match="numpy.histogram is not supported"):
+        xp.histogram(xp.asarray(np.ones(3)))
