@@ -63,7 +63,7 @@ class Namespace(types.ModuleType):
         if name.startswith("__"):
             raise AttributeError(name)
         ours = self._polyarray() if callable(self._polyarray) else self._polyarray
-        value = getattr(ours, name, None)
+        value = vars(ours).get(name)          # its own: not what it lends from NumPy
         if value is not None and callable(value) and not isinstance(value, type) \
                 and not isinstance(value, types.ModuleType):
             return value

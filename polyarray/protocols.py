@@ -107,6 +107,12 @@ def _pa():
     return sys.modules["polyarray"]
 
 
+def _own(module, name):
+    """``module``'s own attribute ``name`` (not one polyarray's module
+    ``__getattr__`` lends from NumPy), or None."""
+    return vars(module).get(name)
+
+
 def _foreign(values):
     """Operands that neither polyarray nor NumPy can take part in."""
     return [v for v in values if not isinstance(
@@ -129,7 +135,7 @@ def _array_ufunc(self, ufunc, method, *inputs, out=None, **kwargs):
         return ufunc_into(out, name, where, lambda w: make(w).node)
     no_out(out, f"numpy.{name}")
     if method == "__call__":
-        fn = getattr(pa, name, None)
+        fn = _own(pa, name)
         if fn is None or not callable(fn):
             raise TypeError(f"numpy.{name} is not supported by polyarray")
         dtype = kwargs.pop("dtype", None)
@@ -138,7 +144,7 @@ def _array_ufunc(self, ufunc, method, *inputs, out=None, **kwargs):
             inputs = [pa.astype(pa.asarray(x), dtype) if isinstance(x, (Array, np.ndarray))
                       else x for x in inputs]
         return fn(*inputs)
-    ours = getattr(pa, name, None)
+    ours = _own(pa, name)
     if isinstance(ours, pa.ufunc) and method in ("reduce", "accumulate", "outer", "at",
                                                  "reduceat"):
         return getattr(ours, method)(*inputs, **kwargs)
@@ -185,7 +191,7 @@ def numpy_implementation(func):
         namespace = _pa()
     else:
         return None
-    impl = getattr(namespace, name, None) if namespace is not None else None
+    impl = _own(namespace, name) if namespace is not None else None
     if impl is None or impl is func or isinstance(impl, type) or not callable(impl):
         return None
     return impl
