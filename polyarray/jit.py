@@ -48,7 +48,7 @@ from .codegen.ir import nodes as N
 from .numpy_names import rebound
 from .ops.creation import placeholder as _placeholder
 from .program import compile as _compile, get_default_target
-from .tracing import Session
+from .tracing import Session, TooManyPrograms
 
 _LOG = logging.getLogger("polyarray.jit")
 
@@ -143,7 +143,7 @@ class Jitted:
     ``programs`` maps each signature seen to its ``pa.Program``."""
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), target=None,
-                 graph_breaks=True, **compile_options):
+                 graph_breaks=True, max_break_programs=32, **compile_options):
         self.fun = fun
         self.signature = inspect.signature(fun)
         params = list(self.signature.parameters)
@@ -160,7 +160,7 @@ class Jitted:
                                  f"{fun.__name__} ({', '.join(params)})")
         self.static = frozenset(params[k] for k in nums) | frozenset(names)
         self.target, self.options = target, compile_options
-        self.graph_breaks = graph_breaks
+        self.graph_breaks, self.max_break_programs = graph_breaks, max_break_programs
         self.programs = {}
         self.segment_programs = {}      # the programs of calls with graph breaks
         self.last_breaks = []           # the user's lines of the last trace's breaks
@@ -193,24 +193,29 @@ class Jitted:
             return "opencl"
         return get_default_target()
 
-    def _trace(self, sig, leaves, target, aliases):
-        """Trace the function on this call's arguments: (the _Trace, and the
-        call's results where graph breaks made the trace run them, else None)."""
-        inputs = _inputs(leaves, aliases)
-        arrays = iter(inputs[a][0] for a in aliases)
+    def _arguments(self, sig, values):
+        """(args, kwargs) of a call: ``sig``'s structure with its array
+        leaves taken in order from the iterator ``values``."""
         args, kwargs = [], {}
         for name, how, part in sig:
             if how == "*":
-                args.extend(_rebuild(s, arrays) for s in part)
+                args.extend(_rebuild(s, values) for s in part)
             elif how == "**":
-                kwargs.update({k: _rebuild(s, arrays) for k, s in part})
+                kwargs.update({k: _rebuild(s, values) for k, s in part})
             else:
                 param = self.signature.parameters[name]
-                value = _rebuild(part, arrays)
+                value = _rebuild(part, values)
                 if param.kind is inspect.Parameter.KEYWORD_ONLY:
                     kwargs[name] = value
                 else:
                     args.append(value)
+        return args, kwargs
+
+    def _trace(self, sig, leaves, target, aliases):
+        """Trace the function on this call's arguments: (the _Trace, and the
+        call's results where graph breaks made the trace run them, else None)."""
+        inputs = _inputs(leaves, aliases)
+        args, kwargs = self._arguments(sig, iter(inputs[a][0] for a in aliases))
         options = dict(self.options)
         device = {_kind(v) for _, v, _ in leaves} & {"cuda", "pycuda", "opencl"}
         if device and target in ("cuda", "opencl"):
@@ -219,28 +224,61 @@ class Jitted:
         if self.graph_breaks:
             bindings = {leaves[k][0]: leaves[k][1] for k in inputs}
             session = Session(target, bindings, [node for _, node in inputs.values()],
-                              self.segment_programs, options)
-        with session if session is not None else contextlib.nullcontext():
-            result = rebound(self.fun)(*args, **kwargs)
-        written = [k for k, (arr, node) in inputs.items() if arr._node is not node]
-        _check_overlaps(leaves, aliases, written)
-        returned = {id(arr): k for k, (arr, _) in inputs.items()}
-        shape, outputs = _outputs(result, returned)
-        outputs += [inputs[k][0] for k in written]
-        if session is not None and session.breaks:
+                              self.segment_programs, options,
+                              max_programs=self.max_break_programs)
+        try:
+            with session if session is not None else contextlib.nullcontext():
+                result = rebound(self.fun)(*args, **kwargs)
+            written = [k for k, (arr, node) in inputs.items() if arr._node is not node]
+            _check_overlaps(leaves, aliases, written)
+            returned = {id(arr): k for k, (arr, _) in inputs.items()}
+            shape, outputs = _outputs(result, returned)
+            outputs += [inputs[k][0] for k in written]
+            if session is not None and session.breaks:
+                self.last_breaks = list(session.breaks)
+                _log_breaks(self.fun, session.breaks)
+                nodes = [a.node for a in outputs]
+                final = _Trace(None, shape, tuple(written), aliases, breaking=True)
+                if not nodes:
+                    return final, []
+                results = _session_results(session, nodes, dict(options))
+                final.program = self.segment_programs.get(
+                    tuple(n for n in nodes if not _is_bound(n, session.bindings)))
+                return final, results
+        except TooManyPrograms:
             self.last_breaks = list(session.breaks)
-            _log_breaks(self.fun, session.breaks)
-            nodes = [a.node for a in outputs]
-            final = _Trace(None, shape, tuple(written), aliases, breaking=True)
-            if not nodes:
-                return final, []
-            results = _session_results(session, nodes, dict(options))
-            final.program = self.segment_programs.get(
-                tuple(n for n in nodes if not _is_bound(n, session.bindings)))
-            return final, results
+            _LOG.warning(
+                "pa.jit(%s): its graph breaks needed more than %d new programs in one call "
+                "(code that breaks on every element: %s); this signature runs with NumPy on "
+                "the host from now on (pa.jit(..., max_break_programs=...) sets the limit)",
+                getattr(self.fun, "__name__", "?"), self.max_break_programs,
+                "; ".join(line for line, _ in _counts(session.breaks)[:3]))
+            return _Trace(None, None, (), aliases, host=True), None
         self.last_breaks = []
         prog = _compile(outputs, target=target, **options) if outputs else None
         return _Trace(prog, shape, tuple(written), aliases), None
+
+    def _on_host(self, sig, leaves, aliases):
+        """The call run by NumPy itself on the host (the fallback of a
+        function whose graph breaks need too many programs): NumPy arrays as
+        they are (NumPy writes them in place), device arrays as host copies
+        written back where the function changed them."""
+        hosts, before = [], {}
+        for k, (_, value, _) in enumerate(leaves):
+            if aliases[k] != k:
+                hosts.append(hosts[aliases[k]])
+            elif isinstance(value, (np.ndarray, np.generic)):
+                hosts.append(value)
+            else:
+                host = _host_copy(value)
+                before[k] = host.copy()
+                hosts.append(host)
+        args, kwargs = self._arguments(sig, iter(hosts))
+        result = self.fun(*args, **kwargs)
+        for k, old in before.items():
+            if not np.array_equal(hosts[k], old, equal_nan=hosts[k].dtype.kind in "fc"):
+                _write_back(leaves[k][1], hosts[k])
+        return _to_callers(result, leaves)
 
     def _key(self, args, kwargs):
         sig, leaves = self._signature(args, kwargs)
@@ -258,10 +296,14 @@ class Jitted:
         if entry is None or entry.breaking:
             entry, results = self._trace(sig, leaves, key[1], key[2])
             self.programs[key] = entry
+        if entry.host:
+            results = self._on_host(sig, leaves, key[2])
         return entry, leaves, results
 
     def __call__(self, *args, **kwargs):
         trace, leaves, results = self._entry(args, kwargs)
+        if trace.host:
+            return results
         if results is None:
             prog = trace.program
             used = prog.placeholders if prog is not None else ()   # what the outputs read
@@ -294,7 +336,9 @@ class Jitted:
         lines = [f"pa.jit({getattr(self.fun, '__name__', '?')}): {len(self.programs)} "
                  f"signature(s), {len(self.segment_programs)} segment program(s)"]
         for (sig, target, _), trace in self.programs.items():
-            kind = "graph breaks" if trace.breaking else "one program"
+            kind = "NumPy on the host (its graph breaks needed more than " \
+                f"{self.max_break_programs} programs in a call)" if trace.host else \
+                "graph breaks" if trace.breaking else "one program"
             lines.append(f"  {target}: {kind}")
         if self.last_breaks:
             lines.append(f"  last call: {len(self.last_breaks)} graph break(s)")
@@ -308,12 +352,53 @@ class _Trace:
     the written arguments' new values), the structure of the result, the
     leaves written back, which leaf each leaf aliases, and whether the
     function breaks (then it is traced again at every call)."""
-    __slots__ = ("program", "shape", "written", "aliases", "breaking")
+    __slots__ = ("program", "shape", "written", "aliases", "breaking", "host")
 
-    def __init__(self, program, shape, written, aliases, breaking=False):
+    def __init__(self, program, shape, written, aliases, breaking=False, host=False):
         self.program, self.shape, self.written, self.aliases = \
             program, shape, written, aliases
-        self.breaking = breaking
+        self.breaking, self.host = breaking, host
+
+
+def _host_copy(value) -> np.ndarray:
+    """A NumPy copy of a device argument (a CudaView, pycuda or pyopencl array)."""
+    if hasattr(value, "get"):
+        return np.array(value.get())
+    return np.array(value)          # CudaView.__array__ copies to the host
+
+
+def _to_callers(result, leaves):
+    """NumPy results of a host run, as the caller's arrays came in (the
+    first device argument's library), in the same structure."""
+    device = next((v for _, v, _ in leaves if not isinstance(v, (np.ndarray, np.generic))),
+                  None)
+    if device is None:
+        return result
+    from polyarray.targets.foreign import CudaView
+    owner = device.owner if isinstance(device, CudaView) else device
+    library = _driver_library(owner) or type(owner).__module__.split(".")[0]
+
+    def up(x):
+        if isinstance(x, (list, tuple)):
+            return type(x)(up(v) for v in x)
+        if isinstance(x, dict):
+            return {k: up(v) for k, v in x.items()}
+        if not isinstance(x, np.ndarray) or any(x is v for _, v, _ in leaves):
+            return x
+        if library == "cupy":
+            import cupy
+            return cupy.asarray(x)
+        if library == "torch":
+            import torch
+            return torch.as_tensor(x, device=owner.device)
+        if library == "pycuda":
+            import pycuda.gpuarray as ga
+            return ga.to_gpu(x)
+        if library == "opencl":
+            import pyopencl.array as cla
+            return cla.to_device(owner.queue, x)
+        return x
+    return up(result)
 
 
 def _is_bound(node, bindings) -> bool:
@@ -540,7 +625,7 @@ def _converter(leaves):
 
 
 def jit(fun=None, *, static_argnums=(), static_argnames=(), target=None, graph_breaks=True,
-        **compile_options):
+        max_break_programs=32, **compile_options):
     """``pa.jit(f)`` or ``@pa.jit(static_argnames=...)``: run a NumPy function
     through polyarray (see the module docstring).  ``target`` is chosen from
     the arguments when not given (CUDA arrays: "cuda"), else the default
@@ -548,10 +633,16 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), target=None, graph_b
     Where the function needs a traced value (``if x.sum() > 0:``), the work
     traced so far runs and Python gets the value (a graph break, logged at
     INFO; ``Jitted.report()`` counts them); ``graph_breaks=False`` raises
-    ``pa.LazyValueError`` there instead."""
+    ``pa.LazyValueError`` there instead.  A call whose breaks need more than
+    ``max_break_programs`` new programs, or more than a quarter of them at
+    one line (code that branches on every element, or whose breaks bake
+    values into what follows), runs with NumPy on the host instead, for that
+    signature from then on (a WARNING says so, and ``report()``); None: no
+    limit."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, target=target,
-                                 graph_breaks=graph_breaks, **compile_options)
+                                 graph_breaks=graph_breaks,
+                                 max_break_programs=max_break_programs, **compile_options)
     return Jitted(fun, static_argnums, static_argnames, target, graph_breaks,
-                  **compile_options)
+                  max_break_programs, **compile_options)

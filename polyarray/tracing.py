@@ -44,6 +44,13 @@ def current():
     return _ACTIVE[-1] if _ACTIVE else None
 
 
+class TooManyPrograms(Exception):
+    """A call's graph breaks needed more new programs than its limit, or one
+    line of the user's more than a quarter of it: the break's values are
+    baked into what it computes (an index per element, a mask per step), so
+    each iteration compiles anew (see ``pa.jit``'s ``max_break_programs``)."""
+
+
 class Session:
     """One call of a ``pa.jit`` function with graph breaks (see the module
     docstring).  ``bindings``: placeholder name -> value (the call's
@@ -51,7 +58,8 @@ class Session:
     arguments' placeholder nodes, never rebound; ``programs``: the cache of
     compiled programs (outputs -> Program) shared by the calls."""
 
-    def __init__(self, target, bindings, inputs, programs, options, prefix="seg"):
+    def __init__(self, target, bindings, inputs, programs, options, prefix="seg",
+                 max_programs=None):
         self.target, self.bindings = target, dict(bindings)
         self.inputs, self.programs = frozenset(inputs), programs
         self.options = dict(options)
@@ -61,6 +69,8 @@ class Session:
         while any(name.startswith(prefix) for name in self.bindings):
             prefix = self.prefix = prefix + "_"
         self.fresh = 0              # values bound outside a break (bind_values)
+        self.compiled, self.max_programs = 0, max_programs     # programs new in this call
+        self.compiled_at = {}       # ... per user line of a break
         self.tracked = []           # weak references to the arrays made or written
         self.breaks = []            # the user's line of each break
 
@@ -148,8 +158,15 @@ class Session:
         key = tuple(outputs)
         prog = self.programs.get(key)
         if prog is None:
-            prog = self.programs[key] = _compile([Array(n) for n in outputs], target=self.target,
-                                                 **self.options)
+            self.compiled += 1
+            line = self.breaks[-1] if self.breaks else None
+            self.compiled_at[line] = self.compiled_at.get(line, 0) + 1
+            if self.max_programs is not None and (
+                    self.compiled > self.max_programs
+                    or self.compiled_at[line] > max(2, self.max_programs // 4)):
+                raise TooManyPrograms(self.compiled)
+            prog = self.programs[key] = _compile([Array(n) for n in outputs],
+                                                 target=self.target, **self.options)
         return prog(**{name: self.bindings[name] for name in prog.placeholders})
 
     def _input_bindings(self):

@@ -108,3 +108,25 @@ def test_strict_mode_keeps_the_error_naming_the_line():
     with pytest.raises(pa.LazyValueError, match=r"test_graph_breaks.py:\d+: if x.sum\(\) > 0:"):
         pa.jit(f, target="numpy", graph_breaks=False)(np.ones(3))
     assert_same(pa.jit(f, target="numpy")(np.ones(3)), np.ones(3))
+
+
+def nussinov_like(seq, n):
+    table = np.zeros((n, n), np.int32)
+    for i in range(n - 1, -1, -1):
+        for j in range(i + 1, n):
+            table[i, j] = max(table[i, j], table[i + 1, j] if i + 1 < n else 0)
+            if seq[i] + seq[j] == 3:            # a break on every pair: new programs
+                table[i, j] = max(table[i, j], table[i + 1, j - 1] + 1)
+    return table
+
+
+def test_code_that_breaks_on_every_element_runs_on_the_host(target, caplog):
+    f = pa.jit(nussinov_like, target=target, static_argnames="n", max_break_programs=8)
+    seq = np.random.default_rng(2).integers(0, 4, 9).astype(np.int32)
+    with caplog.at_level(logging.WARNING, logger="polyarray.jit"):
+        got = f(seq, n=9)
+    assert_same(got, nussinov_like(seq, 9))
+    assert "runs with NumPy on the host" in caplog.text
+    assert "NumPy on the host" in f.report()
+    seq2 = seq[::-1].copy()
+    assert_same(f(seq2, n=9), nussinov_like(seq2, 9))        # the signature stays there
