@@ -76,7 +76,7 @@ CLASSES = ("correct", "wrong", "error-clear", "error-unclear", "timeout", "crash
 WRITES_UNLISTED = frozenset({"doitgen", "scattering_self_energies", "trisolv", "heat_3d"})
 # kernels that are correct on the numpy and opencl targets in both modes and
 # quick at preset S: the CI subset (tests/test_npbench.py); extend as features land
-CI_KERNELS = ("arc_distance", "compute", "softmax")
+CI_KERNELS = ("arc_distance", "bicg", "compute", "gesummv", "softmax")
 PEERS = ("cupy", "jax")
 
 
@@ -301,7 +301,18 @@ class Device:
                 import pycuda.gpuarray as ga
                 self.to_device = lambda a: ga.to_gpu(a) if isinstance(a, np.ndarray) else a
         else:
-            self.desc = f"NumPy {np.__version__} / {platform.processor() or platform.machine()}"
+            self.desc = f"NumPy {np.__version__} / {_cpu_name()}"
+
+
+def _cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return f"{line.split(':', 1)[1].strip()}, {os.cpu_count()} cores"
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def _ours(corpus, name, info, mode, dev):
@@ -492,6 +503,8 @@ def run_in_process(name, args, cache_dir):
                    PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
         if cache_dir:
             env["POLYARRAY_CACHE_DIR"] = cache_dir
+            # PoCL keeps built kernels too: a first call builds from nothing
+            env.setdefault("POCL_CACHE_DIR", os.path.join(cache_dir, "pocl"))
         t0 = time.monotonic()
         with open(log, "w") as logf:
             proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=logf, stderr=subprocess.STDOUT,
@@ -684,7 +697,8 @@ def main(argv=None):
         if unknown := [k for k in wanted if k not in names]:
             ap.error(f"--kernels: unknown {', '.join(unknown)} (known: {', '.join(names)})")
         names = wanted
-    # one cache dir for the run, empty at its start: first calls compile
+    # one cache dir for the run (polyarray's and PoCL's), empty at its start:
+    # first calls compile
     own_cache = None if os.environ.get("POLYARRAY_CACHE_DIR") else \
         tempfile.TemporaryDirectory(prefix="npbench-cache-")
     rows = []

@@ -120,7 +120,7 @@ def test_each_kernel_in_its_own_process_is_classified(tmp_path, capsys):
     root = str(tmp_path / "npbench")
     _fake_corpus(root)
     out = tmp_path / "rows.json"
-    npbench.main(["--npbench", root, "--target", "numpy", "--mode", "jit", "--timeout", "8",
+    npbench.main(["--npbench", root, "--target", "numpy", "--mode", "jit", "--timeout", "10",
                   "--repeat", "2", "--json", str(out)])
     data = json.loads(out.read_text())
     rows = {r["kernel"]: r for r in data["rows"]}
