@@ -462,7 +462,10 @@ def run_kernel(corpus, name, target="numpy", preset="S", mode="jit", repeat=5,
         row["error"] = one_line(e)
         phase("done")
         return row
-    why = compare(ref, validated_outputs(name, info, result, args), *tolerances(info))
+    try:
+        why = compare(ref, validated_outputs(name, info, result, args), *tolerances(info))
+    except Exception as e:      # noqa: BLE001  (a result NumPy cannot read is wrong too)
+        why = f"the result cannot be read as a NumPy array: {one_line(e)}"
     if why:
         row.update({"class": "wrong", "detail": why})
         phase("done")
