@@ -251,10 +251,23 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     t0 = clock()
     from .logs import Progress
     bar = Progress(ngroups, "polyarray: lowering")      # drawn past a second, in a terminal
+    # groups that are the same code on other buffers (``reuse.py``) launch the
+    # first one's kernels; not under a user's schedule, which names kernels
+    # and arrays one by one
+    from .reuse import group_key
+    first_of, launches = {}, []     # key -> (group, slots, kernels); per group, in order
     for gi, g in enumerate(plan.groups):
         if g.size == 0:
             continue
         bar.step(f"k{gi}")
+        key = None
+        if not schedules and g.kind != "raw":
+            key, slots = group_key(g, plan, buffers)
+            if key in first_of:
+                launches.append((gi, first_of[key], slots))
+                continue
+        start = len(asm.kernels)
+        launches.append((gi, None, None))
         if g.kind == "elementwise":
             asm.elementwise(f"k{gi}_elementwise", g)
         elif g.kind == "rows":
@@ -265,6 +278,8 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
             node = g.units[0].node
             label = node.op if isinstance(node, N.Reduce) else "einsum"
             asm.reduction(f"k{gi}_{label}", node, g.units[1:])
+        if key is not None:
+            first_of[key] = (gi, slots, asm.kernels[start:])
     bar.close()         # (an error leaves it to tqdm's own cleanup)
     unmatched = sorted(set(schedules) - asm.matched)
     if unmatched:
@@ -302,21 +317,23 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     raw_text = raw.source_after(asm.kernels, raw_language)      # raw kernels' own code
     if raw_text:
         source = (source or _names_comment(inputs)) + raw_text
+    built = {}
     for kp in asm.kernels:
         if kp.tu is None:
-            kernels.append(raw.kernel_info(kp, KernelInfo))
+            built[kp.name] = raw.kernel_info(kp, KernelInfo)
         else:
             knl = tu[kp.name]
             gsize, lsize = knl.get_grid_size_upper_bounds_as_exprs(tu.callables_table)
             args = tuple((kp.aliases or {}).get(a.name, a.name) for a in knl.args)
-            kernels.append(KernelInfo(kp.name, args, tuple(int(x) for x in gsize),
-                                      tuple(int(x) for x in lsize),
-                                      # a plain str: unpickling a disk-cache entry
-                                      # then imports no policy (nor loopy)
-                                      str(kp.form), schedule=kp.steps, rule=kp.rule,
-                                      facts=kp.facts or {},
-                                      nodes=group_nodes.get(kp.name.split("_")[0], ()),
-                                      loopy=(knl, tu.callables_table)))
+            built[kp.name] = KernelInfo(kp.name, args, tuple(int(x) for x in gsize),
+                                        tuple(int(x) for x in lsize),
+                                        # a plain str: unpickling a disk-cache entry
+                                        # then imports no policy (nor loopy)
+                                        str(kp.form), schedule=kp.steps, rule=kp.rule,
+                                        facts=kp.facts or {},
+                                        nodes=group_nodes.get(kp.name.split("_")[0], ()),
+                                        loopy=(knl, tu.callables_table))
+    kernels = _launch_list(launches, asm, built, group_nodes, inputs)
     from .schedule import check_grid, check_work_groups
     check_work_groups(kernels, max_work_group)      # before any device compiler runs
     check_grid(kernels, max_grid)
@@ -331,6 +348,32 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     return Lowered(source, kernels, specs, inputs, data, out_names, idx_dt.name,
                    tuple(plan.checks), translation_unit=tu, stages=stages,
                    scalars=raw.scalars_of(asm.kernels))
+
+
+def _launch_list(launches, asm, built, group_nodes, inputs):
+    """The ``KernelInfo`` of every launch, in order: a group's own kernels,
+    or those of the first group of its key on this group's buffers."""
+    from .reuse import instance
+    users = {c: u for u, c in inputs.items()}
+    by_group = {}
+    for kp in asm.kernels:
+        by_group.setdefault(kp.name.split("_")[0], []).append(built[kp.name])
+    kernels = []
+    for gi, first, slots in launches:
+        if first is None:
+            kernels.extend(by_group.get(f"k{gi}", ()))
+            continue
+        fgi, fslots, kps = first
+        args = dict(zip(fslots, slots))
+        for kp in kps:
+            args.update({a: args[b] + a[len(b):] for a, b in (kp.aliases or {}).items()
+                         if b in args})
+        names = {users.get(a, a): users.get(b, b) for a, b in args.items()}
+        for kp in kps:
+            info = built[kp.name]
+            name = f"k{gi}" + kp.name[len(f"k{fgi}"):]
+            kernels.append(instance(info, name, args, names, group_nodes.get(f"k{gi}", ())))
+    return kernels
 
 
 def _names_comment(inputs):

@@ -19,7 +19,7 @@ from loopy.kernel.instruction import make_assignment
 
 from polyarray.codegen.ir import nodes as N
 from polyarray.codegen.ir.mapper import Mapper
-from .cfuncs import BOOL, U8, lower_call, special_constant, storage_dtype
+from .cfuncs import BOOL, U8, clip_index, lower_call, special_constant, storage_dtype
 from .checks import checked_call
 from .pending import Pending, PendingScalar
 from .user_functions import is_user_function, lower_user_call
@@ -256,7 +256,11 @@ class KernelBuilder(Mapper):
             # select (a shared subexpression), and must not read outside its
             # buffers there (a gather's index check would fire on garbage)
             local = idx[ax] - off if off else idx[ax]
-            if n != 1:          # conditionals, not min/max: OpenCL's min(ulong, int)
+            if n != 1 and (off or off + n < total) and _selects(idx[ax]):
+                # an index that already selects (a piece of a piece): a helper,
+                # which names it once (each conditional below names it twice)
+                local = clip_index(local, 0, n - 1, self.functions)
+            elif n != 1:        # conditionals, not min/max: OpenCL's min(ulong, int)
                 if off:         # is ambiguous (a uint64 gather index, fuzzer seed 9342)
                     local = p.If(p.Comparison(local, ">", 0), local, 0)
                 if off + n < total:
@@ -297,6 +301,23 @@ class KernelBuilder(Mapper):
 INLINE_COMBINE = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum",
                   "any": "logical_or", "all": "logical_and"}
 IDENTITY = {"sum": 0, "prod": 1, "any": 0, "all": 1}
+
+
+def _selects(expr):
+    """Whether index expression ``expr`` holds a conditional or a call (a
+    clamped piece index): walked iteratively, stopping at the first."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, (p.If, p.Call)):
+            return True
+        if isinstance(e, (p.Sum, p.Product)):
+            stack.extend(e.children)
+        elif isinstance(e, (p.FloorDiv, p.Remainder, p.Quotient)):
+            stack.extend((e.numerator, e.denominator))
+        elif isinstance(e, p.Subscript):
+            stack.extend(e.index_tuple)
+    return False
 
 
 def _reads(parent, child):

@@ -134,6 +134,19 @@ MAX_INLINE_DEPTH = 40   # ... or one deeper than this (code blow-up guard)
 # store, a reload and a launch.  (A node that gathers is a buffer as soon as it is read
 # at two gathered places: the levels of pa.sort)
 MAX_INLINE_COPIES = 8
+# Copies of copies: a node read at several index maps by a reader that is itself held
+# several times (a stencil loop: each step reads the last at i-1, i, i+1) would be
+# copied geometrically, 3^k for k steps inlined.  Copies are allowed at one level: under
+# a kernel root, or under a node computed once per element (passes/materialize.py,
+# _copy_level), so a stencil loop is a kernel per two steps.  Measured below (jacobi_1d).
+MAX_COPY_LEVELS = 1
+# A computing node whose elements its readers' kernels would each evaluate REPEAT_MIN
+# times or more (a broadcast: a scalar added to a matrix; a piece of a concatenation
+# that is computed at every element of it) is a buffer when its inlined expression has
+# more than MAX_REPEATED_INLINE nodes: NPBench's go_fast adds a 2000-op scalar chain to
+# a 2000^2 matrix, which inlined would redo the chain at every element.
+REPEAT_MIN = 2
+MAX_REPEATED_INLINE = 32
 # A reduction over at most this many values whose result only feeds other
 # reductions (through elementwise work of its own size) is not a kernel: its
 # terms are unrolled into the reading reduction's body, in registers, so
@@ -187,6 +200,7 @@ __all__ = ["WG", "ELEMENTWISE_ILP", "ILP_MIN_GROUPS", "MANY_OUTPUTS", "FILL_THRE
            "MMA_MIN", "GROUP_ROW", "ROW_GROUP", "ROW_UNROLL", "ROW_FUSE_MAX",
            "CPU_VECTOR_BYTES", "CPU_MATMUL_ROWS", "CPU_MATMUL_VECTORS",
            "CPU_MATMUL_WORK", "MAX_INLINE", "MAX_INLINE_DEPTH", "MAX_INLINE_COPIES",
+           "MAX_COPY_LEVELS", "REPEAT_MIN", "MAX_REPEATED_INLINE",
            "INLINE_REDUCTION_MAX",
            "HEAVY_TERMS", "OUTLINE_DEFAULT", "OUTLINE_MIN", "NOINLINE_OPS",
            "NOINLINE_MIN_CALLS"]

@@ -33,6 +33,7 @@ from polyarray.codegen.ir import nodes as N
 from polyarray.codegen.ir.expr import binding_reads, index_vars
 from polyarray.codegen.ir.mapper import Mapper
 from .. import policy
+from ..classify import stacked_recurrence
 from ..lower import INLINE_COMBINE
 from .data import is_input
 
@@ -77,22 +78,48 @@ def materialize(outputs, order):
     roots = _Roots(mat, transposed, _small_reductions(outputs, order))
     for n in order:
         roots(n)
-    _many_copies(order, mat)
-    # guard: reduction bodies must stay small when inlined
-    sizes = _inline_sizes(order, mat)
-    for n in order:
-        if isinstance(n, N.Reduce) and not is_input(n.array) and id(n.array) not in mat \
-                and (sizes[id(n.array)][0] > policy.MAX_INLINE
-                     or sizes[id(n.array)][1] > policy.MAX_INLINE_DEPTH):
-            mat.add(id(n.array))
-            sizes = _inline_sizes(order, mat)
+    _many_copies(order, mat, _inline_sizes(order, mat))
+    _bounded_reduction_bodies(order, mat)
     return mat, transposed
 
 
-def _many_copies(order, mat):
-    """Materialize each computing node that its readers' kernels would hold
-    more than ``policy.MAX_INLINE_COPIES`` times, or read at two or more
-    gathered indices (index maps that read data: a binary search's probes).
+def _bounded_reduction_bodies(order, mat):
+    """Materialize the input of each reduction whose inlined expression
+    would exceed ``MAX_INLINE`` nodes or ``MAX_INLINE_DEPTH`` levels (code
+    size).  One pass in topological order: a node's size counts what is
+    materialized below it so far."""
+    size = {}
+    cap = 10 * policy.MAX_INLINE
+    for n in order:
+        if is_input(n) or id(n) in mat:
+            size[id(n)] = (1, 1)
+        else:
+            kids = [size[id(c)] if id(c) not in mat else (1, 1) for c in n.children()]
+            terms = reduced_count(n) if isinstance(n, N.Reduce) else 1
+            size[id(n)] = (min(1 + terms * sum(k[0] for k in kids), cap),
+                           min(1 + max((k[1] for k in kids), default=0), cap))
+        if isinstance(n, N.Reduce) and not is_input(n.array) and id(n.array) not in mat \
+                and (size[id(n.array)][0] > policy.MAX_INLINE
+                     or size[id(n.array)][1] > policy.MAX_INLINE_DEPTH):
+            mat.add(id(n.array))
+
+
+def _many_copies(order, mat, sizes):
+    """Materialize each computing node that fusing would compute too many
+    times over (``sizes``: ``_inline_sizes``, each node's inlined tree):
+
+    * its readers' kernels would hold it more than ``policy.MAX_INLINE_COPIES``
+      times, or it is read at two or more gathered indices (index maps that
+      read data: a binary search's probes);
+    * it would be copied at a second level of reads at several index maps
+      (``policy.MAX_COPY_LEVELS``): a reader already held several times
+      reads it at several places, so each step of a stencil loop would
+      multiply the last one's copies (``_copy_level``);
+    * each of its elements would be evaluated ``policy.REPEAT_MIN`` times
+      or more (a broadcast, a piece of a concatenation computed at every
+      element of it) and its inlined expression has more than
+      ``policy.MAX_REPEATED_INLINE`` nodes: a chain of scalars added to a
+      matrix, the columns of a long recurrence.
 
     A node's copies: one per kernel root; for an inlined reader, the reader's
     copies times the number of distinct index maps at which it reads the node.
@@ -104,29 +131,101 @@ def _many_copies(order, mat):
     the copies are few: a node that itself gathers is materialized when read
     at two gathered indices, and an inlined node passes its gathered reads on
     to what it reads.  Readers come before what they read in reversed
-    topological order: one pass, O(N)."""
+    topological order: one pass, O(N) (views pass what reaches them on)."""
     index_maps = {id(n): _index_maps(n) for n in order if not is_input(n)}
     gathering = _gathering(order, mat, index_maps)
     shared, extra, gathers = {}, {}, {}
+    reaching = {}       # id -> {anchor: [own, other, anchor's copies, anchor's level]}
+    repeat = {}         # id -> evaluations of each element by the kernels reading it
     for n in reversed(order):
         if is_input(n):
             continue
-        if id(n) in mat:
-            copies = 1
+        nid = id(n)
+        reach = reaching.pop(nid, {})
+        if nid in mat:
+            copies, level, rep = 1, 0, 1.0
         else:
-            copies = shared.get(id(n), 0) + extra.get(id(n), 0)
-            if _computes(n) and (copies > policy.MAX_INLINE_COPIES or (
-                    gathers.get(id(n), 0) > 1 and id(n) in gathering)):
-                mat.add(id(n))
-                copies = 1
-        passed = gathers.get(id(n), 0) if id(n) not in mat else 0   # inlined: passed on
-        for child, maps, own, data_maps in index_maps[id(n)]:
+            copies = shared.get(nid, 0) + extra.get(nid, 0)
+            level = _copy_level(reach) if _computes_value(n) else 0
+            rep = repeat.get(nid, 1.0)
+            if _computes(n) and (copies > policy.MAX_INLINE_COPIES
+                                 or level > policy.MAX_COPY_LEVELS
+                                 or (gathers.get(nid, 0) > 1 and nid in gathering)
+                                 or (rep >= policy.REPEAT_MIN
+                                     and sizes[nid][0] > policy.MAX_REPEATED_INLINE)):
+                mat.add(nid)
+                copies, level, rep = 1, 0, 1.0
+        passed = gathers.get(nid, 0) if nid not in mat else 0   # inlined: passed on
+        forward = nid not in mat and not _computes_value(n)      # a view: what reaches it
+        factor = rep * _domain(n)
+        for child, maps, own, data_maps in index_maps[nid]:
+            cid = id(child)
             if own:
-                shared[id(child)] = max(shared.get(id(child), 0), copies)
+                shared[cid] = max(shared.get(cid, 0), copies)
             else:
-                extra[id(child)] = extra.get(id(child), 0) + copies * maps
+                extra[cid] = extra.get(cid, 0) + copies * maps
             if data_maps or passed:
-                gathers[id(child)] = gathers.get(id(child), 0) + copies * data_maps + passed
+                gathers[cid] = gathers.get(cid, 0) + copies * data_maps + passed
+            if is_input(child):
+                continue
+            each = factor / child.size if child.size else 1.0
+            if isinstance(n, N.Concatenate) and each >= policy.REPEAT_MIN \
+                    and stacked_recurrence(n):
+                each = rep      # a row per work-item: each column computed once
+            repeat[cid] = max(repeat.get(cid, 1.0), each)
+            into = reaching.setdefault(cid, {})
+            if forward:
+                for anchor, (o, x, c, lv) in reach.items():
+                    _reach(into, anchor, o if own else 0, (x if own else o + x) * maps, c, lv)
+            else:
+                _reach(into, nid, copies if own else 0, 0 if own else copies * maps,
+                       copies, level)
+
+
+REACH_TRACKED = 32      # anchors tracked per node; more are summed in one entry
+
+
+def _reach(into, anchor, own, other, copies, level):
+    """Record that ``anchor`` (a computing node or a buffer, ``copies``
+    copies at copy level ``level``) holds a node ``own`` times at its own
+    index and ``other`` times at other index maps."""
+    if anchor not in into and len(into) >= REACH_TRACKED:
+        anchor = None       # past the tracked anchors: one conservative entry
+    e = into.get(anchor)
+    if e is None:
+        into[anchor] = [own, other, copies, level]
+    else:
+        e[0] = max(e[0], own)
+        e[1] += other
+        e[2] = max(e[2], copies) if anchor is not None else min(e[2], copies)
+        e[3] = max(e[3], level)
+
+
+def _copy_level(reach):
+    """A node's copy level: the most, over the computing nodes (anchors) that
+    read it directly or through views, of the anchor's level, plus one where
+    the anchor holds it more times than the anchor itself is held (it reads
+    it at several index maps).  Level 1: copied under kernel roots or under
+    nodes computed once; level 2: copies of copies."""
+    level = 0
+    for own, other, copies, lv in reach.values():
+        level = max(level, lv + (1 if own + other > copies else 0))
+    return level
+
+
+def _computes_value(n):
+    """A value op (an IndexLambda whose expression is a call, or an inlined
+    small reduction): what copy levels count.  Views, reshapes and
+    concatenations only pass their readers' copies on to what they read."""
+    if isinstance(n, N.IndexLambda):
+        return isinstance(n.expr, p.Call)
+    return isinstance(n, N.Reduce)
+
+
+def _domain(n):
+    """The points at which a kernel evaluates ``n``'s definition: its
+    elements, or for a reduction the elements of what it reduces."""
+    return n.array.size if isinstance(n, N.Reduce) else n.size
 
 
 def _gathering(order, mat, index_maps):
