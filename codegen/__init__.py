@@ -75,7 +75,8 @@ class KernelInfo:
     # (split-K's combine, packing, two stages, rows apart) lists them on each
     nodes: tuple = ()
     # the function to launch, where it is not ``name``: a raw kernel's
-    # (``codegen/raw.py``: launches of one kernel share its function)
+    # (``codegen/raw.py``: launches of one kernel share its function), or an
+    # earlier kernel's that is the same code on other buffers (``reuse.py``)
     entry: str = ""
     # (loopy kernel, callables table); or a function that returns them (after
     # a disk-cache hit: the program is lowered again only when they are
@@ -260,6 +261,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
         if g.size == 0:
             continue
         bar.step(f"k{gi}")
+        plan.building = gi      # values stored by earlier groups are read there
         key = None
         if not schedules and g.kind != "raw":
             key, slots = group_key(g, plan, buffers)
@@ -281,6 +283,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
         if key is not None:
             first_of[key] = (gi, slots, asm.kernels[start:])
     bar.close()         # (an error leaves it to tqdm's own cleanup)
+    plan.building = None
     unmatched = sorted(set(schedules) - asm.matched)
     if unmatched:
         raise ScheduleError(f"the schedule for {unmatched[0]!r} matches no kernel; this "

@@ -145,7 +145,18 @@ class KernelBuilder(Mapper):
         return [c for c in dict.fromkeys(node.children()) if self._inlined(c)]
 
     def _inlined(self, node):
-        return id(node) not in self.buffers
+        return id(node) not in self.buffers and self._served(node) is None
+
+    def _served(self, node):
+        """``(store, offset)`` where an earlier kernel stored ``node``
+        unchanged in the buffer of ``store`` (``passes.data.Materialized``):
+        this kernel reads it there instead of computing it again."""
+        stored = getattr(self.plan.materialized, "stored", None)
+        store = stored.get(id(node)) if stored else None
+        if store is None or self.plan.building is None:
+            return None
+        gi = self.plan.group_of.get(id(store[0]))
+        return store if gi is not None and gi < self.plan.building else None
 
     # -- names ----------------------------------------------------------
     def fresh(self, prefix):
@@ -191,6 +202,11 @@ class KernelBuilder(Mapper):
                                  f"row-fusion pass checks every read: passes/fuse_rows.py)")
         if id(node) in self.buffers:
             return self.read_buffer(node, idx), node.dtype
+        served = self._served(node)
+        if served is not None:          # stored unchanged by an earlier kernel
+            store, off = served
+            return self.read_buffer(store, tuple(i + o if o else i
+                                                 for i, o in zip(idx, off))), node.dtype
         key = (id(node), tuple(idx))
         if key in self._memo:
             return self._memo[key]

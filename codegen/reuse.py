@@ -24,9 +24,9 @@ from .passes import is_input
 
 
 def group_key(group, plan, buffers):
-    """``(key, slots)`` of a plan group: a digest of its computation with
-    buffers as slots, and the buffer names in slot order.  O(the group's
-    inlined region)."""
+    """``(key, slots)`` of a plan group (the one ``plan.building`` names):
+    a digest of its computation with buffers as slots, and the buffer names
+    in slot order.  O(the group's inlined region)."""
     units = [u.node for u in group.units]
     unit_ids = {id(n) for n in units}
     mat = plan.materialized
@@ -38,8 +38,24 @@ def group_key(group, plan, buffers):
         k = slots.setdefault(buffers[id(node)], len(slots))
         return f"b{k}:{node.shape}:{node.dtype.str}"
 
+    stored = getattr(mat, "stored", None) or {}
+
     def is_buffer(node):
-        return is_input(node) or (id(node) in mat and id(node) not in unit_ids)
+        return is_input(node) or (id(node) in mat and id(node) not in unit_ids) \
+            or served(node) is not None
+
+    def served(node):           # as lower.KernelBuilder._served reads it
+        store = stored.get(id(node))
+        if store is None or plan.building is None:
+            return None
+        gi = plan.group_of.get(id(store[0]))
+        return store if gi is not None and gi < plan.building else None
+
+    def ref(node):
+        store = served(node) if id(node) not in mat else None
+        if store is not None:
+            return f"{buffer_ref(store[0])}+{store[1]}"
+        return buffer_ref(node)
 
     for u in units:
         buffer_ref(u)
@@ -59,7 +75,7 @@ def group_key(group, plan, buffers):
                     break
             else:
                 stack.pop()
-                refs = [buffer_ref(c) if is_buffer(c) else f"n{num[id(c)]}"
+                refs = [ref(c) if is_buffer(c) else f"n{num[id(c)]}"
                         for c in node.children()]
                 num[id(node)] = len(num)
                 h.update(f"{node.local_digest} {refs}\n".encode())

@@ -134,12 +134,19 @@ MAX_INLINE_DEPTH = 40   # ... or one deeper than this (code blow-up guard)
 # store, a reload and a launch.  (A node that gathers is a buffer as soon as it is read
 # at two gathered places: the levels of pa.sort)
 MAX_INLINE_COPIES = 8
-# Copies of copies: a node read at several index maps by a reader that is itself held
-# several times (a stencil loop: each step reads the last at i-1, i, i+1) would be
-# copied geometrically, 3^k for k steps inlined.  Copies are allowed at one level: under
-# a kernel root, or under a node computed once per element (passes/materialize.py,
-# _copy_level), so a stencil loop is a kernel per two steps.  Measured below (jacobi_1d).
+# Fusion must not multiply work.  A node that a kernel would hold more times than it
+# holds any of its readers (they read it at several index maps: x[i-1], x[i], x[i+1]) is
+# recomputed at each only when its inlined expression has at most MAX_RECOMPUTED nodes
+# (``(a * b)[1:] - (a * b)[:-1]``: a product of two loads), and never at a second level
+# (copies of copies, MAX_COPY_LEVELS): a stencil loop's step would otherwise inline the
+# last step at every offset, 3^k copies for k steps (passes/materialize.py, _copy_level).
+# Measured with PoCL on the 2-core CPU, run time of NPBench's loops (jacobi_1d S 800
+# steps, jacobi_2d S, heat_3d S) and larger ones (1-D 2^20 x 100, 2-D 1024^2 x 50, 3-D
+# 128^3 x 20), a step per kernel against two steps per kernel (the inner one recomputed
+# at each offset): 39 / 7.9 / 16.5 ms and 1.24 / 0.99 / 0.84 s against 52 / 23 / 14 ms and
+# 1.54 / 1.14 / 1.88 s.
 MAX_COPY_LEVELS = 1
+MAX_RECOMPUTED = 8
 # A computing node whose elements its readers' kernels would each evaluate REPEAT_MIN
 # times or more (a broadcast: a scalar added to a matrix; a piece of a concatenation
 # that is computed at every element of it) is a buffer when its inlined expression has
@@ -200,7 +207,7 @@ __all__ = ["WG", "ELEMENTWISE_ILP", "ILP_MIN_GROUPS", "MANY_OUTPUTS", "FILL_THRE
            "MMA_MIN", "GROUP_ROW", "ROW_GROUP", "ROW_UNROLL", "ROW_FUSE_MAX",
            "CPU_VECTOR_BYTES", "CPU_MATMUL_ROWS", "CPU_MATMUL_VECTORS",
            "CPU_MATMUL_WORK", "MAX_INLINE", "MAX_INLINE_DEPTH", "MAX_INLINE_COPIES",
-           "MAX_COPY_LEVELS", "REPEAT_MIN", "MAX_REPEATED_INLINE",
+           "MAX_COPY_LEVELS", "MAX_RECOMPUTED", "REPEAT_MIN", "MAX_REPEATED_INLINE",
            "INLINE_REDUCTION_MAX",
            "HEAVY_TERMS", "OUTLINE_DEFAULT", "OUTLINE_MIN", "NOINLINE_OPS",
            "NOINLINE_MIN_CALLS"]

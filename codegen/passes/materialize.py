@@ -35,7 +35,7 @@ from polyarray.codegen.ir.mapper import Mapper
 from .. import policy
 from ..classify import stacked_recurrence
 from ..lower import INLINE_COMBINE
-from .data import is_input
+from .data import Materialized, is_input
 
 
 class _Roots(Mapper):
@@ -73,7 +73,8 @@ class _Roots(Mapper):
 
 def materialize(outputs, order):
     """``(materialized ids, transposed operands)``."""
-    mat = {id(o) for o in outputs if not is_input(o)}
+    mat = Materialized((id(o) for o in outputs if not is_input(o)),
+                       {id(n): k for k, n in enumerate(order)})
     transposed = {}
     roots = _Roots(mat, transposed, _small_reductions(outputs, order))
     for n in order:
@@ -111,10 +112,12 @@ def _many_copies(order, mat, sizes):
     * its readers' kernels would hold it more than ``policy.MAX_INLINE_COPIES``
       times, or it is read at two or more gathered indices (index maps that
       read data: a binary search's probes);
-    * it would be copied at a second level of reads at several index maps
-      (``policy.MAX_COPY_LEVELS``): a reader already held several times
-      reads it at several places, so each step of a stencil loop would
-      multiply the last one's copies (``_copy_level``);
+    * a kernel would hold it more times than it holds any of its readers
+      (they read it at several index maps: ``_copy_level``) and its inlined
+      expression has more than ``policy.MAX_RECOMPUTED`` nodes, or it would
+      be copied so at a second level (``policy.MAX_COPY_LEVELS``): fusion
+      must not multiply work, and each step of a stencil loop would
+      multiply the last one's copies;
     * each of its elements would be evaluated ``policy.REPEAT_MIN`` times
       or more (a broadcast, a piece of a concatenation computed at every
       element of it) and its inlined expression has more than
@@ -134,79 +137,163 @@ def _many_copies(order, mat, sizes):
     topological order: one pass, O(N) (views pass what reaches them on)."""
     index_maps = {id(n): _index_maps(n) for n in order if not is_input(n)}
     gathering = _gathering(order, mat, index_maps)
-    shared, extra, gathers = {}, {}, {}
-    reaching = {}       # id -> {anchor: [own, other, anchor's copies, anchor's level]}
-    repeat = {}         # id -> evaluations of each element by the kernels reading it
+    position = mat.position
+    stores = {}     # id(store) -> stored_values(store), made once
+    reads = {}      # id -> what its readers contributed, one entry per reader:
+    #                 (reader, own, copies, maps, gathered, repeat, reach)
     for n in reversed(order):
         if is_input(n):
             continue
         nid = id(n)
-        reach = reaching.pop(nid, {})
+        entries = _served_from_store(n, reads.pop(nid, ()), mat, position, stores)
+        shared = extra = gathers = 0
+        rep, reach = 1.0, {}
+        for reader, own, c, maps, gathered, each, kernels in entries:
+            if own:
+                shared = max(shared, c)
+            else:
+                extra += c * maps
+            gathers += gathered
+            rep = max(rep, each)
+            for root, (o, x, ac, lv) in kernels.items():
+                _reach(reach, root, o if own else 0, (x if own else o + x) * maps, ac, lv)
         if nid in mat:
             copies, level, rep = 1, 0, 1.0
         else:
-            copies = shared.get(nid, 0) + extra.get(nid, 0)
+            copies = shared + extra
             level = _copy_level(reach) if _computes_value(n) else 0
-            rep = repeat.get(nid, 1.0)
             if _computes(n) and (copies > policy.MAX_INLINE_COPIES
                                  or level > policy.MAX_COPY_LEVELS
-                                 or (gathers.get(nid, 0) > 1 and nid in gathering)
+                                 or (level and sizes[nid][0] > policy.MAX_RECOMPUTED)
+                                 or (gathers > 1 and nid in gathering)
                                  or (rep >= policy.REPEAT_MIN
                                      and sizes[nid][0] > policy.MAX_REPEATED_INLINE)):
                 mat.add(nid)
+                mat.stored.pop(nid, None)
                 copies, level, rep = 1, 0, 1.0
-        passed = gathers.get(nid, 0) if nid not in mat else 0   # inlined: passed on
-        forward = nid not in mat and not _computes_value(n)      # a view: what reaches it
+        passed = gathers if nid not in mat else 0       # inlined: passed on
+        # per kernel that holds it: (its own copies, 0, copies, level) as the
+        # reader of its children; a view passes on what reaches it
+        if nid in mat:
+            kernels = {nid: (1, 0, 1, 0)}
+        elif _computes_value(n):
+            kernels = {root: (o + x, 0, o + x, _copy_level({root: e}))
+                       for root, e in reach.items() for o, x in [e[:2]]}
+        else:
+            kernels = reach
         factor = rep * _domain(n)
         for child, maps, own, data_maps in index_maps[nid]:
-            cid = id(child)
-            if own:
-                shared[cid] = max(shared.get(cid, 0), copies)
-            else:
-                extra[cid] = extra.get(cid, 0) + copies * maps
-            if data_maps or passed:
-                gathers[cid] = gathers.get(cid, 0) + copies * data_maps + passed
             if is_input(child):
                 continue
             each = factor / child.size if child.size else 1.0
             if isinstance(n, N.Concatenate) and each >= policy.REPEAT_MIN \
                     and stacked_recurrence(n):
                 each = rep      # a row per work-item: each column computed once
-            repeat[cid] = max(repeat.get(cid, 1.0), each)
-            into = reaching.setdefault(cid, {})
-            if forward:
-                for anchor, (o, x, c, lv) in reach.items():
-                    _reach(into, anchor, o if own else 0, (x if own else o + x) * maps, c, lv)
-            else:
-                _reach(into, nid, copies if own else 0, 0 if own else copies * maps,
-                       copies, level)
+            gathered = copies * data_maps + passed if (data_maps or passed) else 0
+            reads.setdefault(id(child), []).append(
+                (n, own, copies, maps, gathered, each, kernels))
 
 
-REACH_TRACKED = 32      # anchors tracked per node; more are summed in one entry
+def _served_from_store(n, entries, mat, position, stores):
+    """The readers' entries of node ``n`` that the kernels will compute:
+    where a materialized reader stores ``n`` unchanged (a concatenation's
+    piece, the value of ``x[a:b] = v``: ``stored_values``), the readers
+    after it read its buffer instead (``Materialized.stored``, which
+    ``data.materialized_deps`` and ``lower.KernelBuilder`` follow)."""
+    store = None
+    for reader, *_ in entries:
+        if id(reader) in mat and (store is None or position[id(reader)] < position[id(store[0])]):
+            if id(reader) not in stores:
+                stores[id(reader)] = stored_values(reader)
+            off = stores[id(reader)].get(id(n))
+            if off is not None:
+                store = (reader, off)
+    if store is None:
+        return entries
+    mat.stored[id(n)] = store
+    at = position[id(store[0])]
+    return [e for e in entries if position[id(e[0])] <= at]
 
 
-def _reach(into, anchor, own, other, copies, level):
-    """Record that ``anchor`` (a computing node or a buffer, ``copies``
-    copies at copy level ``level``) holds a node ``own`` times at its own
-    index and ``other`` times at other index maps."""
-    if anchor not in into and len(into) >= REACH_TRACKED:
-        anchor = None       # past the tracked anchors: one conservative entry
-    e = into.get(anchor)
+def stored_values(s):
+    """``{id(v): offset}`` of the computed nodes ``v`` that node ``s`` holds
+    unchanged, ``v[q] == s[q + offset]`` over all of ``v``: the pieces of
+    a concatenation, and the value of a step-1 ``x[a:b, c:d] = v``
+    (``ops/assign``: ``where(region, v[clamped positions], x)``)."""
+    found = {}
+    if isinstance(s, N.Concatenate):
+        at = 0
+        for a in s.arrays:
+            if not is_input(a) and id(a) not in found:
+                found[id(a)] = tuple(at if d == s.axis else 0 for d in range(s.ndim))
+            at += a.shape[s.axis]
+        return found
+    if not (isinstance(s, N.IndexLambda) and s.op.startswith("setitem[")
+            and isinstance(s.expr, p.Call) and s.expr.function == p.Variable("where")
+            and len(s.expr.parameters) == 3):
+        return found
+    value = s.expr.parameters[1]
+    if not (isinstance(value, p.Subscript) and isinstance(value.aggregate, p.Variable)):
+        return found
+    v = dict(s.bindings).get(value.aggregate.name)
+    if v is None or is_input(v) or v.ndim != s.ndim:
+        return found
+    offset = []
+    for k, (e, n) in enumerate(zip(value.index_tuple, v.shape)):
+        at = _shift(e, k, n)
+        if at is None or not 0 <= at <= s.shape[k] - n:
+            return found
+        offset.append(at)
+    found[id(v)] = tuple(offset)
+    return found
+
+
+def _shift(e, k, n):
+    """``o`` where index expression ``e`` is ``_k - o`` clamped to ``[0, n)``
+    (or ``_k`` itself), else None."""
+    var = p.Variable(f"_{k}")
+    if e == var:
+        return 0
+    if not (isinstance(e, p.If) and e.then == 0 and isinstance(e.else_, p.If)
+            and e.else_.then == n - 1):
+        return None
+    inner = e.else_.else_
+    if not (e.condition == p.Comparison(inner, "<", 0)
+            and e.else_.condition == p.Comparison(inner, ">", n - 1)):
+        return None
+    if inner == var:
+        return 0
+    if isinstance(inner, p.Sum) and len(inner.children) == 2 and inner.children[0] == var \
+            and isinstance(inner.children[1], int):
+        return -inner.children[1]
+    return None
+
+
+REACH_TRACKED = 32      # kernels tracked per node; more are summed in one entry
+
+
+def _reach(into, root, own, other, copies, level):
+    """Record that the kernel of ``root`` holds a node ``own`` times at its
+    readers' own index and ``other`` times at other index maps, read by
+    nodes it holds ``copies`` times at copy level ``level`` (the most)."""
+    if root not in into and len(into) >= REACH_TRACKED:
+        root = None         # past the tracked kernels: one conservative entry
+    e = into.get(root)
     if e is None:
-        into[anchor] = [own, other, copies, level]
+        into[root] = [own, other, copies, level]
     else:
         e[0] = max(e[0], own)
         e[1] += other
-        e[2] = max(e[2], copies) if anchor is not None else min(e[2], copies)
+        e[2] = max(e[2], copies)
         e[3] = max(e[3], level)
 
 
 def _copy_level(reach):
-    """A node's copy level: the most, over the computing nodes (anchors) that
-    read it directly or through views, of the anchor's level, plus one where
-    the anchor holds it more times than the anchor itself is held (it reads
-    it at several index maps).  Level 1: copied under kernel roots or under
-    nodes computed once; level 2: copies of copies."""
+    """A node's copy level: the most, over the kernels that hold it, of its
+    readers' level there, plus one where the kernel holds it more times than
+    it holds any of its readers (they read it at several index maps).
+    Level 1: copied under a kernel root or under nodes computed once per
+    element; level 2: copies of copies."""
     level = 0
     for own, other, copies, lv in reach.values():
         level = max(level, lv + (1 if own + other > copies else 0))
