@@ -193,6 +193,12 @@ NOINLINE_OPS = {
                 "expm1", "log1p"),
 }
 NOINLINE_MIN_CALLS = 16
+# OpenCL (PoCL, which compiles a kernel when it is first launched): inlined float64 tanh
+# and log2 took that compile time growing with the square of the calls, 400 calls 17.6 s
+# and 26.5 s (0.4 s and 0.2 s as calls); as calls, a chain of 16 over 2^20 elements ran
+# as fast (tanh) or 1.4x slower (log2).  Others grew linearly or ran much slower as calls
+# (float32 tanh 8x, float64 exp 4x: PoCL vectorizes them inlined), so they stay inlined.
+OPENCL_NOINLINE_OPS = {"float64": ("tanh", "log2")}
 
 
 __all__ = ["WG", "ELEMENTWISE_ILP", "ILP_MIN_GROUPS", "MANY_OUTPUTS", "FILL_THREADS",
@@ -210,4 +216,4 @@ __all__ = ["WG", "ELEMENTWISE_ILP", "ILP_MIN_GROUPS", "MANY_OUTPUTS", "FILL_THRE
            "MAX_COPY_LEVELS", "MAX_RECOMPUTED", "REPEAT_MIN", "MAX_REPEATED_INLINE",
            "INLINE_REDUCTION_MAX",
            "HEAVY_TERMS", "OUTLINE_DEFAULT", "OUTLINE_MIN", "NOINLINE_OPS",
-           "NOINLINE_MIN_CALLS"]
+           "NOINLINE_MIN_CALLS", "OPENCL_NOINLINE_OPS"]
