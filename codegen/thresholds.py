@@ -147,6 +147,14 @@ MAX_INLINE_COPIES = 8
 # 1.54 / 1.14 / 1.88 s.
 MAX_COPY_LEVELS = 1
 MAX_RECOMPUTED = 8
+# A node read through more nested index maps than this (a flip of a flip of ..., a roll
+# of a roll: each nests the index expression once more) gets a buffer: loopy and
+# pymbolic recurse on expressions, and 3000 nested flips passed Python's recursion limit
+MAX_INDEX_DEPTH = 32
+# ... or whose index expression would hold its kernel's index more than this many times
+# (a roll is ``x[i + 4 if i < 2 else i - 2]``: i three times; ten nested rolls were 2.2 MB
+# of OpenCL in 16 s of lowering, five 9.5 KB)
+MAX_INDEX_GROWTH = 64
 # A computing node whose elements its readers' kernels would each evaluate REPEAT_MIN
 # times or more (a broadcast: a scalar added to a matrix; a piece of a concatenation
 # that is computed at every element of it) is a buffer when its inlined expression has
@@ -213,7 +221,7 @@ __all__ = ["WG", "ELEMENTWISE_ILP", "ILP_MIN_GROUPS", "MANY_OUTPUTS", "FILL_THRE
            "MMA_MIN", "GROUP_ROW", "ROW_GROUP", "ROW_UNROLL", "ROW_FUSE_MAX",
            "CPU_VECTOR_BYTES", "CPU_MATMUL_ROWS", "CPU_MATMUL_VECTORS",
            "CPU_MATMUL_WORK", "MAX_INLINE", "MAX_INLINE_DEPTH", "MAX_INLINE_COPIES",
-           "MAX_COPY_LEVELS", "MAX_RECOMPUTED", "REPEAT_MIN", "MAX_REPEATED_INLINE",
+           "MAX_COPY_LEVELS", "MAX_RECOMPUTED", "MAX_INDEX_DEPTH", "MAX_INDEX_GROWTH", "REPEAT_MIN", "MAX_REPEATED_INLINE",
            "INLINE_REDUCTION_MAX",
            "HEAVY_TERMS", "OUTLINE_DEFAULT", "OUTLINE_MIN", "NOINLINE_OPS",
            "NOINLINE_MIN_CALLS", "OPENCL_NOINLINE_OPS"]

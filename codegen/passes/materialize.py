@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import pymbolic.primitives as p
 
 from polyarray.codegen.ir import nodes as N
-from polyarray.codegen.ir.expr import binding_reads, index_vars
+from polyarray.codegen.ir.expr import _children, binding_reads, index_vars
 from polyarray.codegen.ir.mapper import Mapper
 from .. import policy
 from ..classify import stacked_recurrence
@@ -118,6 +120,12 @@ def _many_copies(order, mat, sizes):
       be copied so at a second level (``policy.MAX_COPY_LEVELS``): fusion
       must not multiply work, and each step of a stencil loop would
       multiply the last one's copies;
+    * (any node) it would be read through more than ``policy.MAX_INDEX_DEPTH``
+      nested index maps (views of views, pieces of pieces), or through maps
+      whose index expressions hold the reader's index more than
+      ``policy.MAX_INDEX_GROWTH`` times together (a roll of a roll of ...:
+      three times each): code generation recurses on index expressions, and
+      their text would grow geometrically;
     * each of its elements would be evaluated ``policy.REPEAT_MIN`` times
       or more (a broadcast, a piece of a concatenation computed at every
       element of it) and its inlined expression has more than
@@ -140,15 +148,17 @@ def _many_copies(order, mat, sizes):
     position = mat.position
     stores = {}     # id(store) -> stored_values(store), made once
     reads = {}      # id -> what its readers contributed, one entry per reader:
-    #                 (reader, own, copies, maps, gathered, repeat, reach)
+    #                 (reader, own, copies, maps, gathered, repeat, reach, index depth,
+    #                  index growth)
     for n in reversed(order):
         if is_input(n):
             continue
         nid = id(n)
         entries = _served_from_store(n, reads.pop(nid, ()), mat, position, stores)
-        shared = extra = gathers = 0
-        rep, reach = 1.0, {}
-        for reader, own, c, maps, gathered, each, kernels in entries:
+        shared = extra = gathers = depth = 0
+        rep, reach, grown = 1.0, {}, 1
+        for reader, own, c, maps, gathered, each, kernels, deep, times in entries:
+            depth, grown = max(depth, deep), max(grown, times)
             if own:
                 shared = max(shared, c)
             else:
@@ -158,19 +168,21 @@ def _many_copies(order, mat, sizes):
             for root, (o, x, ac, lv) in kernels.items():
                 _reach(reach, root, o if own else 0, (x if own else o + x) * maps, ac, lv)
         if nid in mat:
-            copies, level, rep = 1, 0, 1.0
+            copies, level, rep, depth, grown = 1, 0, 1.0, 0, 1
         else:
             copies = shared + extra
             level = _copy_level(reach) if _computes_value(n) else 0
-            if _computes(n) and (copies > policy.MAX_INLINE_COPIES
-                                 or level > policy.MAX_COPY_LEVELS
-                                 or (level and sizes[nid][0] > policy.MAX_RECOMPUTED)
-                                 or (gathers > 1 and nid in gathering)
-                                 or (rep >= policy.REPEAT_MIN
-                                     and sizes[nid][0] > policy.MAX_REPEATED_INLINE)):
+            if depth > policy.MAX_INDEX_DEPTH or grown > policy.MAX_INDEX_GROWTH \
+                    or _computes(n) and (
+                    copies > policy.MAX_INLINE_COPIES
+                    or level > policy.MAX_COPY_LEVELS
+                    or (level and sizes[nid][0] > policy.MAX_RECOMPUTED)
+                    or (gathers > 1 and nid in gathering)
+                    or (rep >= policy.REPEAT_MIN
+                        and sizes[nid][0] > policy.MAX_REPEATED_INLINE)):
                 mat.add(nid)
                 mat.stored.pop(nid, None)
-                copies, level, rep = 1, 0, 1.0
+                copies, level, rep, depth, grown = 1, 0, 1.0, 0, 1
         passed = gathers if nid not in mat else 0       # inlined: passed on
         # per kernel that holds it: (its own copies, 0, copies, level) as the
         # reader of its children; a view passes on what reaches it
@@ -182,16 +194,20 @@ def _many_copies(order, mat, sizes):
         else:
             kernels = reach
         factor = rep * _domain(n)
-        for child, maps, own, data_maps in index_maps[nid]:
+        for child, maps, own, data_maps, (nests, growth) in index_maps[nid]:
             if is_input(child):
                 continue
+            if nests is None:       # a reshape
+                nests = depth > 0
+                growth = growth if nests else 1
             each = factor / child.size if child.size else 1.0
             if isinstance(n, N.Concatenate) and each >= policy.REPEAT_MIN \
                     and stacked_recurrence(n):
                 each = rep      # a row per work-item: each column computed once
             gathered = copies * data_maps + passed if (data_maps or passed) else 0
             reads.setdefault(id(child), []).append(
-                (n, own, copies, maps, gathered, each, kernels))
+                (n, own, copies, maps, gathered, each, kernels, depth + bool(nests),
+                 grown * growth))
 
 
 def _served_from_store(n, entries, mat, position, stores):
@@ -323,7 +339,7 @@ def _gathering(order, mat, index_maps):
     found = set()
     for n in order:
         if not is_input(n) and any(data_maps or (id(c) in found and id(c) not in mat)
-                                   for c, _, _, data_maps in index_maps[id(n)]):
+                                   for c, _, _, data_maps, _ in index_maps[id(n)]):
             found.add(id(n))
     return found
 
@@ -338,11 +354,30 @@ def _computes(n):
 
 def _index_maps(n):
     """``(child, distinct index maps of its reads, read only at n's own index,
-    distinct index maps that read data)`` per distinct child of ``n``.  A
-    concatenation reads each piece once, where the piece itself is."""
+    distinct index maps that read data, (nests, growth))`` per distinct
+    child of ``n``.  A concatenation reads each piece once, where the piece
+    itself is.  ``nests``: the child's index is an expression of ``n``'s
+    (not a permutation of its variables; None for a reshape: only where it is
+    itself read at another index); ``growth`` bounds how many times that
+    expression holds ``n``'s (``_index_growth``)."""
     if not isinstance(n, N.IndexLambda):
-        own = isinstance(n, N.Concatenate)
-        return [(c, 1, own, 0) for c in dict.fromkeys(n.children())]
+        if isinstance(n, N.Concatenate):
+            out, at = [], 0
+            for c in n.arrays:      # a piece's index is clamped by conditionals (lower.py)
+                w = c.shape[n.axis]
+                clamped = w != 1 and (at > 0 or at + w < n.shape[n.axis])
+                out.append((c, 1, True, 0, (clamped, 4 if clamped else 1)))
+                at += w
+            seen, unique = set(), []
+            for e in out:
+                if id(e[0]) not in seen:
+                    seen.add(id(e[0]))
+                    unique.append(e)
+            return unique
+        # a reshape's index: the flat position, decomposed once per axis of what it
+        # reads (at its kernel's own index, lowering uses the kernel's own indices)
+        return [(c, 1, False, 0, (None, max(1, sum(1 for d in c.shape if d != 1))))
+                for c in dict.fromkeys(n.children())]
     reads = n.reads()
     maps = {}
     for name, child in n.bindings:
@@ -352,8 +387,39 @@ def _index_maps(n):
     return [(child, max(len(m), 1),
              m <= {()} or (m == {own} and child.shape == n.shape)
              or (len(m) == 1 and _same_point(next(iter(m)), child.shape, unit, n.shape)),
-             sum(1 for idx in m if _reads_data(idx)))
+             sum(1 for idx in m if _reads_data(idx)),
+             (any(not _bare(i) for idx in m for i in idx),
+              max((_index_growth(idx) for idx in m), default=1)))
             for child, m in maps.values()]
+
+
+def _bare(e):
+    """An index component that nests nothing: a constant or an index variable."""
+    return type(e) is int or isinstance(e, np.integer) or (
+        type(e) is p.Variable and not e.name.startswith("_in"))
+
+
+def _index_growth(idx):
+    """The most times one index variable occurs in index tuple ``idx``
+    (at least 1): substituted by the reader's index, the tuple's text is at
+    most that many times the reader's (``x[i + 4 if i < 2 else i - 2]``, a
+    roll: 3).  Iterative walk."""
+    counts, stack = {}, list(idx)
+    while stack:
+        e = stack.pop()
+        t = type(e)
+        if t is int or isinstance(e, np.integer):
+            continue
+        if t is p.Variable:
+            if not e.name.startswith("_in"):
+                counts[e.name] = counts.get(e.name, 0) + 1
+        elif isinstance(e, p.Subscript):
+            stack.extend(e.index_tuple)
+        elif isinstance(e, p.ExpressionNode):
+            stack.extend(c for c in _children(e) if not isinstance(c, str))
+        elif isinstance(e, tuple):
+            stack.extend(e)
+    return max(counts.values(), default=1)
 
 
 def _reads_data(idx):
