@@ -132,6 +132,8 @@ def _body(op, dt, T, cuda):
                     f"  if (r != 0 && ((r < 0) != (b < 0))) r += b;\n"
                     f"  return r;")
         return "return b == 0 ? 0 : a % b;"
+    if op == "clip_index":      # an index kept within [b, c]: a concatenation's piece
+        return "return a < b ? b : (a > c ? c : a);"
     if op == "power":
         if f:
             return f"return {M('pow')}(a, b);"
@@ -213,7 +215,7 @@ def _signature(name):
     _, rest = name.split("_", 1)
     op, dtname = rest.rsplit("_", 1)
     dt = np.dtype(dtname)
-    nargs = 2 if op in _TWO_ARGS else (0 if op in _SPECIAL else 1)
+    nargs = 3 if op == "clip_index" else 2 if op in _TWO_ARGS else (0 if op in _SPECIAL else 1)
     out = U8 if op in _BOOL_RESULT else storage_dtype(dt)
     return op, dt, nargs, out
 
@@ -257,7 +259,7 @@ class PaFunction(ScalarCallable):
         cuda = isinstance(target, CudaTarget)
         T = target.dtype_to_typename(NumpyType(storage_dtype(dt)))
         R = target.dtype_to_typename(NumpyType(out))
-        params = ", ".join(f"{T} {v}" for v in "ab"[:nargs]) or "void"
+        params = ", ".join(f"{T} {v}" for v in "abc"[:nargs]) or "void"
         qual = "__device__ static inline" if cuda else "static inline"
         body = _body(op, dt, T, cuda)
         yield (f"50_{self.name}", f"{qual} {R} {self.name}({params})\n{{\n  {body}\n}}\n")
@@ -271,6 +273,13 @@ def special_constant(value, dtype, functions):
     name = helper_name(op, dtype)
     functions.add(name)
     return p.Call(p.Variable(name), ())
+
+
+def clip_index(expr, lo, hi, functions):
+    """``expr`` kept within ``[lo, hi]`` by a helper that evaluates it once
+    (a conditional names it twice, so clamps of clamps would double the
+    text at each level)."""
+    return _helper_call("clip_index", np.int64, (expr, np.int64(lo), np.int64(hi)), functions)
 
 
 def wraps_in_helper(dtype) -> bool:

@@ -28,16 +28,21 @@ class Elementwise:
 
 
 def stacked_columns(group) -> int:
-    """The bytes per row (columns x item size) where a group's one output is a 2-D
+    """The bytes per row (columns x item size) where a group's one output is a
+    stacked recurrence (``stacked_recurrence``), else 0."""
+    if len(group.units) != 1:
+        return 0
+    return stacked_recurrence(group.units[0].node)
+
+
+def stacked_recurrence(n) -> int:
+    """The bytes per row (columns x item size) where node ``n`` is a 2-D
     concatenation along its last axis of pieces that build on each other (a
     recurrence: ``H[k+1] = 2 x H[k] - 2 k H[k-1]``), else 0: the last
     piece's DAG holds most other pieces' cores (a piece, or the array it
     transforms through at most two one-input steps: ``(H[k] / sqrt(k!))[:, None]``).  Computed at a flat index, each
     element would redo the recurrence up to its column."""
     from polyarray.codegen.ir import nodes as N
-    if len(group.units) != 1:
-        return 0
-    n = group.units[0].node
     if not isinstance(n, N.Concatenate) or len(n.shape) != 2 or n.axis != 1 \
             or len(n.arrays) < 4 or n.shape[1] > 64:
         return 0

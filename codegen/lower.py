@@ -19,12 +19,14 @@ from loopy.kernel.instruction import make_assignment
 
 from polyarray.codegen.ir import nodes as N
 from polyarray.codegen.ir.mapper import Mapper
-from .cfuncs import BOOL, U8, lower_call, special_constant, storage_dtype
+from .cfuncs import BOOL, U8, clip_index, lower_call, special_constant, storage_dtype
 from .checks import checked_call
 from .pending import Pending, PendingScalar
 from .user_functions import is_user_function, lower_user_call
 
 SPILL_DEPTH = 24       # spill deep inlined chains into temporaries
+DEEP = 40              # node levels of lowering after which what a node reads is
+#                        lowered ahead, iteratively (KernelBuilder._evaluate_below)
 
 
 def decompose(flat, shape):
@@ -82,6 +84,8 @@ class KernelBuilder(Mapper):
         self.local = {}
         self.flat = {}                     # shape -> (flat var, idx tuple)
         self._memo = {}
+        self._below = {}                   # values lowered ahead (_evaluate_below)
+        self._depth = 0                    # node levels of value() in progress
         self._tmp_writer = {}
         self._n = 0
         self.uses = {}
@@ -145,7 +149,18 @@ class KernelBuilder(Mapper):
         return [c for c in dict.fromkeys(node.children()) if self._inlined(c)]
 
     def _inlined(self, node):
-        return id(node) not in self.buffers
+        return id(node) not in self.buffers and self._served(node) is None
+
+    def _served(self, node):
+        """``(store, offset)`` where an earlier kernel stored ``node``
+        unchanged in the buffer of ``store`` (``passes.data.Materialized``):
+        this kernel reads it there instead of computing it again."""
+        stored = getattr(self.plan.materialized, "stored", None)
+        store = stored.get(id(node)) if stored else None
+        if store is None or self.plan.building is None:
+            return None
+        gi = self.plan.group_of.get(id(store[0]))
+        return store if gi is not None and gi < self.plan.building else None
 
     # -- names ----------------------------------------------------------
     def fresh(self, prefix):
@@ -191,15 +206,81 @@ class KernelBuilder(Mapper):
                                  f"row-fusion pass checks every read: passes/fuse_rows.py)")
         if id(node) in self.buffers:
             return self.read_buffer(node, idx), node.dtype
+        served = self._served(node)
+        if served is not None:          # stored unchanged by an earlier kernel
+            store, off = served
+            return self.read_buffer(store, tuple(i + o if o else i
+                                                 for i, o in zip(idx, off))), node.dtype
         key = (id(node), tuple(idx))
         if key in self._memo:
             return self._memo[key]
-        expr, dt = self.rec(node, tuple(idx), within, reducing)
+        hit = self._below.get((key, reducing))
+        if hit is not None:
+            return hit
+        if self._depth >= DEEP:         # a long chain: what it reads first, iteratively
+            self._evaluate_below(node, tuple(idx), within, reducing)
+        self._depth += 1
+        try:
+            expr, dt = self.rec(node, tuple(idx), within, reducing)
+        finally:
+            self._depth -= 1
         if not reducing and (self.uses.get(id(node), 0) > 1 or id(node) in self.spill) \
                 and _computes(node):
             expr = self.temp(expr, dt, within)
             self._memo[key] = (expr, dt)
         return expr, dt
+
+    def _evaluate_below(self, node, idx, within, reducing):
+        """Lower, children first, the inlined nodes that ``node`` reaches
+        from ``idx`` through reads whose index no data decides (``reads_at``),
+        keeping each value: then lowering ``node`` recurses one level, however
+        long the chain below it (a loop's 144 updates of one array).  An
+        explicit stack: no recursion proportional to the chain."""
+        done = lambda k: k in self._memo or (k, reducing) in self._below  # noqa: E731
+        order, seen = [], {(id(node), idx)}
+        stack = [(node, idx, iter(self.reads_at(node, idx)))]
+        while stack:
+            n, i, it = stack[-1]
+            for c, ci in it:
+                k = (id(c), ci)
+                if k in seen or not self._inlined(c) or id(c) in self.local \
+                        or id(c) in self.kernel_local or done(k):
+                    continue
+                seen.add(k)
+                stack.append((c, ci, iter(self.reads_at(c, ci))))
+                break
+            else:
+                stack.pop()
+                order.append((n, i))
+        depth, self._depth = self._depth, 0
+        try:
+            for n, i in order[:-1]:         # node itself is its caller's
+                self._below[((id(n), i), reducing)] = self.value(n, i, within, reducing)
+        finally:
+            self._depth = depth
+
+    def reads_at(self, node, idx):
+        """``(child, index)`` of each read of ``node``'s definition at ``idx``
+        whose index is index arithmetic alone (no value read from data), as
+        lowering ``node`` would make it."""
+        if isinstance(node, N.IndexLambda):
+            env = dict(node.bindings)
+            lowerer = _ExprLowerer(self, idx, env, None, False)
+            found = []
+            for name, indices in node.reads().items():
+                for index in indices:
+                    if all(_index_arithmetic(e) for e in index):
+                        found.append((env[name], tuple(lowerer.rec(e)[0] for e in index)))
+            return found
+        if isinstance(node, N.Reshape):
+            return [(node.array, self._reshape_index(node, idx))]
+        if isinstance(node, N.Concatenate):
+            return [(arr, sub) for arr, sub, _ in self._pieces(node, idx)]
+        if isinstance(node, N.Reduce):
+            red = [node.array.shape[a] for a in node.axes]
+            return [(node.array, interleave(idx, decompose(r, red), node.axes, node.array.ndim))
+                    for r in range(math.prod(red))]
+        return []
 
     def read_buffer(self, node, idx):
         name = self.buffers[id(node)]
@@ -227,14 +308,15 @@ class KernelBuilder(Mapper):
         return lowerer.rec(node.expr)
 
     def map_reshape(self, node, idx, within, reducing):
+        return self.value(node.array, self._reshape_index(node, idx), within, reducing)
+
+    def _reshape_index(self, node, idx):
         flat = self.flat.get(node.shape)
         if flat is not None and tuple(idx) == flat[1]:
             lin = flat[0]
         else:
             lin = linearize(idx, node.shape)
-        src = node.array.shape
-        in_idx = self._flat_index(lin, src)
-        return self.value(node.array, in_idx, within, reducing)
+        return self._flat_index(lin, node.array.shape)
 
     def _flat_index(self, lin, shape):
         flat = self.flat.get(shape)
@@ -243,6 +325,13 @@ class KernelBuilder(Mapper):
         return decompose(lin, shape)
 
     def map_concatenate(self, node, idx, within, reducing):
+        pieces = [(off, self.value(arr, sub, within, reducing)[0])
+                  for arr, sub, off in self._pieces(node, idx)]
+        return _select_piece(idx[node.axis], pieces), node.dtype
+
+    def _pieces(self, node, idx):
+        """``(piece, index in it, offset)`` of each piece of concatenation
+        ``node`` read at ``idx``."""
         ax = node.axis
         pieces, off = [], 0
         total = node.shape[ax]
@@ -256,18 +345,19 @@ class KernelBuilder(Mapper):
             # select (a shared subexpression), and must not read outside its
             # buffers there (a gather's index check would fire on garbage)
             local = idx[ax] - off if off else idx[ax]
-            if n != 1:          # conditionals, not min/max: OpenCL's min(ulong, int)
+            if n != 1 and (off or off + n < total) and _selects(idx[ax]):
+                # an index that already selects (a piece of a piece): a helper,
+                # which names it once (each conditional below names it twice)
+                local = clip_index(local, 0, n - 1, self.functions)
+            elif n != 1:        # conditionals, not min/max: OpenCL's min(ulong, int)
                 if off:         # is ambiguous (a uint64 gather index, fuzzer seed 9342)
                     local = p.If(p.Comparison(local, ">", 0), local, 0)
                 if off + n < total:
                     local = p.If(p.Comparison(local, "<", n - 1), local, n - 1)
             sub[ax] = 0 if n == 1 else local
-            pieces.append((off, self.value(arr, tuple(sub), within, reducing)[0]))
+            pieces.append((arr, tuple(sub), off))
             off += n
-        expr = pieces[-1][1]
-        for (start, e), (nxt, _) in zip(reversed(pieces[:-1]), reversed(pieces[1:])):
-            expr = p.If(p.Comparison(idx[ax], "<", nxt), e, expr)
-        return expr, node.dtype
+        return pieces
 
     def map_reduce(self, node, idx, within, reducing):
         """A small reduction inlined into its reader (``passes/materialize``):
@@ -275,10 +365,7 @@ class KernelBuilder(Mapper):
         elementwise op of the same NumPy semantics (wrapping integer sums,
         NaN-propagating max/min)."""
         combine = INLINE_COMBINE[node.op]
-        red = [node.array.shape[a] for a in node.axes]
-        terms = [self.value(node.array, interleave(idx, decompose(r, red), node.axes,
-                                                   node.array.ndim), within, reducing)
-                 for r in range(math.prod(red))]
+        terms = [self.value(a, i, within, reducing) for a, i in self.reads_at(node, idx)]
         if not terms:
             return storage_dtype(node.dtype).type(IDENTITY[node.op]), node.dtype
         while len(terms) > 1:
@@ -297,6 +384,68 @@ class KernelBuilder(Mapper):
 INLINE_COMBINE = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum",
                   "any": "logical_or", "all": "logical_and"}
 IDENTITY = {"sum": 0, "prod": 1, "any": 0, "all": 1}
+
+
+SELECT_CHAIN = 8        # pieces selected by a chain of conditionals; more: a tree
+
+
+def _select_piece(i, pieces):
+    """The value of the piece holding position ``i`` among ``pieces``
+    (``(start, value)`` in order): a chain of conditionals, or for many
+    pieces a balanced tree of them, whose nesting grows with the log of their
+    number (a recurrence of 200 columns nested 200 deep, past the 256
+    brackets that clang allows)."""
+    if len(pieces) > SELECT_CHAIN:
+        mid = len(pieces) // 2
+        return p.If(p.Comparison(i, "<", pieces[mid][0]), _select_piece(i, pieces[:mid]),
+                    _select_piece(i, pieces[mid:]))
+    expr = pieces[-1][1]
+    for (start, e), (nxt, _) in zip(reversed(pieces[:-1]), reversed(pieces[1:])):
+        expr = p.If(p.Comparison(i, "<", nxt), e, expr)
+    return expr
+
+
+def _index_arithmetic(e):
+    """Whether index expression ``e`` is arithmetic on index variables and
+    constants (no value read, no call): its lowering has no side effects."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if t is int or isinstance(x, np.integer):
+            continue
+        if t is p.Variable:
+            if x.name.startswith("_in"):
+                return False
+            continue
+        if isinstance(x, (p.Sum, p.Product)):
+            stack.extend(x.children)
+        elif isinstance(x, (p.FloorDiv, p.Remainder)):
+            stack.extend((x.numerator, x.denominator))
+        elif isinstance(x, p.If):
+            stack.extend((x.condition, x.then, x.else_))
+        elif isinstance(x, p.Comparison):
+            stack.extend((x.left, x.right))
+        else:
+            return False
+    return True
+
+
+def _selects(expr):
+    """Whether index expression ``expr`` holds a conditional or a call (a
+    clamped piece index): walked iteratively, stopping at the first."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, (p.If, p.Call)):
+            return True
+        if isinstance(e, (p.Sum, p.Product)):
+            stack.extend(e.children)
+        elif isinstance(e, (p.FloorDiv, p.Remainder, p.Quotient)):
+            stack.extend((e.numerator, e.denominator))
+        elif isinstance(e, p.Subscript):
+            stack.extend(e.index_tuple)
+    return False
 
 
 def _reads(parent, child):

@@ -14,9 +14,14 @@ An outlined region (``outline.py``: ``__forceinline__``) called more than
 once in a source -- a kernel of several elements per work-item calls it for
 each -- is compiled once too: the 2000-op chain over 65536 elements (four
 calls) took NVRTC 21.6 s on the H100's host inlined, nvcc 1.4 s here once.
-OpenCL sources
-are left alone (the OpenCL compilers get one kernel at a time and have no
-portable spelling for it).
+On OpenCL (clang's spelling, ``__attribute__((noinline))``) only the
+helpers of ``policy.OPENCL_NOINLINE_OPS``: PoCL compiles a kernel for its
+work-group size when it is first launched, and for inlined float64 ``tanh``
+and ``log2`` that took time growing with the square of the calls (400 calls:
+17.6 s and 26.5 s, against 0.4 s and 0.2 s once); NPBench's go_fast sums
+2000 of them.  Other helpers stay inlined there: PoCL vectorizes them across
+work-items (a float32 chain of 16 ``tanh`` over 2^20 elements ran 8x slower
+as calls, float64 ``exp`` 4x).
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ import re
 
 _DEFINITION = re.compile(r"^__device__ static inline (\w+) (pa_(\w+)_(float32|float64))\(",
                          re.M)
+_OPENCL_DEFINITION = re.compile(r"^static inline (\w+) (pa_(\w+)_(float32|float64))\(", re.M)
 _REGION = re.compile(r"^__device__ static __forceinline__ (\w+) (pa_r_[0-9a-f]+)\(", re.M)
 
 
@@ -42,6 +48,22 @@ def noinline_large_helpers(source: str) -> str:
         if calls >= policy.NOINLINE_MIN_CALLS:
             changes.append((m.start(), m.end(),
                             f"__device__ static __noinline__ {m.group(1)} {name}("))
+    for start, end, text in sorted(changes, reverse=True):
+        source = source[:start] + text + source[end:]
+    return source
+
+
+def noinline_opencl_helpers(source: str) -> str:
+    """``source`` (OpenCL C) with the helpers of ``policy.OPENCL_NOINLINE_OPS``
+    called at least ``NOINLINE_MIN_CALLS`` times compiled once."""
+    from . import policy
+    changes = []
+    for m in _OPENCL_DEFINITION.finditer(source):
+        name, op, dtype = m.group(2), m.group(3), m.group(4)
+        if op in policy.OPENCL_NOINLINE_OPS.get(dtype, ()) \
+                and source.count(name + "(") - 1 >= policy.NOINLINE_MIN_CALLS:
+            changes.append((m.start(), m.end(),
+                            f"static __attribute__((noinline)) {m.group(1)} {name}("))
     for start, end, text in sorted(changes, reverse=True):
         source = source[:start] + text + source[end:]
     return source

@@ -134,6 +134,34 @@ MAX_INLINE_DEPTH = 40   # ... or one deeper than this (code blow-up guard)
 # store, a reload and a launch.  (A node that gathers is a buffer as soon as it is read
 # at two gathered places: the levels of pa.sort)
 MAX_INLINE_COPIES = 8
+# Fusion must not multiply work.  A node that a kernel would hold more times than it
+# holds any of its readers (they read it at several index maps: x[i-1], x[i], x[i+1]) is
+# recomputed at each only when its inlined expression has at most MAX_RECOMPUTED nodes
+# (``(a * b)[1:] - (a * b)[:-1]``: a product of two loads), and never at a second level
+# (copies of copies, MAX_COPY_LEVELS): a stencil loop's step would otherwise inline the
+# last step at every offset, 3^k copies for k steps (passes/materialize.py, _copy_level).
+# Measured with PoCL on the 2-core CPU, run time of NPBench's loops (jacobi_1d S 800
+# steps, jacobi_2d S, heat_3d S) and larger ones (1-D 2^20 x 100, 2-D 1024^2 x 50, 3-D
+# 128^3 x 20), a step per kernel against two steps per kernel (the inner one recomputed
+# at each offset): 39 / 7.9 / 16.5 ms and 1.24 / 0.99 / 0.84 s against 52 / 23 / 14 ms and
+# 1.54 / 1.14 / 1.88 s.
+MAX_COPY_LEVELS = 1
+MAX_RECOMPUTED = 8
+# A node read through more nested index maps than this (a flip of a flip of ..., a roll
+# of a roll: each nests the index expression once more) gets a buffer: loopy and
+# pymbolic recurse on expressions, and 3000 nested flips passed Python's recursion limit
+MAX_INDEX_DEPTH = 32
+# ... or whose index expression would hold its kernel's index more than this many times
+# (a roll is ``x[i + 4 if i < 2 else i - 2]``: i three times; ten nested rolls were 2.2 MB
+# of OpenCL in 16 s of lowering, five 9.5 KB)
+MAX_INDEX_GROWTH = 64
+# A computing node whose elements its readers' kernels would each evaluate REPEAT_MIN
+# times or more (a broadcast: a scalar added to a matrix; a piece of a concatenation
+# that is computed at every element of it) is a buffer when its inlined expression has
+# more than MAX_REPEATED_INLINE nodes: NPBench's go_fast adds a 2000-op scalar chain to
+# a 2000^2 matrix, which inlined would redo the chain at every element.
+REPEAT_MIN = 2
+MAX_REPEATED_INLINE = 32
 # A reduction over at most this many values whose result only feeds other
 # reductions (through elementwise work of its own size) is not a kernel: its
 # terms are unrolled into the reading reduction's body, in registers, so
@@ -173,6 +201,12 @@ NOINLINE_OPS = {
                 "expm1", "log1p"),
 }
 NOINLINE_MIN_CALLS = 16
+# OpenCL (PoCL, which compiles a kernel when it is first launched): inlined float64 tanh
+# and log2 took that compile time growing with the square of the calls, 400 calls 17.6 s
+# and 26.5 s (0.4 s and 0.2 s as calls); as calls, a chain of 16 over 2^20 elements ran
+# as fast (tanh) or 1.4x slower (log2).  Others grew linearly or ran much slower as calls
+# (float32 tanh 8x, float64 exp 4x: PoCL vectorizes them inlined), so they stay inlined.
+OPENCL_NOINLINE_OPS = {"float64": ("tanh", "log2")}
 
 
 __all__ = ["WG", "ELEMENTWISE_ILP", "ILP_MIN_GROUPS", "MANY_OUTPUTS", "FILL_THREADS",
@@ -187,6 +221,7 @@ __all__ = ["WG", "ELEMENTWISE_ILP", "ILP_MIN_GROUPS", "MANY_OUTPUTS", "FILL_THRE
            "MMA_MIN", "GROUP_ROW", "ROW_GROUP", "ROW_UNROLL", "ROW_FUSE_MAX",
            "CPU_VECTOR_BYTES", "CPU_MATMUL_ROWS", "CPU_MATMUL_VECTORS",
            "CPU_MATMUL_WORK", "MAX_INLINE", "MAX_INLINE_DEPTH", "MAX_INLINE_COPIES",
+           "MAX_COPY_LEVELS", "MAX_RECOMPUTED", "MAX_INDEX_DEPTH", "MAX_INDEX_GROWTH", "REPEAT_MIN", "MAX_REPEATED_INLINE",
            "INLINE_REDUCTION_MAX",
            "HEAVY_TERMS", "OUTLINE_DEFAULT", "OUTLINE_MIN", "NOINLINE_OPS",
-           "NOINLINE_MIN_CALLS"]
+           "NOINLINE_MIN_CALLS", "OPENCL_NOINLINE_OPS"]

@@ -296,15 +296,20 @@ def _pool_for(queue):
 
 
 def _kernel_objects(compiled):
-    """Fetch each cl.Kernel once per compiled program (re-fetching is slow)."""
+    """Fetch each cl.Kernel once per compiled program (re-fetching is slow);
+    launches of one function (``KernelInfo.entry``) share it: a launch sets
+    all its arguments."""
     import pyopencl as cl
     if getattr(compiled, "_kernels", None) is None:
-        kernels = {}
+        kernels, functions = {}, {}
         for k in compiled.lowered.kernels:
+            entry = k.entry or k.name
             try:
-                kernels[k.name] = cl.Kernel(compiled.handle, k.entry or k.name)
+                if entry not in functions:
+                    functions[entry] = cl.Kernel(compiled.handle, entry)
+                kernels[k.name] = functions[entry]
             except cl.LogicError as e:
-                if not k.entry:         # ours: not a user's name
+                if k.form != "raw":         # ours: not a user's name
                     raise
                 raise ValueError(     # a raw kernel whose name the compiler took
                     f"raw kernel {k.entry!r}: the OpenCL program has no kernel of that "

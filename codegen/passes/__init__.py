@@ -12,7 +12,7 @@ See docs/DESIGN.md, "Materialization and fusion"."""
 from __future__ import annotations
 
 from polyarray.codegen.ir import nodes as N
-from .data import Group, Plan, Unit, is_input, materialized_deps
+from .data import Group, Materialized, Plan, Unit, is_input, materialized_deps
 from .epilogue import fuse_epilogues
 from .fuse_rows import fuse_rows
 from .group import group
@@ -32,9 +32,10 @@ def make_plan(outputs, device=None, fusable=None) -> Plan:
         fusable = lambda e, mat, transposed: stores_through_epilogue(e, device)  # noqa: E731
     if fusable is not None:
         groups = fuse_epilogues(groups, mat, outputs, lambda e: fusable(e, mat, transposed))
-    return Plan(order, mat, groups, list(outputs), transposed=transposed)
+    group_of = {id(u.node): gi for gi, g in enumerate(groups) for u in g.units}
+    return Plan(order, mat, groups, list(outputs), transposed=transposed, group_of=group_of)
 
 
-__all__ = ["Group", "Plan", "Unit", "inlined_terms", "is_input", "make_plan",
+__all__ = ["Group", "Materialized", "Plan", "Unit", "inlined_terms", "is_input", "make_plan",
            "materialized_deps",
            "transposed_buffer"]

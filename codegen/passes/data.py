@@ -26,6 +26,22 @@ class Group:
     #                                kernels (one would read a reduction at another row)
 
 
+class Materialized(set):
+    """The ids of the materialized nodes, with ``stored``: id(v) -> (store,
+    offset) for a computed node ``v`` that a materialized node ``store``
+    holds unchanged (``v[q] == store[q + offset]``: a concatenation's piece,
+    the value of ``x[a:b] = v``); and ``position``: id -> position in the
+    topological order.  A kernel that runs after the store's reads ``v``
+    from its buffer (``materialized_deps``, ``lower.KernelBuilder``), so a
+    value written by ``x[1:-1] = v`` and read back as ``x[1:-1]`` is not
+    computed again."""
+
+    def __init__(self, ids=(), position=None):
+        super().__init__(ids)
+        self.stored = {}
+        self.position = position or {}
+
+
 @dataclass
 class Plan:
     order: list                # topological order of all nodes
@@ -35,6 +51,9 @@ class Plan:
     checks: list = field(default_factory=list)   # run-time checks (codegen.checks)
     transposed: dict = field(default_factory=dict)  # id(einsum operand) -> buffer node it
     #                                                 transposes (read in place, not copied)
+    group_of: dict = field(default_factory=dict)    # id(materialized node) -> its group
+    building: int | None = None     # the group being lowered (set by lower_program):
+    #                                 stored values of earlier groups are read from there
 
 
 def is_input(node):
@@ -42,7 +61,11 @@ def is_input(node):
 
 
 def materialized_deps(node, mat):
-    """Materialized (or input) nodes read by ``node``'s inlined expression."""
+    """Materialized (or input) nodes read by ``node``'s inlined expression;
+    a value stored by a materialized node before ``node`` (``Materialized``)
+    is read from there."""
+    stored = getattr(mat, "stored", None)
+    at = mat.position.get(id(node)) if stored else None
     deps, stack, seen = [], list(node.children()), set()
     while stack:
         c = stack.pop()
@@ -51,6 +74,12 @@ def materialized_deps(node, mat):
         seen.add(id(c))
         if id(c) in mat or is_input(c):
             deps.append(c)
-        else:
-            stack.extend(c.children())
+            continue
+        store = stored.get(id(c)) if at is not None else None
+        if store is not None and store[0] is not node and mat.position[id(store[0])] < at:
+            if id(store[0]) not in seen:
+                seen.add(id(store[0]))
+                deps.append(store[0])
+            continue
+        stack.extend(c.children())
     return deps

@@ -111,23 +111,9 @@ def _reaches(node, dep, mat):
 
 
 def _only_identity_reads(n, name, ident):
+    """Whether ``n`` reads binding ``name`` only at its own index (a bare 0-d
+    read passes), indices of other reads included (``IndexLambda.reads``,
+    made once per node)."""
     import pymbolic.primitives as p
-    from pymbolic.mapper import WalkMapper
-    ok = [True]
-    want = ident.index if isinstance(ident, p.Subscript) else ()
-
-    class W(WalkMapper):
-        def map_subscript(self, s, *a):
-            if s.aggregate.name == name and tuple(s.index) != tuple(want):
-                ok[0] = False
-            self.rec(s.index)
-
-        def map_variable(self, v, *a):
-            pass
-
-        def map_call(self, c, *a):
-            for x in c.parameters:
-                self.rec(x)
-
-    W()(n.expr)
-    return ok[0]
+    want = ident.index_tuple if isinstance(ident, p.Subscript) else ()
+    return all(t == want or t == () for t in n.reads().get(name, ()))

@@ -27,14 +27,17 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import pymbolic.primitives as p
 
 from polyarray.codegen.ir import nodes as N
-from polyarray.codegen.ir.expr import binding_reads, index_vars
+from polyarray.codegen.ir.expr import _children, binding_reads, index_vars
 from polyarray.codegen.ir.mapper import Mapper
 from .. import policy
+from ..classify import stacked_recurrence
 from ..lower import INLINE_COMBINE
-from .data import is_input
+from .data import Materialized, is_input
 
 
 class _Roots(Mapper):
@@ -72,27 +75,62 @@ class _Roots(Mapper):
 
 def materialize(outputs, order):
     """``(materialized ids, transposed operands)``."""
-    mat = {id(o) for o in outputs if not is_input(o)}
+    mat = Materialized((id(o) for o in outputs if not is_input(o)),
+                       {id(n): k for k, n in enumerate(order)})
     transposed = {}
     roots = _Roots(mat, transposed, _small_reductions(outputs, order))
     for n in order:
         roots(n)
-    _many_copies(order, mat)
-    # guard: reduction bodies must stay small when inlined
-    sizes = _inline_sizes(order, mat)
-    for n in order:
-        if isinstance(n, N.Reduce) and not is_input(n.array) and id(n.array) not in mat \
-                and (sizes[id(n.array)][0] > policy.MAX_INLINE
-                     or sizes[id(n.array)][1] > policy.MAX_INLINE_DEPTH):
-            mat.add(id(n.array))
-            sizes = _inline_sizes(order, mat)
+    _many_copies(order, mat, _inline_sizes(order, mat))
+    _bounded_reduction_bodies(order, mat)
     return mat, transposed
 
 
-def _many_copies(order, mat):
-    """Materialize each computing node that its readers' kernels would hold
-    more than ``policy.MAX_INLINE_COPIES`` times, or read at two or more
-    gathered indices (index maps that read data: a binary search's probes).
+def _bounded_reduction_bodies(order, mat):
+    """Materialize the input of each reduction whose inlined expression
+    would exceed ``MAX_INLINE`` nodes or ``MAX_INLINE_DEPTH`` levels (code
+    size).  One pass in topological order: a node's size counts what is
+    materialized below it so far."""
+    size = {}
+    cap = 10 * policy.MAX_INLINE
+    for n in order:
+        if is_input(n) or id(n) in mat:
+            size[id(n)] = (1, 1)
+        else:
+            kids = [size[id(c)] if id(c) not in mat else (1, 1) for c in n.children()]
+            terms = reduced_count(n) if isinstance(n, N.Reduce) else 1
+            size[id(n)] = (min(1 + terms * sum(k[0] for k in kids), cap),
+                           min(1 + max((k[1] for k in kids), default=0), cap))
+        if isinstance(n, N.Reduce) and not is_input(n.array) and id(n.array) not in mat \
+                and (size[id(n.array)][0] > policy.MAX_INLINE
+                     or size[id(n.array)][1] > policy.MAX_INLINE_DEPTH):
+            mat.add(id(n.array))
+
+
+def _many_copies(order, mat, sizes):
+    """Materialize each computing node that fusing would compute too many
+    times over (``sizes``: ``_inline_sizes``, each node's inlined tree):
+
+    * its readers' kernels would hold it more than ``policy.MAX_INLINE_COPIES``
+      times, or it is read at two or more gathered indices (index maps that
+      read data: a binary search's probes);
+    * a kernel would hold it more times than it holds any of its readers
+      (they read it at several index maps: ``_copy_level``) and its inlined
+      expression has more than ``policy.MAX_RECOMPUTED`` nodes, or it would
+      be copied so at a second level (``policy.MAX_COPY_LEVELS``): fusion
+      must not multiply work, and each step of a stencil loop would
+      multiply the last one's copies;
+    * (any node) it would be read through more than ``policy.MAX_INDEX_DEPTH``
+      nested index maps (views of views, pieces of pieces), or through maps
+      whose index expressions hold the reader's index more than
+      ``policy.MAX_INDEX_GROWTH`` times together (a roll of a roll of ...:
+      three times each): code generation recurses on index expressions, and
+      their text would grow geometrically;
+    * each of its elements would be evaluated ``policy.REPEAT_MIN`` times
+      or more (a broadcast, a piece of a concatenation computed at every
+      element of it) and its inlined expression has more than
+      ``policy.MAX_REPEATED_INLINE`` nodes: a chain of scalars added to a
+      matrix, the columns of a long recurrence.
 
     A node's copies: one per kernel root; for an inlined reader, the reader's
     copies times the number of distinct index maps at which it reads the node.
@@ -104,29 +142,193 @@ def _many_copies(order, mat):
     the copies are few: a node that itself gathers is materialized when read
     at two gathered indices, and an inlined node passes its gathered reads on
     to what it reads.  Readers come before what they read in reversed
-    topological order: one pass, O(N)."""
+    topological order: one pass, O(N) (views pass what reaches them on)."""
     index_maps = {id(n): _index_maps(n) for n in order if not is_input(n)}
     gathering = _gathering(order, mat, index_maps)
-    shared, extra, gathers = {}, {}, {}
+    position = mat.position
+    stores = {}     # id(store) -> stored_values(store), made once
+    reads = {}      # id -> what its readers contributed, one entry per reader:
+    #                 (reader, own, copies, maps, gathered, repeat, reach, index depth,
+    #                  index growth)
     for n in reversed(order):
         if is_input(n):
             continue
-        if id(n) in mat:
-            copies = 1
-        else:
-            copies = shared.get(id(n), 0) + extra.get(id(n), 0)
-            if _computes(n) and (copies > policy.MAX_INLINE_COPIES or (
-                    gathers.get(id(n), 0) > 1 and id(n) in gathering)):
-                mat.add(id(n))
-                copies = 1
-        passed = gathers.get(id(n), 0) if id(n) not in mat else 0   # inlined: passed on
-        for child, maps, own, data_maps in index_maps[id(n)]:
+        nid = id(n)
+        entries = _served_from_store(n, reads.pop(nid, ()), mat, position, stores)
+        shared = extra = gathers = depth = 0
+        rep, reach, grown = 1.0, {}, 1
+        for reader, own, c, maps, gathered, each, kernels, deep, times in entries:
+            depth, grown = max(depth, deep), max(grown, times)
             if own:
-                shared[id(child)] = max(shared.get(id(child), 0), copies)
+                shared = max(shared, c)
             else:
-                extra[id(child)] = extra.get(id(child), 0) + copies * maps
-            if data_maps or passed:
-                gathers[id(child)] = gathers.get(id(child), 0) + copies * data_maps + passed
+                extra += c * maps
+            gathers += gathered
+            rep = max(rep, each)
+            for root, (o, x, ac, lv) in kernels.items():
+                _reach(reach, root, o if own else 0, (x if own else o + x) * maps, ac, lv)
+        if nid in mat:
+            copies, level, rep, depth, grown = 1, 0, 1.0, 0, 1
+        else:
+            copies = shared + extra
+            level = _copy_level(reach) if _computes_value(n) else 0
+            if depth > policy.MAX_INDEX_DEPTH or grown > policy.MAX_INDEX_GROWTH \
+                    or _computes(n) and (
+                    copies > policy.MAX_INLINE_COPIES
+                    or level > policy.MAX_COPY_LEVELS
+                    or (level and sizes[nid][0] > policy.MAX_RECOMPUTED)
+                    or (gathers > 1 and nid in gathering)
+                    or (rep >= policy.REPEAT_MIN
+                        and sizes[nid][0] > policy.MAX_REPEATED_INLINE)):
+                mat.add(nid)
+                mat.stored.pop(nid, None)
+                copies, level, rep, depth, grown = 1, 0, 1.0, 0, 1
+        passed = gathers if nid not in mat else 0       # inlined: passed on
+        # per kernel that holds it: (its own copies, 0, copies, level) as the
+        # reader of its children; a view passes on what reaches it
+        if nid in mat:
+            kernels = {nid: (1, 0, 1, 0)}
+        elif _computes_value(n):
+            kernels = {root: (o + x, 0, o + x, _copy_level({root: e}))
+                       for root, e in reach.items() for o, x in [e[:2]]}
+        else:
+            kernels = reach
+        factor = rep * _domain(n)
+        for child, maps, own, data_maps, (nests, growth) in index_maps[nid]:
+            if is_input(child):
+                continue
+            if nests is None:       # a reshape
+                nests = depth > 0
+                growth = growth if nests else 1
+            each = factor / child.size if child.size else 1.0
+            if isinstance(n, N.Concatenate) and each >= policy.REPEAT_MIN \
+                    and stacked_recurrence(n):
+                each = rep      # a row per work-item: each column computed once
+            gathered = copies * data_maps + passed if (data_maps or passed) else 0
+            reads.setdefault(id(child), []).append(
+                (n, own, copies, maps, gathered, each, kernels, depth + bool(nests),
+                 grown * growth))
+
+
+def _served_from_store(n, entries, mat, position, stores):
+    """The readers' entries of node ``n`` that the kernels will compute:
+    where a materialized reader stores ``n`` unchanged (a concatenation's
+    piece, the value of ``x[a:b] = v``: ``stored_values``), the readers
+    after it read its buffer instead (``Materialized.stored``, which
+    ``data.materialized_deps`` and ``lower.KernelBuilder`` follow)."""
+    store = None
+    for reader, *_ in entries:
+        if id(reader) in mat and (store is None or position[id(reader)] < position[id(store[0])]):
+            if id(reader) not in stores:
+                stores[id(reader)] = stored_values(reader)
+            off = stores[id(reader)].get(id(n))
+            if off is not None:
+                store = (reader, off)
+    if store is None:
+        return entries
+    mat.stored[id(n)] = store
+    at = position[id(store[0])]
+    return [e for e in entries if position[id(e[0])] <= at]
+
+
+def stored_values(s):
+    """``{id(v): offset}`` of the computed nodes ``v`` that node ``s`` holds
+    unchanged, ``v[q] == s[q + offset]`` over all of ``v``: the pieces of
+    a concatenation, and the value of a step-1 ``x[a:b, c:d] = v``
+    (``ops/assign``: ``where(region, v[clamped positions], x)``)."""
+    found = {}
+    if isinstance(s, N.Concatenate):
+        at = 0
+        for a in s.arrays:
+            if not is_input(a) and id(a) not in found:
+                found[id(a)] = tuple(at if d == s.axis else 0 for d in range(s.ndim))
+            at += a.shape[s.axis]
+        return found
+    if not (isinstance(s, N.IndexLambda) and s.op.startswith("setitem[")
+            and isinstance(s.expr, p.Call) and s.expr.function == p.Variable("where")
+            and len(s.expr.parameters) == 3):
+        return found
+    value = s.expr.parameters[1]
+    if not (isinstance(value, p.Subscript) and isinstance(value.aggregate, p.Variable)):
+        return found
+    v = dict(s.bindings).get(value.aggregate.name)
+    if v is None or is_input(v) or v.ndim != s.ndim:
+        return found
+    offset = []
+    for k, (e, n) in enumerate(zip(value.index_tuple, v.shape)):
+        at = _shift(e, k, n)
+        if at is None or not 0 <= at <= s.shape[k] - n:
+            return found
+        offset.append(at)
+    found[id(v)] = tuple(offset)
+    return found
+
+
+def _shift(e, k, n):
+    """``o`` where index expression ``e`` is ``_k - o`` clamped to ``[0, n)``
+    (or ``_k`` itself), else None."""
+    var = p.Variable(f"_{k}")
+    if e == var:
+        return 0
+    if not (isinstance(e, p.If) and e.then == 0 and isinstance(e.else_, p.If)
+            and e.else_.then == n - 1):
+        return None
+    inner = e.else_.else_
+    if not (e.condition == p.Comparison(inner, "<", 0)
+            and e.else_.condition == p.Comparison(inner, ">", n - 1)):
+        return None
+    if inner == var:
+        return 0
+    if isinstance(inner, p.Sum) and len(inner.children) == 2 and inner.children[0] == var \
+            and isinstance(inner.children[1], int):
+        return -inner.children[1]
+    return None
+
+
+REACH_TRACKED = 32      # kernels tracked per node; more are summed in one entry
+
+
+def _reach(into, root, own, other, copies, level):
+    """Record that the kernel of ``root`` holds a node ``own`` times at its
+    readers' own index and ``other`` times at other index maps, read by
+    nodes it holds ``copies`` times at copy level ``level`` (the most)."""
+    if root not in into and len(into) >= REACH_TRACKED:
+        root = None         # past the tracked kernels: one conservative entry
+    e = into.get(root)
+    if e is None:
+        into[root] = [own, other, copies, level]
+    else:
+        e[0] = max(e[0], own)
+        e[1] += other
+        e[2] = max(e[2], copies)
+        e[3] = max(e[3], level)
+
+
+def _copy_level(reach):
+    """A node's copy level: the most, over the kernels that hold it, of its
+    readers' level there, plus one where the kernel holds it more times than
+    it holds any of its readers (they read it at several index maps).
+    Level 1: copied under a kernel root or under nodes computed once per
+    element; level 2: copies of copies."""
+    level = 0
+    for own, other, copies, lv in reach.values():
+        level = max(level, lv + (1 if own + other > copies else 0))
+    return level
+
+
+def _computes_value(n):
+    """A value op (an IndexLambda whose expression is a call, or an inlined
+    small reduction): what copy levels count.  Views, reshapes and
+    concatenations only pass their readers' copies on to what they read."""
+    if isinstance(n, N.IndexLambda):
+        return isinstance(n.expr, p.Call)
+    return isinstance(n, N.Reduce)
+
+
+def _domain(n):
+    """The points at which a kernel evaluates ``n``'s definition: its
+    elements, or for a reduction the elements of what it reduces."""
+    return n.array.size if isinstance(n, N.Reduce) else n.size
 
 
 def _gathering(order, mat, index_maps):
@@ -137,7 +339,7 @@ def _gathering(order, mat, index_maps):
     found = set()
     for n in order:
         if not is_input(n) and any(data_maps or (id(c) in found and id(c) not in mat)
-                                   for c, _, _, data_maps in index_maps[id(n)]):
+                                   for c, _, _, data_maps, _ in index_maps[id(n)]):
             found.add(id(n))
     return found
 
@@ -152,11 +354,30 @@ def _computes(n):
 
 def _index_maps(n):
     """``(child, distinct index maps of its reads, read only at n's own index,
-    distinct index maps that read data)`` per distinct child of ``n``.  A
-    concatenation reads each piece once, where the piece itself is."""
+    distinct index maps that read data, (nests, growth))`` per distinct
+    child of ``n``.  A concatenation reads each piece once, where the piece
+    itself is.  ``nests``: the child's index is an expression of ``n``'s
+    (not a permutation of its variables; None for a reshape: only where it is
+    itself read at another index); ``growth`` bounds how many times that
+    expression holds ``n``'s (``_index_growth``)."""
     if not isinstance(n, N.IndexLambda):
-        own = isinstance(n, N.Concatenate)
-        return [(c, 1, own, 0) for c in dict.fromkeys(n.children())]
+        if isinstance(n, N.Concatenate):
+            out, at = [], 0
+            for c in n.arrays:      # a piece's index is clamped by conditionals (lower.py)
+                w = c.shape[n.axis]
+                clamped = w != 1 and (at > 0 or at + w < n.shape[n.axis])
+                out.append((c, 1, True, 0, (clamped, 4 if clamped else 1)))
+                at += w
+            seen, unique = set(), []
+            for e in out:
+                if id(e[0]) not in seen:
+                    seen.add(id(e[0]))
+                    unique.append(e)
+            return unique
+        # a reshape's index: the flat position, decomposed once per axis of what it
+        # reads (at its kernel's own index, lowering uses the kernel's own indices)
+        return [(c, 1, False, 0, (None, max(1, sum(1 for d in c.shape if d != 1))))
+                for c in dict.fromkeys(n.children())]
     reads = n.reads()
     maps = {}
     for name, child in n.bindings:
@@ -166,8 +387,39 @@ def _index_maps(n):
     return [(child, max(len(m), 1),
              m <= {()} or (m == {own} and child.shape == n.shape)
              or (len(m) == 1 and _same_point(next(iter(m)), child.shape, unit, n.shape)),
-             sum(1 for idx in m if _reads_data(idx)))
+             sum(1 for idx in m if _reads_data(idx)),
+             (any(not _bare(i) for idx in m for i in idx),
+              max((_index_growth(idx) for idx in m), default=1)))
             for child, m in maps.values()]
+
+
+def _bare(e):
+    """An index component that nests nothing: a constant or an index variable."""
+    return type(e) is int or isinstance(e, np.integer) or (
+        type(e) is p.Variable and not e.name.startswith("_in"))
+
+
+def _index_growth(idx):
+    """The most times one index variable occurs in index tuple ``idx``
+    (at least 1): substituted by the reader's index, the tuple's text is at
+    most that many times the reader's (``x[i + 4 if i < 2 else i - 2]``, a
+    roll: 3).  Iterative walk."""
+    counts, stack = {}, list(idx)
+    while stack:
+        e = stack.pop()
+        t = type(e)
+        if t is int or isinstance(e, np.integer):
+            continue
+        if t is p.Variable:
+            if not e.name.startswith("_in"):
+                counts[e.name] = counts.get(e.name, 0) + 1
+        elif isinstance(e, p.Subscript):
+            stack.extend(e.index_tuple)
+        elif isinstance(e, p.ExpressionNode):
+            stack.extend(c for c in _children(e) if not isinstance(c, str))
+        elif isinstance(e, tuple):
+            stack.extend(e)
+    return max(counts.values(), default=1)
 
 
 def _reads_data(idx):

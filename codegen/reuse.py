@@ -1,0 +1,224 @@
+"""Kernels that are the same code on other buffers, built once.
+
+A traced loop (``for t in range(T): A[1:-1] = f(A)``) gives a kernel per
+step that differs from the last one only in which buffers it reads and
+writes.  ``group_key`` describes a plan group's computation with its
+buffers abstracted to slots (numbered in order of first use, outputs first;
+shapes and dtypes kept): every inlined node's ``local_digest`` with its
+children as positions in the listing or slots.  Groups with one key are
+one kernel: the first is built, and the others launch its function with
+their own buffers (``KernelInfo.entry``, ``instance``).
+
+Scratch buffers that a form adds (the partials of a split reduction) are
+shared by the groups of one key: a group's kernels write and read them
+before the next group's launch (launches are in order on one queue).
+
+Across programs, a group's generated code (``GroupCode``: each kernel's
+device code, preambles, launch sizes and records) is kept in this process
+under ``code_key``: the group's key, its buffers' names, its position (its
+kernels' names), the run-time check slots it starts at, the target, the
+device facts and every setting the code generation reads.  The text is a
+function of that key alone, so a program's source is the same whether its
+kernels were generated now or taken from an earlier program (a loop of 800
+steps after one of 50: the same first kernels on the same buffer names).
+Kernels are generated one by one (``generate``) and their code joined as
+loopy joins a merged program's (``device_code``): the same text.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from polyarray.codegen.ir import nodes as N
+from .classify import stacked_recurrence
+from .passes import is_input
+
+
+def group_key(group, plan, buffers):
+    """``(key, slots)`` of a plan group (the one ``plan.building`` names):
+    a digest of its computation with buffers as slots, and the buffer names
+    in slot order.  O(the group's inlined region)."""
+    units = [u.node for u in group.units]
+    unit_ids = {id(n) for n in units}
+    mat = plan.materialized
+    slots = {}
+    h = hashlib.sha256(b"polyarray-kernel-v1\n")
+    h.update(f"{group.kind} {group.size} {group.apart}\n".encode())
+
+    def buffer_ref(node):
+        k = slots.setdefault(buffers[id(node)], len(slots))
+        return f"b{k}:{node.shape}:{node.dtype.str}"
+
+    stored = getattr(mat, "stored", None) or {}
+
+    def is_buffer(node):
+        return is_input(node) or (id(node) in mat and id(node) not in unit_ids) \
+            or served(node) is not None
+
+    def served(node):           # as lower.KernelBuilder._served reads it
+        store = stored.get(id(node))
+        if store is None or plan.building is None:
+            return None
+        gi = plan.group_of.get(id(store[0]))
+        return store if gi is not None and gi < plan.building else None
+
+    def ref(node):
+        store = served(node) if id(node) not in mat else None
+        if store is not None:
+            return f"{buffer_ref(store[0])}+{store[1]}"
+        return buffer_ref(node)
+
+    for u in units:
+        buffer_ref(u)
+    num = {}
+    for root in units:
+        if id(root) in num:
+            continue
+        stack = [(root, iter(root.children()))]
+        num_pending = {id(root)}
+        while stack:
+            node, it = stack[-1]
+            for child in it:
+                if not is_buffer(child) and id(child) not in num \
+                        and id(child) not in num_pending:
+                    num_pending.add(id(child))
+                    stack.append((child, iter(child.children())))
+                    break
+            else:
+                stack.pop()
+                refs = [ref(c) if is_buffer(c) else f"n{num[id(c)]}"
+                        for c in node.children()]
+                num[id(node)] = len(num)
+                h.update(f"{node.local_digest} {refs}\n".encode())
+    h.update(f"units {[num[id(u)] for u in units]}\n".encode())
+    if group.kind == "elementwise" and len(units) == 1 \
+            and isinstance(units[0], N.Concatenate):
+        # the policy reads the pieces' ancestry, past the buffers
+        h.update(f"stacked {stacked_recurrence(units[0])}\n".encode())
+    return h.hexdigest(), list(slots)
+
+
+def instance(info, name, args_map, names_map, nodes):
+    """The ``KernelInfo`` of a group that launches ``info``'s function (the
+    first group of its key) with its own buffers: ``args_map`` maps the
+    first group's buffers to this one's, ``names_map`` the names its steps
+    and facts use (placeholders by their users' names)."""
+    def rename(v):
+        if isinstance(v, str):
+            return names_map.get(v, v)
+        if isinstance(v, (tuple, frozenset)):
+            return type(v)(rename(x) for x in v)
+        return v
+    from .schedule import rename_arrays
+    return dataclasses.replace(
+        info, name=name, entry=info.entry or info.name,
+        args=tuple(args_map.get(a, a) for a in info.args),
+        schedule=tuple(rename_arrays(s, names_map) for s in info.schedule),
+        facts={k: rename(v) for k, v in info.facts.items()}, nodes=nodes)
+
+
+@dataclass(frozen=True)
+class Generated:
+    """One generated kernel: its device code and what launching and
+    describing it need (``KernelInfo``'s fields)."""
+    name: str
+    text: str                   # the kernel's device code
+    preambles: tuple            # loopy's (tag, code) device preambles
+    gsize: tuple
+    lsize: tuple
+    args: tuple                 # buffer names, in argument order
+    form: str
+    steps: tuple
+    rule: str
+    facts: dict
+    aliases: dict
+    loopy: object = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class GroupCode:
+    """A group's kernels as generated, with the run-time checks its lowering
+    added and the scratch buffers its forms added ``(name, size, dtype)``."""
+    kernels: tuple
+    checks: tuple
+    buffers: tuple
+
+
+KEPT = 4096             # groups' code kept per process (least recently used dropped)
+_CODE: OrderedDict = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def context(target, device, index_dtype) -> str:
+    """What besides a group's key its generated code depends on: the target,
+    the device facts, the index type and every setting code generation
+    reads (the policy's thresholds, which tests and benchmarks change at run
+    time, and the lowering's own)."""
+    from . import lower, policy
+    settings = sorted((k, repr(v)) for mod in (policy, lower) for k, v in vars(mod).items()
+                      if k.isupper() and isinstance(v, (int, float, str, tuple, dict)))
+    return hashlib.sha256(repr((type(target).__name__, repr(device), str(index_dtype),
+                                settings)).encode()).hexdigest()
+
+
+def code_key(key, slots, group_index, checks_at, ctx) -> str:
+    return hashlib.sha256(repr((key, tuple(slots), group_index, checks_at, ctx)).encode()
+                          ).hexdigest()
+
+
+def lookup(ckey):
+    """The ``GroupCode`` kept under ``ckey``, or None."""
+    with _LOCK:
+        code = _CODE.get(ckey)
+        if code is not None:
+            _CODE.move_to_end(ckey)
+        return code
+
+
+def remember(ckey, code):
+    with _LOCK:
+        _CODE[ckey] = code
+        while len(_CODE) > KEPT:
+            _CODE.popitem(last=False)
+
+
+def forget():
+    """Drop every kept group's code (``targets.clear_memory_cache``)."""
+    with _LOCK:
+        _CODE.clear()
+
+
+def generate(kp) -> Generated:
+    """Device code of one assembled kernel (``assemble.KernelPlan``):
+    loopy's preprocessing, the form's adjustment after it, code generation."""
+    import loopy as lp
+    from loopy.preprocess import preprocess_program
+    tu = preprocess_program(kp.tu)
+    if kp.preprocessed is not None:         # e.g. a predicated store after the accumulation
+        tu = tu.with_kernel(kp.preprocessed(tu[kp.name]))
+    result = lp.generate_code_v2(tu)
+    knl = tu[kp.name]
+    gsize, lsize = knl.get_grid_size_upper_bounds_as_exprs(tu.callables_table)
+    return Generated(kp.name, "\n\n".join(str(dp.ast) for dp in result.device_programs),
+                     tuple(result.device_preambles), tuple(int(x) for x in gsize),
+                     tuple(int(x) for x in lsize),
+                     tuple((kp.aliases or {}).get(a.name, a.name) for a in knl.args),
+                     # a plain str: unpickling a disk-cache entry then imports no
+                     # policy (nor loopy)
+                     str(kp.form), kp.steps, kp.rule, kp.facts or {}, kp.aliases or {},
+                     (knl, tu.callables_table))
+
+
+def device_code(kernels) -> str:
+    """The device source of generated kernels, as loopy writes a merged
+    program's: the preambles once each (in loopy's order), then the kernels."""
+    from loopy.codegen.result import process_preambles
+    preambles = [p for k in kernels for p in k.preambles]
+    return "".join(process_preambles(preambles)) + "\n" + "\n\n".join(k.text for k in kernels)
+
+
+__all__ = ["Generated", "GroupCode", "code_key", "context", "device_code", "forget",
+           "generate", "group_key", "instance", "lookup", "remember"]
