@@ -298,11 +298,17 @@ class Array:
 
     def ravel(self, order="C"):
         """The array flattened to 1-D (``ndarray.ravel``): a view where NumPy
-        gives one.  ``order`` "C" or "F"; "A" and "K" mean "C"."""
+        gives one, which is only where the memory is contiguous in that order
+        (``x[::2].ravel()`` copies, where ``x[::2].reshape(-1)`` is a view).
+        ``order`` "C" or "F"; "A" and "K" mean "C"."""
         if order not in ("C", "F", "A", "K"):
             raise ValueError(f"ravel: order must be one of 'C', 'F', 'A', or 'K' "
                              f"(got {order!r})")
-        return reshaped(self, (-1,), "F" if order == "F" else "C")
+        order = "F" if order == "F" else "C"
+        flags = _layout(self).flags
+        if flags.f_contiguous if order == "F" else flags.c_contiguous:
+            return reshaped(self, (-1,), order, always_view=True)
+        return Array(shapes.reshape(self._node, (-1,), order))
 
     def flatten(self, order="C"):
         """The array flattened to 1-D, a copy (``ndarray.flatten``)."""

@@ -105,6 +105,26 @@ def test_copies_are_not_views(target):
     _check(target, *_both(fn, np.arange(6.0).reshape(2, 3)))
 
 
+@pytest.mark.parametrize("make", [
+    lambda lib, x: x[::2].ravel(),
+    lambda lib, x: lib.ravel(x[:, ::2]),
+    lambda lib, x: x.T.ravel(),
+    lambda lib, x: x[1:].ravel(),           # contiguous: a view
+    lambda lib, x: x.T.ravel(order="F"),
+    lambda lib, x: x.ravel(order="F"),
+    lambda lib, x: x[:, :1].ravel(),        # one column of a 2-D array: a copy
+    lambda lib, x: x[:1].ravel(),
+    lambda lib, x: x.reshape(-1)[::3].ravel(),     # 1-D, strided: a copy, where
+    lambda lib, x: x.reshape(-1)[::3].reshape(-1),  # reshape gives a view
+])
+def test_ravel_is_a_view_only_where_the_memory_is_contiguous(target, make):
+    def fn(lib, x):
+        r = make(lib, x)
+        r[...] += 100
+        return r
+    _check(target, *_both(fn, np.arange(12.0).reshape(3, 4)))
+
+
 def test_scalars_are_immutable_and_0d_arrays_are_not(target):
     def fn(lib, x):
         s = x.sum()                 # a scalar: += rebinds s
