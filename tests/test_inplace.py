@@ -125,6 +125,35 @@ def test_ravel_is_a_view_only_where_the_memory_is_contiguous(target, make):
     _check(target, *_both(fn, np.arange(12.0).reshape(3, 4)))
 
 
+def test_function_spellings_of_views_are_views(target):
+    def fn(lib, x, v):
+        a = lib.atleast_2d(x)           # x itself
+        a[0, 0] = -1
+        b = lib.atleast_3d(x)           # x with a unit axis added: a view
+        b[1, 1, 0] = -2
+        c = lib.atleast_2d(v)           # (1, N): a view
+        c[0, 1] = -3
+        rows = lib.unstack(x)           # the rows: views
+        rows[2][3] += 100
+        cols = lib.unstack(x, axis=1)
+        cols[0][1] *= 10
+        return lib.concatenate([a.ravel(), b.ravel(), c.ravel()])
+    _check(target, *_both(fn, np.arange(12.0).reshape(3, 4), np.arange(5.0)))
+
+
+@pytest.mark.parametrize("make", [lambda lib, x: lib.diagonal(x),
+                                  lambda lib, x: lib.linalg.diagonal(x),
+                                  lambda lib, x: lib.diagonal(x, 1, 1, 0)])
+def test_function_spellings_of_diagonal_are_read_only_views(make):
+    for lib, x in ((np, np.arange(9.0).reshape(3, 3)),
+                   (pa, pa.asarray(np.arange(9.0).reshape(3, 3)))):
+        d = make(lib, x)
+        x[0, 0] = x[1, 1] = x[0, 1] = x[1, 0] = -5     # the view follows its base
+        assert_same(np.asarray(d), make(np, np.asarray(x)))
+        with pytest.raises(ValueError, match="assignment destination is read-only"):
+            d[0] = 1
+
+
 def test_scalars_are_immutable_and_0d_arrays_are_not(target):
     def fn(lib, x):
         s = x.sum()                 # a scalar: += rebinds s
