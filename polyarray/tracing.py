@@ -24,6 +24,7 @@ elsewhere).  Each break is logged at INFO with the user's line.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import weakref
 
@@ -42,6 +43,22 @@ _ACTIVE = []            # the sessions tracing now, innermost last
 def current():
     """The innermost session tracing now, or None."""
     return _ACTIVE[-1] if _ACTIVE else None
+
+
+@contextlib.contextmanager
+def untracked():
+    """Arrays made inside are not the traced function's state: a loop body
+    traced on its carry's placeholders (``polyarray.loops``) makes arrays
+    that its compiled program keeps alive, and a later break must not try
+    to compute them (their placeholders are bound only inside the loop)."""
+    if not TRACKED:
+        yield
+        return
+    TRACKED.append([])
+    try:
+        yield
+    finally:
+        TRACKED.pop()
 
 
 class Session:
