@@ -660,15 +660,16 @@ def view_getitem(x: Array, key) -> Array:
 
 
 def _concrete_masks(key):
-    """``key`` with its lazy boolean masks computed at a graph break, or
-    None (no pa.jit call is tracing)."""
+    """``key`` with its lazy boolean masks computed at a graph break (or
+    evaluated, where a mask reads no argument: ``np.arange(n) % 2 == 0``
+    inside the function), or None (no pa.jit call is tracing)."""
+    if not eager.BREAK_HOOKS:
+        return None
     items = key if isinstance(key, tuple) else (key,)
     out = []
     for item in items:
         if isinstance(item, N.Node) and item.dtype == np.bool_:
-            item = eager.value_at_break(item, "a boolean mask index")
-            if item is None:
-                return None
+            item = eager.concrete(item, "a boolean mask index", lambda n: Array(n).evaluate())
         out.append(item)
     return tuple(out) if isinstance(key, tuple) else out[0]
 

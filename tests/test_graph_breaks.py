@@ -75,6 +75,24 @@ def test_masked_writes_of_a_vector_and_python_scalar_loops(target):
     assert int(got[1]) == int(want[1])
 
 
+def test_masks_the_function_computes_without_its_arguments(target):
+    def f(B, x):
+        t = np.full((2,), 3)
+        B[t <= 0] = B[t <= 0]             # an empty mask of created data
+        even = np.arange(x.shape[0]) % 2 == 0
+        x[even] = x[~even] * 2            # a value per selected element
+        x[np.arange(x.shape[0]) > 1] += 1
+        return x[even], B
+    B, x = np.array([2, -2]), np.arange(6.0)
+    B_np, x_np = B.copy(), x.copy()
+    want = f(B_np, x_np)
+    got = pa.jit(f, target=target)(B, x)
+    for g, w in zip(got, want):
+        assert_same(g, w)
+    assert_same(x, x_np)                  # written back: [2, 1, 7, 4, 11, 6]
+    assert_same(B, B_np)
+
+
 def test_breaks_are_reported_and_logged(caplog):
     f = pa.jit(halve_until_small, target="numpy", static_argnames="tol")
     with caplog.at_level(logging.INFO, logger="polyarray.jit"):
