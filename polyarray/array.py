@@ -18,7 +18,6 @@ import numpy as np
 from .codegen.ir import nodes as N
 from .ops import arrange, assign, eager, elementwise, indexing, linalg, matrices
 from .ops import ordering, reductions, scans, shapes, ufuncs, views as V
-from .ops.axes import no_out
 from .ops.indexing import NonConcreteBooleanIndexError
 from .ops.reductions import NoValue
 
@@ -326,94 +325,84 @@ class Array:
 
     def clip(self, min=None, max=None, out=None, **kwargs):    # noqa: A002
         """The values limited to ``[min, max]`` (``ndarray.clip``, as ``pa.clip``), lazily."""
-        no_out(out, "clip")
         if kwargs:
             raise TypeError(f"clip: unsupported keyword arguments {sorted(kwargs)}")
-        return _same_or_new(self, elementwise.clip(self._node, node_of(min), node_of(max)))
+        node = elementwise.clip(self._node, node_of(min), node_of(max))
+        return _same_or_new(self, node) if out is None else into_out(out, "clip", node)
 
     def round(self, decimals=0, out=None):
         """The values rounded to ``decimals``, halves to even (``ndarray.round``, as
         ``pa.round``), lazily."""
-        no_out(out, "round")
-        return _same_or_new(self, elementwise.round(self._node, decimals))
+        node = elementwise.round(self._node, decimals)
+        return _same_or_new(self, node) if out is None else into_out(out, "round", node)
 
     def sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue,
             where=True):
         """Sum over ``axis`` (``ndarray.sum``, as ``pa.sum``), lazily."""
-        no_out(out, "sum")
-        return Array(reductions.sum(self._node, axis, dtype, keepdims, initial,
-                                    node_of(where)))
+        return into_out(out, "sum", reductions.sum(self._node, axis, dtype, keepdims,
+                                                   initial, node_of(where)))
 
     def prod(self, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue,
              where=True):
         """Product over ``axis`` (``ndarray.prod``, as ``pa.prod``), lazily."""
-        no_out(out, "prod")
-        return Array(reductions.prod(self._node, axis, dtype, keepdims, initial,
-                                     node_of(where)))
+        return into_out(out, "prod", reductions.prod(self._node, axis, dtype, keepdims,
+                                                     initial, node_of(where)))
 
     def max(self, axis=None, out=None, keepdims=False, initial=NoValue, where=True):
         """Maximum over ``axis``, NaN propagated (``ndarray.max``, as ``pa.max``), lazily."""
-        no_out(out, "max")
-        return Array(reductions.max(self._node, axis, keepdims, initial, node_of(where)))
+        return into_out(out, "max", reductions.max(self._node, axis, keepdims, initial,
+                                                   node_of(where)))
 
     def min(self, axis=None, out=None, keepdims=False, initial=NoValue, where=True):
         """Minimum over ``axis``, NaN propagated (``ndarray.min``, as ``pa.min``), lazily."""
-        no_out(out, "min")
-        return Array(reductions.min(self._node, axis, keepdims, initial, node_of(where)))
+        return into_out(out, "min", reductions.min(self._node, axis, keepdims, initial,
+                                                   node_of(where)))
 
     def any(self, axis=None, out=None, keepdims=False, *, where=True):
         """Whether any element over ``axis`` is true (``ndarray.any``), as a lazy bool
         array; ``bool()`` of it evaluates."""
-        no_out(out, "any")
-        return Array(reductions.any(self._node, axis, keepdims, node_of(where)))
+        return into_out(out, "any", reductions.any(self._node, axis, keepdims, node_of(where)))
 
     def all(self, axis=None, out=None, keepdims=False, *, where=True):
         """Whether all elements over ``axis`` are true (``ndarray.all``), as a lazy
         bool array; ``bool()`` of it evaluates."""
-        no_out(out, "all")
-        return Array(reductions.all(self._node, axis, keepdims, node_of(where)))
+        return into_out(out, "all", reductions.all(self._node, axis, keepdims, node_of(where)))
 
     def mean(self, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
         """Mean over ``axis`` (``ndarray.mean``, as ``pa.mean``), lazily."""
-        no_out(out, "mean")
-        return Array(reductions.mean(self._node, axis, dtype, keepdims, node_of(where)))
+        return into_out(out, "mean", reductions.mean(self._node, axis, dtype, keepdims,
+                                                     node_of(where)))
 
     def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
             correction=NoValue):
         """Variance over ``axis`` (``ndarray.var``, as ``pa.var``), lazily."""
-        no_out(out, "var")
-        return Array(reductions.var(self._node, axis, dtype, ddof, keepdims, node_of(where),
-                                    correction))
+        return into_out(out, "var", reductions.var(self._node, axis, dtype, ddof, keepdims,
+                                                   node_of(where), correction))
 
     def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
             correction=NoValue):
         """Standard deviation over ``axis`` (``ndarray.std``, as ``pa.std``), lazily."""
-        no_out(out, "std")
-        return Array(reductions.std(self._node, axis, dtype, ddof, keepdims, node_of(where),
-                                    correction))
+        return into_out(out, "std", reductions.std(self._node, axis, dtype, ddof, keepdims,
+                                                   node_of(where), correction))
 
     def argmax(self, axis=None, out=None, *, keepdims=False):
         """Index of the maximum over ``axis`` (``ndarray.argmax``, as ``pa.argmax``),
         lazily."""
-        no_out(out, "argmax")
-        return Array(reductions.argmax(self._node, axis, keepdims))
+        return into_out(out, "argmax", reductions.argmax(self._node, axis, keepdims))
 
     def argmin(self, axis=None, out=None, *, keepdims=False):
         """Index of the minimum over ``axis`` (``ndarray.argmin``, as ``pa.argmin``),
         lazily."""
-        no_out(out, "argmin")
-        return Array(reductions.argmin(self._node, axis, keepdims))
+        return into_out(out, "argmin", reductions.argmin(self._node, axis, keepdims))
 
     def dot(self, b, out=None):
         """Dot product with ``b`` (``ndarray.dot``, as ``pa.dot``), lazily."""
-        no_out(out, "dot")
-        return Array(linalg.dot(self._node, node_of(b)))
+        return into_out(out, "dot", linalg.dot(self._node, node_of(b)))
 
     def take(self, indices, axis=None, out=None, mode="raise"):
         """Elements at ``indices`` along ``axis`` (``ndarray.take``, as ``pa.take``:
         lazy indices are bounds-checked when the program runs), lazily."""
-        no_out(out, "take")
-        return Array(indexing.take(self._node, node_of(indices), axis, mode))
+        return into_out(out, "take", indexing.take(self._node, node_of(indices), axis, mode))
 
     def diagonal(self, offset=0, axis1=0, axis2=1):
         """Diagonal ``offset`` of the ``axis1``/``axis2`` planes (``ndarray.diagonal``):
@@ -425,8 +414,7 @@ class Array:
 
     def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
         """Sum along diagonal ``offset`` (``ndarray.trace``), lazily."""
-        no_out(out, "trace")
-        return Array(matrices.trace(self._node, offset, axis1, axis2, dtype))
+        return into_out(out, "trace", matrices.trace(self._node, offset, axis1, axis2, dtype))
 
     def repeat(self, repeats, axis=None):
         """Each element repeated ``repeats`` times (``ndarray.repeat``, as
@@ -454,12 +442,12 @@ class Array:
 
     def cumsum(self, axis=None, dtype=None, out=None):
         """Cumulative sum along ``axis`` (``ndarray.cumsum``, as ``pa.cumsum``), lazily."""
-        return Array(scans.cumsum(self._node, axis, dtype, out))
+        return into_out(out, "cumsum", scans.cumsum(self._node, axis, dtype))
 
     def cumprod(self, axis=None, dtype=None, out=None):
         """Cumulative product along ``axis`` (``ndarray.cumprod``, as ``pa.cumprod``),
         lazily."""
-        return Array(scans.cumprod(self._node, axis, dtype, out))
+        return into_out(out, "cumprod", scans.cumprod(self._node, axis, dtype))
 
 
 
@@ -620,11 +608,25 @@ def in_place(x: Array, ufunc: str, result) -> Array:
     return x
 
 
+# the functions whose ``out=`` NumPy casts into with the "unsafe" rule (its
+# reductions and accumulations: np.sum(floats, out=ints) truncates); ufuncs
+# and the others cast with "same_kind"
+UNSAFE_OUT = frozenset({"sum", "prod", "max", "min", "amax", "amin", "mean", "var", "any",
+                        "all", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod",
+                        "nansum", "nanprod", "nanmax", "nanmin", "nancumsum", "nancumprod"})
+
+
+def out_casting(name: str) -> str:
+    """NumPy's casting rule for the ``out=`` of function ``name``."""
+    return "unsafe" if name in UNSAFE_OUT else "same_kind"
+
+
 def ufunc_into(out, ufunc: str, where, make) -> Array:
     """``np.<ufunc>(..., out=out, where=where)``: the result (``make(True)``,
     a node) written into the polyarray array ``out``, with NumPy's rules
-    (shape, ``same_kind`` cast); where ``where`` is False, ``out`` keeps its
-    values.  Returns ``out``, as NumPy does."""
+    (shape, the ``same_kind`` cast, or ``out_casting``'s for reductions);
+    where ``where`` is False, ``out`` keeps its values.  Returns ``out``, as
+    NumPy does."""
     if isinstance(out, tuple):
         if len(out) != 1:
             raise ValueError(f"numpy.{ufunc}: out must be a tuple of one array here, "
@@ -634,7 +636,7 @@ def ufunc_into(out, ufunc: str, where, make) -> Array:
         raise TypeError(f"numpy.{ufunc}: out= must be a polyarray array when the result "
                         f"is lazy, got {type(out).__name__}")
     result = make(True)
-    V.check_out(out.shape, out.dtype, result, ufunc)
+    V.check_out(out.shape, out.dtype, result, ufunc, out_casting(ufunc))
     if result.shape != out.shape:
         result = shapes.broadcast_to(result, out.shape)
     result = elementwise.astype(result, out.dtype)
@@ -643,6 +645,26 @@ def ufunc_into(out, ufunc: str, where, make) -> Array:
         result = elementwise.where(mask, result, out._node)
     write(out, result)
     return out
+
+
+# reductions: NumPy wants their ``out=`` of the result's exact shape
+_REDUCTIONS = frozenset({"sum", "prod", "max", "min", "any", "all", "mean", "var", "std",
+                         "argmax", "argmin"})
+
+
+def into_out(out, name: str, node) -> Array:
+    """A result ``node`` as an Array, or written into ``out=`` as NumPy's
+    function ``name`` writes it (a reduction's ``out`` must have its exact
+    shape; casts by ``out_casting``), which is returned."""
+    if out is None:
+        return Array(node)
+    if name in _REDUCTIONS and isinstance(out, Array) and out.shape != node.shape:
+        if out.ndim != node.ndim:
+            raise ValueError(f"output parameter for reduction operation {name} has the wrong "
+                             f"number of dimensions: Found {out.ndim} but expected {node.ndim}")
+        raise ValueError(f"output parameter for reduction operation {name} has a "
+                         f"non-matching shape: {out.shape}, expected {node.shape}")
+    return ufunc_into(out, name, True, lambda _: node)
 
 
 def view_getitem(x: Array, key) -> Array:

@@ -184,3 +184,35 @@ def test_device_arguments_are_written_on_the_device(device_target):
     assert pa.jit(f)(x, y) is None
     assert_same(x.get(), np.array([1, 1, 3, 3, 5, 5], np.float32))
     assert_same(y.get(), np.ones(6, np.float32))
+
+
+def test_out_of_reductions_casts_unsafely_and_functions_take_out(target):
+    """Reductions write ``out=`` with NumPy's "unsafe" cast (floats into
+    integers truncate), through ``np.<name>`` and the methods; the other
+    functions that NumPy gives ``out=`` (clip, matmul, cumsum, round, dot)
+    take it inside pa.jit as through NumPy's dispatch."""
+    def f(A, B, i, k):
+        np.sum(A, axis=1, out=i)                 # float64 sums into int64: truncated
+        A.max(axis=0, out=k)
+        np.min(A * 0.5, axis=0, out=k[::-1])
+        np.clip(A, -1, 2, out=A)
+        np.cumsum(B, axis=0, out=B)
+        np.matmul(A, np.eye(3), out=A)
+        t = np.zeros(3)
+        np.round(A[0] * 1.5, out=t)
+        d = np.zeros((2, 2))
+        A[:, :2].T.dot(A[:, :2], out=d)
+        return t, d, A.sum(out=np.zeros((), np.int32))
+    rng = np.random.default_rng(5)
+    args = (rng.integers(-6, 7, (2, 3)) / 4, rng.integers(-3, 4, (4, 3)).astype(np.int32),
+            np.zeros(2, np.int64), np.zeros(3, np.int32))
+    _assert_all_same(*_run_both(f, target, *args))
+
+
+def test_a_reductions_out_must_have_its_shape():
+    x = pa.asarray(np.ones((3, 4)))
+    for out in (pa.zeros((2, 4)), pa.zeros(())):
+        with pytest.raises(ValueError, match="output parameter for reduction operation sum"):
+            np.sum(x, axis=0, out=out)             # NumPy's dispatch: not broadcast into it
+        with pytest.raises(ValueError, match="output parameter for reduction operation sum"):
+            x.sum(axis=0, out=out)
