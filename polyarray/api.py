@@ -285,7 +285,7 @@ def _unary(name):
     def f(x, /, out=None, *, where=True, dtype=None):
         if out is not None:
             return ufunc_into(out, name, where, lambda w: F.ufunc_node(
-                name, (node_of(x),), None, w, dtype))
+                name, (node_of(x),), None, w, dtype), (x,))
         return Array(F.ufunc_node(name, (node_of(x),), out, where, dtype))
     f.__name__ = f.__qualname__ = name
     summary = _SUMMARY.get(name, f"Elementwise ``np.{name}``.")     # the test flags it
@@ -297,7 +297,7 @@ def _binary(name):
     def f(x1, x2, /, out=None, *, where=True, dtype=None):
         if out is not None:
             return ufunc_into(out, name, where, lambda w: F.ufunc_node(
-                name, (node_of(x1), node_of(x2)), None, w, dtype))
+                name, (node_of(x1), node_of(x2)), None, w, dtype), (x1, x2))
         return Array(F.ufunc_node(name, (node_of(x1), node_of(x2)), out, where, dtype))
     f.__name__ = f.__qualname__ = name
     summary = _SUMMARY.get(name, f"Elementwise ``np.{name}``.")     # the test flags it

@@ -183,8 +183,8 @@ class Array:
     # name and view of it sees the new value; a 0-d scalar is rebound
     def _ibin(name):
         def method(self, other):
-            return in_place(self, name, elementwise.apply_ufunc(
-                name, self._node, node_of(other)))
+            return in_place(self, name, lambda: elementwise.apply_ufunc(
+                name, self._node, node_of(other)), other)
         method.__name__ = "__i" + name + "__"
         return method
 
@@ -202,7 +202,7 @@ class Array:
         return Array(elementwise.apply_ufunc("power", self._node, node_of(other)))
 
     def __ipow__(self, other):
-        return in_place(self, "power", self.__pow__(other)._node)
+        return in_place(self, "power", lambda: self.__pow__(other)._node, other)
 
     def __neg__(self):
         return Array(elementwise.apply_ufunc("negative", self._node))
@@ -229,11 +229,12 @@ class Array:
         return Array(ufuncs.right_shift(node_of(other), self._node))
 
     def __ilshift__(self, other):
-        return in_place(self, "left_shift", ufuncs.left_shift(self._node, node_of(other)))
+        return in_place(self, "left_shift",
+                        lambda: ufuncs.left_shift(self._node, node_of(other)), other)
 
     def __irshift__(self, other):
         return in_place(self, "right_shift",
-                              ufuncs.right_shift(self._node, node_of(other)))
+                        lambda: ufuncs.right_shift(self._node, node_of(other)), other)
 
     def __matmul__(self, other):
         return Array(linalg.matmul(self._node, node_of(other)))
@@ -242,7 +243,8 @@ class Array:
         return Array(linalg.matmul(node_of(other), self._node))
 
     def __imatmul__(self, other):
-        return in_place(self, "matmul", linalg.matmul(self._node, node_of(other)))
+        return in_place(self, "matmul", lambda: linalg.matmul(self._node, node_of(other)),
+                        other)
 
     # -- methods mirroring ndarray (NumPy's signatures; ``out`` must be None)
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
@@ -577,6 +579,7 @@ def setitem(x: Array, key, value) -> None:
         raise TypeError(f"'numpy.{x.dtype.name}' object does not support item assignment "
                         "(this 0-d value is a scalar, as NumPy's result would be; make an "
                         "array with pa.asarray(value) or pa.zeros(()) to assign into)")
+    _refuse_read_only(x, "assignment destination is read-only")
     current = x._node
     if not V.is_advanced(key):
         try:
@@ -594,18 +597,49 @@ def setitem(x: Array, key, value) -> None:
     write(x, new)
 
 
-def in_place(x: Array, ufunc: str, result) -> Array:
-    """``x <op>= other`` given ``result`` (the node of ``x <op> other``):
-    written to ``x`` with NumPy's ``out=x`` rules (the result broadcast to
-    ``x``'s shape only; cast back with ``same_kind``), or, where ``x`` is a
+def in_place(x: Array, ufunc: str, make, other) -> Array:
+    """``x <op>= other``, the result's node made by ``make()``: written to
+    ``x`` with NumPy's ``out=x`` rules (the result broadcast to ``x``'s
+    shape only; cast back with ``same_kind``) and NumPy's order of errors
+    (read-only, then the cast, then the shapes), or, where ``x`` is a
     scalar, a new scalar, as Python rebinds NumPy's immutable scalars."""
     if is_scalar(x):
-        return Array(result)
+        return Array(make())
+    _refuse_read_only(x, "output array is read-only")
+    result = _cast_checked_first(x.dtype, ufunc, make, (x, other))
     V.check_out(x.shape, x.dtype, result, ufunc)
     if result.shape != x.shape:
         result = shapes.broadcast_to(result, x.shape)
     write(x, elementwise.astype(result, x.dtype))
     return x
+
+
+def _refuse_read_only(x: Array, message: str) -> None:
+    """NumPy's ValueError for a write into a read-only array or view, raised
+    before anything else is checked (as NumPy checks it first)."""
+    if _flags(root_of(x)) & READ_ONLY or (isinstance(x, View) and any(
+            step[0] == "read-only" for step in x._steps)):
+        raise ValueError(message)
+
+
+def _cast_checked_first(dtype, ufunc: str, make, operands):
+    """``make()``; where it fails on the shapes, NumPy's casting error comes
+    first if the ufunc's result could not be cast to ``dtype`` (NumPy picks
+    the loop, and so the result's dtype, before it broadcasts)."""
+    try:
+        return make()
+    except ValueError:
+        uf = getattr(np, ufunc, None)
+        if isinstance(uf, np.ufunc):
+            try:
+                loop = uf.resolve_dtypes(tuple(map(_operand_dtype, operands))
+                                         + (None,) * uf.nout)
+            except Exception:          # noqa: BLE001  (NumPy's own error follows)
+                loop = None
+            if loop is not None and not np.can_cast(loop[-1], dtype, "same_kind"):
+                raise TypeError(f"Cannot cast ufunc {ufunc!r} output from {loop[-1]!r} to "
+                                f"{dtype!r} with casting rule 'same_kind'") from None
+        raise
 
 
 # the functions whose ``out=`` NumPy casts into with the "unsafe" rule (its
@@ -621,12 +655,23 @@ def out_casting(name: str) -> str:
     return "unsafe" if name in UNSAFE_OUT else "same_kind"
 
 
-def ufunc_into(out, ufunc: str, where, make) -> Array:
+def _operand_dtype(o):
+    """What ``ufunc.resolve_dtypes`` takes for an operand: its dtype, or the
+    Python type of a (weak) Python scalar."""
+    if isinstance(o, (Array, N.Node, np.ndarray, np.generic)):
+        return o.dtype
+    if isinstance(o, (int, float, complex)) and not isinstance(o, bool):
+        return type(o)
+    return np.asarray(o).dtype
+
+
+def ufunc_into(out, ufunc: str, where, make, operands=None) -> Array:
     """``np.<ufunc>(..., out=out, where=where)``: the result (``make(True)``,
     a node) written into the polyarray array ``out``, with NumPy's rules
-    (shape, the ``same_kind`` cast, or ``out_casting``'s for reductions);
-    where ``where`` is False, ``out`` keeps its values.  Returns ``out``, as
-    NumPy does."""
+    (shape, the ``same_kind`` cast, or ``out_casting``'s for reductions)
+    and order of errors (read-only, then the cast where ``operands`` are
+    given, then the shapes); where ``where`` is False, ``out`` keeps its
+    values.  Returns ``out``, as NumPy does."""
     if isinstance(out, tuple):
         if len(out) != 1:
             raise ValueError(f"numpy.{ufunc}: out must be a tuple of one array here, "
@@ -635,7 +680,11 @@ def ufunc_into(out, ufunc: str, where, make) -> Array:
     if not isinstance(out, Array):
         raise TypeError(f"numpy.{ufunc}: out= must be a polyarray array when the result "
                         f"is lazy, got {type(out).__name__}")
-    result = make(True)
+    _refuse_read_only(out, "output array is read-only")
+    if operands is None:
+        result = make(True)
+    else:                   # NumPy's casting error before its broadcasting error
+        result = _cast_checked_first(out.dtype, ufunc, lambda: make(True), operands)
     V.check_out(out.shape, out.dtype, result, ufunc, out_casting(ufunc))
     if result.shape != out.shape:
         result = shapes.broadcast_to(result, out.shape)

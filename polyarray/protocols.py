@@ -126,7 +126,7 @@ def _array_ufunc(self, ufunc, method, *inputs, out=None, **kwargs):
         target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
         if isinstance(target, np.ndarray):
             return _into_ndarray(target, make(True), name, where)
-        return ufunc_into(out, name, where, lambda w: make(w).node)
+        return ufunc_into(out, name, where, lambda w: make(w).node, inputs)
     no_out(out, f"numpy.{name}")
     if method == "__call__":
         fn = getattr(pa, name, None)

@@ -216,3 +216,31 @@ def test_a_reductions_out_must_have_its_shape():
             np.sum(x, axis=0, out=out)             # NumPy's dispatch: not broadcast into it
         with pytest.raises(ValueError, match="output parameter for reduction operation sum"):
             x.sum(axis=0, out=out)
+
+
+@pytest.mark.parametrize("body,error", [
+    ("r[1.5] = 0", ValueError),                    # read-only, before the bad index
+    ("r[5] = 1", ValueError),                      # read-only, before the index range
+    ("r += 1.5", ValueError),                      # read-only, before the cast
+    ("np.add(x, np.ones(4), out=r)", ValueError),  # read-only, before the shapes
+    ("np.diagonal(m)[1.5] = 0", ValueError),       # a read-only view
+    ("i += np.ones(4)", TypeError),                # the cast, before the shapes
+    ("i[...] -= np.ones(4)", TypeError),
+    ("np.add(x, np.ones(4), out=i)", TypeError),
+    ("np.add(np.ones(4), 1.5, out=i)", TypeError),
+    ("np.multiply(x, 0.5, out=i[:2])", TypeError),
+    ("i += np.ones(4, np.int64)", ValueError),     # castable: the shapes
+])
+def test_errors_come_in_numpys_order(body, error):
+    ns = {"np": np}
+    exec(f"def f(r, i, x, m):\n    {body}\n", ns)      # noqa: S102  (a NumPy module's function)
+    r = np.zeros(3, np.int64)
+    r.flags.writeable = False
+
+    def args():
+        return r, np.zeros(3, np.int64), np.ones(3), np.eye(3)
+    with pytest.raises(error) as want:
+        ns["f"](*args())
+    with pytest.raises(error) as got:
+        pa.jit(ns["f"], target="numpy")(*args())
+    assert type(got.value) is not pa.LazyValueError, (want.value, got.value)
