@@ -142,8 +142,7 @@ class Array:
         """``x[key] = value``: ``x`` and its views now hold "x with that region
         replaced" (NumPy's indices, broadcasting and casting); arrays computed
         from ``x`` before keep the old values."""
-        key = tuple(map(node_of, key)) if isinstance(key, tuple) else node_of(key)
-        setitem(self, key, node_of(value))
+        setitem(self, key, value)
 
     def _write_root(self, node):
         """The one place a root array takes a new value (``write``)."""
@@ -266,8 +265,7 @@ class Array:
         return Array(self._node)
 
     def __getitem__(self, key):
-        nodes = tuple(map(node_of, key)) if isinstance(key, tuple) else node_of(key)
-        return view_getitem(self, nodes)
+        return view_getitem(self, key)
 
     @property
     def T(self):
@@ -574,27 +572,41 @@ def write(x: Array, node) -> None:
 
 
 def setitem(x: Array, key, value) -> None:
-    """``x[key] = value``, NumPy's way (``key`` and ``value`` unwrapped)."""
+    """``x[key] = value``, NumPy's way."""
     if is_scalar(x):
         raise TypeError(f"'numpy.{x.dtype.name}' object does not support item assignment "
                         "(this 0-d value is a scalar, as NumPy's result would be; make an "
                         "array with pa.asarray(value) or pa.zeros(()) to assign into)")
     _refuse_read_only(x, "assignment destination is read-only")
-    current = x._node
-    if not V.is_advanced(key):
+    nodes, current, new_value = _unwrap_key(key), x._node, node_of(value)
+    if not V.is_advanced(nodes):
         try:
-            if assign.getitem(current, key) is value:
+            if assign.getitem(current, nodes) is new_value:
                 return              # ``x[key] = x[key]``: the second half of ``x[key] += v``
         except (IndexError, TypeError, ValueError):
             pass                    # setitem raises NumPy's error below
     try:
-        new = assign.setitem(current, key, value)
+        new = assign.setitem(current, nodes, new_value)
     except NonConcreteBooleanIndexError:
-        concrete = _concrete_masks(key)          # inside a pa.jit call: a graph break
+        concrete = _concrete_masks(nodes)        # inside a pa.jit call: a graph break
         if concrete is None:
             raise
-        new = assign.setitem(current, concrete, value)
+        # the break rebound the function's arrays to its results: read them again
+        new = assign.setitem(x._node, _refreshed(key, concrete), node_of(value))
     write(x, new)
+
+
+def _unwrap_key(key):
+    return tuple(map(node_of, key)) if isinstance(key, tuple) else node_of(key)
+
+
+def _refreshed(key, concrete):
+    """``key``'s items unwrapped now (after a graph break rebound its arrays),
+    with the masks ``_concrete_masks`` computed."""
+    if not isinstance(key, tuple):
+        return concrete
+    return tuple(c if isinstance(k, Array) and k.dtype == np.bool_ else node_of(k)
+                 for k, c in zip(key, concrete))
 
 
 def in_place(x: Array, ufunc: str, make, other) -> Array:
@@ -717,17 +729,18 @@ def into_out(out, name: str, node) -> Array:
 
 
 def view_getitem(x: Array, key) -> Array:
-    """``x[key]`` (``key`` unwrapped): a view for basic keys, a scalar where
-    every axis is indexed by an integer, a copy for advanced keys."""
-    if V.is_advanced(key) or V.is_scalar_key(key, x.ndim):
+    """``x[key]``: a view for basic keys, a scalar where every axis is
+    indexed by an integer, a copy for advanced keys."""
+    nodes = _unwrap_key(key)
+    if V.is_advanced(nodes) or V.is_scalar_key(nodes, x.ndim):
         try:
-            return Array(assign.getitem(x._node, key))
+            return Array(assign.getitem(x._node, nodes))
         except NonConcreteBooleanIndexError:
-            concrete = _concrete_masks(key)      # inside a pa.jit call: a graph break
+            concrete = _concrete_masks(nodes)    # inside a pa.jit call: a graph break
             if concrete is None:
                 raise
-            return Array(assign.getitem(x._node, concrete))
-    return make_view(x, ("index", key))
+            return Array(assign.getitem(x._node, _refreshed(key, concrete)))
+    return make_view(x, ("index", nodes))
 
 
 def _concrete_masks(key):

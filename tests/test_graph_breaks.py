@@ -93,6 +93,44 @@ def test_masks_the_function_computes_without_its_arguments(target):
     assert_same(B, B_np)
 
 
+def test_a_masked_write_reads_its_value_after_the_break(target):
+    """``x[mask] = v`` with a mask from the data breaks inside the write: the
+    value and the destination are read again after the break rebinds the
+    function's arrays (they named the placeholders of the previous break)."""
+    def f(x):
+        a = x * 2
+        b = x + 10
+        if a.sum() > 0:                  # a break: a and b become seg0 and seg1
+            pass
+        del a
+        c = x - 1
+        x[x > 2] = b[:3]                 # b[:3] read before this break named seg1
+        return c
+
+    def g(u, w):
+        k = int(w.max()) % 4
+        w[k] += 1
+        t = pa.while_loop(lambda v: v.sum() < 10.5, lambda v: v + 1, u)
+        u[...] = t                       # the loop's result: bound outside any break
+        w[t <= 1] = (w * 2)[-2:]         # u and w are one array
+
+    def g_numpy(u, w):
+        k = int(w.max()) % 4
+        w[k] += 1
+        t = u.copy()
+        while t.sum() < 10.5:
+            t = t + 1
+        u[...] = t
+        w[t <= 1] = (w * 2)[-2:]
+    x, x_np = np.arange(1.0, 6.0), np.arange(1.0, 6.0)
+    assert_same(pa.jit(f, target=target)(x), f(x_np))
+    assert_same(x, x_np)                 # [1, 2, 11, 12, 13]
+    u, u_np = np.array([4, -2, 4, 0]), np.array([4, -2, 4, 0])
+    pa.jit(g, target=target)(u, u)
+    g_numpy(u_np, u_np)
+    assert_same(u, u_np)
+
+
 def test_breaks_are_reported_and_logged(caplog):
     f = pa.jit(halve_until_small, target="numpy", static_argnames="tol")
     with caplog.at_level(logging.INFO, logger="polyarray.jit"):
