@@ -131,6 +131,18 @@ def test_a_masked_write_reads_its_value_after_the_break(target):
     assert_same(u, u_np)
 
 
+def test_an_argument_written_with_another_arguments_old_value(target):
+    def f(B, y):
+        y[:] = B                  # y's new value is B's argument, unchanged...
+        B[0] = 100                # ...while B is written back first
+        if y.sum() < 0:           # a break, not taken: y's result is B's binding
+            y[1] = 5
+    B, y = np.arange(4), np.zeros(4, np.int64)
+    pa.jit(f, target=target)(B, y)
+    assert_same(B, np.array([100, 1, 2, 3]))
+    assert_same(y, np.arange(4))
+
+
 def test_breaks_are_reported_and_logged(caplog):
     f = pa.jit(halve_until_small, target="numpy", static_argnames="tol")
     with caplog.at_level(logging.INFO, logger="polyarray.jit"):
