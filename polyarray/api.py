@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import Array, _same_or_new, node_of, mark_array_0d, ufunc_into
+from .array import Array, _same_or_new, is_scalar, node_of, mark_array_0d, ufunc_into
 from .ufunc import ufunc
 from .ops import creation as C, eager as G, elementwise as E, linalg as L
 from .ops import shapes as S, ufuncs as F
@@ -91,7 +91,8 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None) -> Array:
         leaf = Array(C.device_leaf(a))
         return leaf if dtype is None else leaf.astype(dtype)
     if isinstance(a, Array) and dtype is None:
-        return a                # the same handle, as NumPy's asarray
+        # the same handle, as NumPy's asarray; a scalar becomes a 0-d array
+        return a if not is_scalar(a) else _made(Array(a.node))
     return array(a, dtype)
 
 
@@ -337,7 +338,7 @@ def where(condition, x=NoValue, y=NoValue) -> Array:
         return tuple(Array(n) for n in G.nonzero(values))
     if x is NoValue or y is NoValue:
         raise ValueError("either both or neither of x and y should be given")
-    return Array(E.where(node_of(condition), node_of(x), node_of(y)))
+    return _made(Array(E.where(node_of(condition), node_of(x), node_of(y))))
 
 
 def clip(a, a_min=NoValue, a_max=NoValue, out=None, *, min=NoValue,   # noqa: A002

@@ -257,12 +257,12 @@ class Array:
                             f"{np.dtype(dtype)!r} according to the rule {casting!r}")
         if not copy and np.dtype(dtype) == self.dtype:
             return self
-        return Array(elementwise.astype(self._node, dtype))
+        return _like_0d(self, Array(elementwise.astype(self._node, dtype)))
 
     def copy(self, order="C"):
         """A copy (``ndarray.copy``): writes to either leave the other unchanged.
         ``order`` means nothing."""
-        return Array(self._node)
+        return _like_0d(self, Array(self._node))
 
     def __getitem__(self, key):
         return view_getitem(self, key)
@@ -545,6 +545,12 @@ def set_strides(x: Array, strides) -> None:
 def is_scalar(x: Array) -> bool:
     """Whether ``x`` stands for a NumPy scalar (immutable: ``+=`` rebinds)."""
     return not x.shape and not isinstance(x, View) and not _flags(x) & ARRAY_0D
+
+
+def _like_0d(x: Array, result: Array) -> Array:
+    """``result`` of a method that keeps what ``x`` is (``astype``, ``copy``):
+    a 0-d array for a 0-d array, a scalar for a scalar."""
+    return mark_array_0d(result) if not result.shape and not is_scalar(x) else result
 
 
 def read_only_view(x: Array, make, fake) -> Array:

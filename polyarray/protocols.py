@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-from .array import Array, out_casting, ufunc_into
+from .array import Array, mark_array_0d, out_casting, ufunc_into
 from .ops.axes import no_out
 from .ops.eager import LazyValueError, require_bound, value_at_break
 from .program import compile as _compile, get_default_target
@@ -166,9 +166,16 @@ _METADATA = {
     "can_cast": lambda *a, **k: _pa().can_cast(*a, **k),
     "iscomplexobj": lambda x: False,
     "isrealobj": lambda x: True,
-    "copy": lambda a, order="K", subok=False: Array(a.node),    # a new handle (x[i] = v)
+    "copy": lambda a, order="K", subok=False: _array_copy(a),
     "asanyarray": lambda a, dtype=None, order=None, **kw: a if dtype is None else a.astype(dtype),
 }
+
+
+def _array_copy(a):
+    """``np.copy``: a new handle (``x[i] = v`` rebinds it alone), and an
+    array, never a scalar (a 0-d copy is written in place)."""
+    out = Array(a.node)
+    return mark_array_0d(out) if not out.shape else out
 
 
 def numpy_implementation(func):

@@ -244,3 +244,26 @@ def test_errors_come_in_numpys_order(body, error):
     with pytest.raises(error) as got:
         pa.jit(ns["f"], target="numpy")(*args())
     assert type(got.value) is not pa.LazyValueError, (want.value, got.value)
+
+
+@pytest.mark.parametrize("make", [
+    "np.zeros(()).astype(np.float32)", "np.zeros(()).copy()", "np.copy(x.sum())",
+    "np.where(x.sum() > 0, 1.0, x.sum())", "np.asarray(x.sum())", "x[0, ...].astype(int)",
+])
+def test_0d_results_numpy_gives_as_arrays_are_written_in_place(target, make):
+    ns = {"np": np}
+    exec(f"def f(x):\n    t = {make}\n    u = t\n    t += 2\n    u[...] *= 3\n"   # noqa: S102
+         f"    return t\n", ns)
+    _assert_all_same(*_run_both(ns["f"], target, np.arange(3.0)))
+
+
+def test_0d_results_of_operations_stay_scalars(target):
+    def f(x):
+        s = x.sum()
+        t = s
+        s += 1                      # rebinds s: t keeps the sum
+        c = x[1].copy()             # a copy of a scalar is a scalar
+        d = c
+        c *= 10
+        return s, t, c, d
+    _assert_all_same(*_run_both(f, target, np.arange(3.0)))
