@@ -170,6 +170,16 @@ def test_scalars_are_immutable_and_0d_arrays_are_not(target):
     _check(target, *_both(fn, np.arange(6.0).reshape(2, 3)))
 
 
+def test_a_negative_integer_power_of_no_elements_is_no_error(target):
+    def fn(lib, x):
+        v = x[1:]                   # empty: NumPy checks the values, and there are none
+        v **= -1
+        return x[:, :0] ** -2
+    _check(target, *_both(fn, np.ones((1, 4), np.int32)))
+    with pytest.raises(ValueError, match="Integers to negative integer powers"):
+        pa.asarray(np.ones((1, 4), np.int32))[:, :1] ** -1
+
+
 def test_read_only_views_refuse_writes():
     x = pa.asarray(np.arange(9.0).reshape(3, 3))
     d = x.diagonal()
