@@ -22,6 +22,7 @@ class Stmt:
     kind: str
     lines: list
     features: set = field(default_factory=set)
+    reshape_view: str = None        # the name of a view made by a reshape it binds
 
     def text(self, indent="    "):
         return "\n".join(indent + line for line in self.lines)
@@ -57,8 +58,9 @@ def _dest(g, name, need_key=False):
     array itself, a basic region of it, or a region of one of its views
     made on the spot (``.T``, ``.reshape(-1)``, ``[None]``, expand_dims)."""
     v = g.env[name]
-    forms = ["name"] * (0 if need_key else 3) + ["key"] * 5 + ["T", "reshape", "none",
-                                                               "expand", "ravel"]
+    forms = ["name"] * (0 if need_key else 3) + ["key"] * 5 + ["T", "none", "expand"]
+    if g.reshape_safe(name):
+        forms += ["reshape", "ravel"]
     form = g.choice(forms)
     if form == "name":
         return name, None
@@ -280,7 +282,9 @@ def st_view(g):
         return None
     n = g.choice(names)
     v = g.env[n]
-    forms = ["key"] * 4 + ["T", "reshape", "ravel", "none", "expand"]
+    forms = ["key"] * 4 + ["T", "none", "expand"]
+    if g.reshape_safe(n):
+        forms += ["reshape", "ravel"]
     if v.ndim >= 2:
         forms += ["transpose", "swapaxes", "diagonal", "moveaxis"]
     if 1 in v.shape:
@@ -326,7 +330,8 @@ def st_view(g):
     if not isinstance(val, np.ndarray):
         return None
     w = g.new_local("v")
-    return Stmt("view", [f"{w} = {text}"], {f"view {form}"})
+    return Stmt("view", [f"{w} = {text}"], {f"view {form}"},
+                reshape_view=w if form in ("reshape", "ravel", "expand", "squeeze") else None)
 
 
 def st_view_write(g):
@@ -339,8 +344,10 @@ def st_view_write(g):
     n = g.choice(names)
     v = g.env[n]
     inner = g.x.basic_key(v.shape, allow_scalar=False)
-    base = g.choice([f"{n}.T", f"{n}.reshape(-1)", f"{n}[{inner}]", f"{n}.ravel()",
-                     f"{n}.T.reshape(-1)" if v.ndim >= 2 else f"{n}[::-1]"])
+    bases = [f"{n}.T", f"{n}[{inner}]", f"{n}[::-1]"]
+    if g.reshape_safe(n):
+        bases += [f"{n}.reshape(-1)", f"{n}.ravel()", f"{n}.T.reshape(-1)"]
+    base = g.choice(bases)
     try:
         shape = np.shape(g.eval(base))
     except Exception:                           # noqa: BLE001

@@ -31,13 +31,24 @@ with NumPy after every statement it draws, and keeps the statement only if
   grid of 2**-8 below 2**10 (integers below 2**15), and the whole program
   run again with float32 promoted to float64 gives the same values (no
   float32 rounding anywhere), so fused multiply-adds or another order of
-  evaluation cannot change a comparison, a floor or a cast.
+  evaluation cannot change a comparison, a floor or a cast;
+* NumPy's result does not depend on the order in which it copies an
+  overlapping value (``x[9:14:2] = x[9:12]`` on a 1-D array reads elements
+  it wrote; polyarray's writes are as if the value were copied first).
+
+Writes through ``reshape``/``ravel`` are drawn only where NumPy's memory
+layout is one polyarray knows (an argument's, or C order): NumPy keeps the
+Fortran order of arrays computed from Fortran-ordered or transposed ones
+(its "K" order), polyarray's computed arrays are C-ordered, so
+``(A.T * 2).reshape(-1)`` is a copy in NumPy and a view in polyarray
+(docs/numpy_differences.md).
 
 ``make_program(seed)`` is deterministic: the same seed gives the same
 source and inputs in any process.
 """
 from __future__ import annotations
 
+import re
 import types
 import warnings
 from dataclasses import dataclass, field, replace
@@ -61,6 +72,14 @@ STATEMENTS = [(st_aug, 12), (st_setitem, 8), (st_adv_setitem, 5), (st_view, 7),
               (st_scalar, 3), (st_matmul_inplace, 1), (st_error, 1)]
 ERRORS = (TypeError, ValueError, IndexError)
 FLOAT_GRID, FLOAT_BOUND, INT_BOUND = 8, 2.0 ** 10, 2 ** 15
+# reshapes written through per program (reshape, ravel, expand_dims, squeeze; a
+# view of a view counts each): the generated kernel nests the index arithmetic
+# of a reshape inside every later write, and the source grows exponentially
+# (u[1:, i % 3:] = i and u.reshape(-1)[i:i + 20] = i alternating on a 3x4x3
+# array: 4 writes 11 KB, 6 writes 122 KB, 8 writes 1 MB; seed 177 timed out
+# after 10 minutes in PoCL's build)
+MAX_RESHAPE_WRITES = 1
+_RESHAPING = re.compile(r"reshape\(|ravel\(|expand_dims\(|squeeze\(")
 MAX_LOOP_ITERATIONS = 64
 
 
@@ -311,6 +330,7 @@ class ProgramBuilder:
         self.statics = {s.name for s in specs if not s.is_array}
         self.used = set(self.prog.params) | {"np", "pa", "i", "j", "v", "body", "s_"}
         self.counter = 0
+        self.reshape_views, self.reshape_writes = set(), 0
         self.x = Exprs(self)
         self.env = {}
         self.refresh()
@@ -341,12 +361,44 @@ class ProgramBuilder:
 
     # -- the program so far ----------------------------------------------------------------
     def refresh(self):
-        env, err, _, _ = run_numpy(self.prog, locals_=True)
+        env, err, args, bases = run_numpy(self.prog, locals_=True)
         assert err is None, err
+        self._keep(env, args, bases)
+
+    def _keep(self, env, args, bases):
         self.env = {k: v for k, v in env.items() if not callable(v)}
+        self.input_ids = {id(a) for a in args + bases if isinstance(a, np.ndarray)}
+
+    def reshape_safe(self, name) -> bool:
+        """Whether a reshape or ravel of ``name`` is a view in NumPy exactly
+        where polyarray makes one: its memory is an argument's (whose
+        strides pa.jit records) or C-ordered.  An array NumPy computes from
+        a Fortran-ordered or transposed one keeps that order (NumPy's "K"),
+        where polyarray's are C-ordered (docs/numpy_differences.md)."""
+        v = self.env.get(name)
+        if not isinstance(v, np.ndarray):
+            return False
+        root = v
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        return id(root) in self.input_ids or root.flags.c_contiguous
+
+    def _reshaping_writes(self, st: Stmt) -> int:
+        """The lines of ``st`` that write through a reshaped view."""
+        count = 0
+        for line in st.lines:
+            target = line.split("=", 1)[0] if "=" in line.replace("==", "") else ""
+            if "out=" in line:
+                target = line.split("out=", 1)[1]
+            count += len(_RESHAPING.findall(target)) + sum(
+                1 for v in self.reshape_views if re.search(rf"\b{v}\b", target))
+        return count
 
     def try_add(self, st: Stmt, allow_error=True) -> bool:
         """Keep ``st`` if NumPy runs it exactly (or raises, now and then)."""
+        writes = self._reshaping_writes(st)
+        if self.reshape_writes + writes > MAX_RESHAPE_WRITES:
+            return False
         blocks = self.prog.blocks + [st]
         env, err, args, bases = run_numpy(self.prog, blocks=blocks, locals_=True)
         if err is not None:
@@ -371,9 +423,20 @@ class ProgramBuilder:
             [a for a in args64 + bases64 if isinstance(a, np.ndarray)]
         if not same_values(values, values64):
             return False
+        copied = _value_copied(st)
+        if copied is not None:
+            envc, errc, argsc, basesc = run_numpy(self.prog, blocks=self.prog.blocks + [copied],
+                                                  locals_=True)
+            valuesc = [envc.get(k) for k, _ in _values(env)] + \
+                [a for a in argsc + basesc if isinstance(a, np.ndarray)] if errc is None else []
+            if not same_values(values, valuesc):
+                return False            # NumPy's result depends on its copy order
         self.prog.blocks = blocks
         self.prog.features |= st.features
-        self.env = {k: v for k, v in env.items() if not callable(v)}
+        self.reshape_writes += writes
+        if st.reshape_view:
+            self.reshape_views.add(st.reshape_view)
+        self._keep(env, args, bases)
         return True
 
     def finish(self):
@@ -412,6 +475,26 @@ class ProgramBuilder:
                                                          else "value"))
                     return
         self.prog.ret = None
+
+
+_ASSIGNMENT = re.compile(r"^(\s*)([A-Za-z_][^=]*\])\s=\s(.+)$")
+
+
+def _value_copied(st):
+    """``st`` with the value of each ``x[key] = value`` copied first, or None
+    (no such line).  NumPy copies an overlapping value first only in some
+    layouts: ``x[9:14:2] = x[9:12]`` on a 1-D array reads elements it has
+    already written; polyarray's writes are always as if copied, so a
+    statement whose result depends on NumPy's order is not drawn."""
+    lines, changed = [], False
+    for line in st.lines:
+        m = _ASSIGNMENT.match(line)
+        if m and not m.group(2).rstrip().endswith(("=", "<", ">", "!")):
+            lines.append(f"{m.group(1)}{m.group(2)} = np.copy({m.group(3)})")
+            changed = True
+        else:
+            lines.append(line)
+    return Stmt(st.kind, lines, st.features) if changed else None
 
 
 def make_program(seed, n_statements=None) -> Program:
