@@ -76,7 +76,7 @@ def _lay_out(values, layout):
         base[1:] = v
         return base[1:], base
     if layout == "fortran" and v.ndim >= 2:
-        return np.asfortranarray(v), None
+        return np.array(v, order="F"), None     # a copy (asfortranarray of a column is v)
     a = v.copy()
     if layout == "readonly":
         a.flags.writeable = False

@@ -420,12 +420,16 @@ def st_out(g):
         lines = []
         if dests and g.coin(0.7):
             d = g.choice(dests)
+            dtype = f"{d}.dtype"
         else:
             d = g.new_local("t")
-            lines.append(f"{d} = np.zeros({shape!r}, np.{g.choice(['float64', 'int64', 'float32'])})")
+            dtype = f"np.{g.choice(['float64', 'int64', 'float32'])}"
+            lines.append(f"{d} = np.zeros({shape!r}, {dtype})")
         kind = "sum" if f == "sum" else "move"
         src = x.ex(a, atom=True)
         if src is None or x.ex(f"np.{f}({a}, axis={ax})", kind, [src], extra=(ax,)) is None:
+            return None
+        if not _reduced_then_cast(g, f, a, ax, shape, dtype):
             return None
         lines.append(f"np.{f}({a}, axis={ax}, out={d})")
         return Stmt("out", lines, {"out reduction"})
@@ -442,10 +446,26 @@ def st_out(g):
     d = g.choice(dests)
     form = g.choice([f"np.clip({a}, -1, 2, out={d})", f"np.cumsum({a}, axis=0, out={d})",
                      f"np.matmul({a}, np.eye({va.shape[-1]}, dtype={d}.dtype), out={d})"])
-    if "cumsum" in form and x.ex(f"np.cumsum({a}, axis=0)", "sum", [x.ex(a, atom=True)],
-                                 extra=(0,)) is None:
+    if "cumsum" in form and (x.ex(f"np.cumsum({a}, axis=0)", "sum", [x.ex(a, atom=True)],
+                                  extra=(0,)) is None
+                             or not _reduced_then_cast(g, "cumsum", a, 0, va.shape,
+                                                       f"{d}.dtype")):
         return None
     return Stmt("out", [form], {"out function"})
+
+
+def _reduced_then_cast(g, f, a, ax, shape, dtype) -> bool:
+    """Whether NumPy's ``np.<f>(a, axis=ax, out=<dtype>)`` equals the
+    reduction cast to ``dtype``, as polyarray computes it.  Into a dtype
+    that cannot hold the values (a narrower integer, bool), NumPy casts
+    the partial results (``np.max([300, 50], out=int8)`` is 50, the cast
+    maximum 44); no such statement is drawn (docs/numpy_differences.md)."""
+    try:
+        into = g.eval(f"np.{f}({a}, axis={ax}, out=np.zeros({shape!r}, {dtype}))")
+        cast = g.eval(f"np.asarray(np.{f}({a}, axis={ax})).astype({dtype})")
+    except Exception:                           # noqa: BLE001  (NumPy's error: drawn)
+        return True
+    return np.array_equal(into, cast)
 
 
 # -- created arrays, locals, rebinding ---------------------------------------------------------
