@@ -58,11 +58,11 @@ import numpy as np
 from fuzz.exactness import grid_exp
 from fuzz.program_exprs import Exprs
 from fuzz.program_inputs import ArgSpec, draw_args, inputs_source, make_inputs
-from fuzz.program_statements import (Stmt, st_adv_setitem, st_aug, st_branch, st_create,
-                                     st_error, st_fori, st_int_break, st_local, st_loop,
-                                     st_mask, st_matmul_inplace, st_out, st_scalar,
-                                     st_setitem, st_stencil, st_view, st_view_write,
-                                     st_while, st_while_loop)
+from fuzz.program_arrays import st_create, st_local, st_scalar, st_view
+from fuzz.program_flow import (st_branch, st_error, st_fori, st_int_break, st_loop, st_mask,
+                               st_while, st_while_loop)
+from fuzz.program_statements import (Stmt, st_adv_setitem, st_aug, st_matmul_inplace, st_out,
+                                     st_setitem, st_stencil, st_view_write)
 
 # statement generators and their weights (the order is part of every seed)
 STATEMENTS = [(st_aug, 12), (st_setitem, 8), (st_adv_setitem, 5), (st_view, 7),
