@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import Array, _same_or_new, node_of, mark_array_0d, ufunc_into
+from .array import Array, _same_or_new, is_scalar, node_of, mark_array_0d, ufunc_into
 from .ufunc import ufunc
 from .ops import creation as C, eager as G, elementwise as E, linalg as L
 from .ops import shapes as S, ufuncs as F
@@ -91,7 +91,8 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None) -> Array:
         leaf = Array(C.device_leaf(a))
         return leaf if dtype is None else leaf.astype(dtype)
     if isinstance(a, Array) and dtype is None:
-        return a                # the same handle, as NumPy's asarray
+        # the same handle, as NumPy's asarray; a scalar becomes a 0-d array
+        return a if not is_scalar(a) else _made(Array(a.node))
     return array(a, dtype)
 
 
@@ -285,7 +286,7 @@ def _unary(name):
     def f(x, /, out=None, *, where=True, dtype=None):
         if out is not None:
             return ufunc_into(out, name, where, lambda w: F.ufunc_node(
-                name, (node_of(x),), None, w, dtype))
+                name, (node_of(x),), None, w, dtype), (x,))
         return Array(F.ufunc_node(name, (node_of(x),), out, where, dtype))
     f.__name__ = f.__qualname__ = name
     summary = _SUMMARY.get(name, f"Elementwise ``np.{name}``.")     # the test flags it
@@ -297,7 +298,7 @@ def _binary(name):
     def f(x1, x2, /, out=None, *, where=True, dtype=None):
         if out is not None:
             return ufunc_into(out, name, where, lambda w: F.ufunc_node(
-                name, (node_of(x1), node_of(x2)), None, w, dtype))
+                name, (node_of(x1), node_of(x2)), None, w, dtype), (x1, x2))
         return Array(F.ufunc_node(name, (node_of(x1), node_of(x2)), out, where, dtype))
     f.__name__ = f.__qualname__ = name
     summary = _SUMMARY.get(name, f"Elementwise ``np.{name}``.")     # the test flags it
@@ -337,7 +338,7 @@ def where(condition, x=NoValue, y=NoValue) -> Array:
         return tuple(Array(n) for n in G.nonzero(values))
     if x is NoValue or y is NoValue:
         raise ValueError("either both or neither of x and y should be given")
-    return Array(E.where(node_of(condition), node_of(x), node_of(y)))
+    return _made(Array(E.where(node_of(condition), node_of(x), node_of(y))))
 
 
 def clip(a, a_min=NoValue, a_max=NoValue, out=None, *, min=NoValue,   # noqa: A002

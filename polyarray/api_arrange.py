@@ -7,7 +7,7 @@ others: each unwraps its arrays, calls the node builder in
 result.  ``out=`` is accepted where NumPy has it, and must be None."""
 from __future__ import annotations
 
-from .array import Array, node_of, wrap as _wrap
+from .array import Array, node_of, reshaped, view_getitem, wrap as _wrap
 from .ops import arrange as AR, indexing as I, matrices as M, padding as P
 from .ops.axes import no_out
 from .ops.reductions import NoValue
@@ -16,8 +16,19 @@ from .ops.reductions import NoValue
 # -- rearranging -------------------------------------------------------------
 
 def _atleast(n, arys):
-    res = tuple(Array(AR.atleast_nd(node_of(a), n)) for a in arys)
+    res = tuple(_at_least(a, n) for a in arys)
     return res[0] if len(res) == 1 else res
+
+
+def _at_least(a, n):
+    """NumPy's ``atleast_nd``: the array itself where it has ``n`` axes, else
+    a view with axes of length one added."""
+    node = AR.atleast_nd(node_of(a), n)
+    if not isinstance(a, Array):
+        return Array(node)
+    if a.ndim >= n:
+        return a
+    return reshaped(a, node.shape, always_view=True)
 
 
 def atleast_1d(*arys):
@@ -68,8 +79,12 @@ def column_stack(tup) -> Array:
 
 def unstack(x, /, *, axis=0) -> tuple:
     """The slices of ``x`` along ``axis``, as a tuple of lazy arrays
-    (``np.unstack``)."""
-    return _wrap(AR.unstack(node_of(x), axis))
+    (``np.unstack``): views of ``x``, as NumPy's (scalars for 1-D ``x``)."""
+    parts = AR.unstack(node_of(x), axis)              # NumPy's errors first
+    if not isinstance(x, Array):
+        return _wrap(parts)
+    axis = axis % x.ndim
+    return tuple(view_getitem(x, (slice(None),) * axis + (i,)) for i in range(len(parts)))
 
 
 def meshgrid(*xi, copy=True, sparse=False, indexing="xy") -> tuple:
@@ -136,7 +151,9 @@ def diag(v, k=0) -> Array:
 
 def diagonal(a, offset=0, axis1=0, axis2=1) -> Array:
     """Diagonal ``offset`` of the ``axis1``/``axis2`` planes, as the last axis
-    (``np.diagonal``), lazily."""
+    (``np.diagonal``): a read-only view, as NumPy's."""
+    if isinstance(a, Array):
+        return a.diagonal(offset, axis1, axis2)
     return Array(M.diagonal(node_of(a), offset, axis1, axis2))
 
 

@@ -66,13 +66,13 @@ def _ufunc(name, fn, nin):
         def f(x, /, out=None, *, where=True, dtype=None):
             if out is not None:
                 return ufunc_into(out, name, where, lambda w: F.ufunc_node(
-                    name, (node_of(x),), None, w, dtype, fn))
+                    name, (node_of(x),), None, w, dtype, fn), (x,))
             return Array(F.ufunc_node(name, (node_of(x),), out, where, dtype, fn))
     else:
         def f(x1, x2, /, out=None, *, where=True, dtype=None):
             if out is not None:
                 return ufunc_into(out, name, where, lambda w: F.ufunc_node(
-                    name, (node_of(x1), node_of(x2)), None, w, dtype, fn))
+                    name, (node_of(x1), node_of(x2)), None, w, dtype, fn), (x1, x2))
             return Array(F.ufunc_node(name, (node_of(x1), node_of(x2)), out, where, dtype,
                                       fn))
     f.__name__ = f.__qualname__ = name

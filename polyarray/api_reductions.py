@@ -4,23 +4,16 @@ its arrays, calls the node builder of the same name in
 :mod:`polyarray.ops.reductions` and wraps the result."""
 from __future__ import annotations
 
-from .array import Array, node_of, ufunc_into
+from .array import Array, into_out, node_of
 from .ops import reductions as R
 from .ops.reductions import NoValue
 
 
 def _result(out, name, node) -> Array:
     """The reduction as an Array, or written into ``out`` (a polyarray array:
-    NumPy's shape and ``same_kind`` rules), which is returned."""
-    if out is None:
-        return Array(node)
-    if isinstance(out, Array) and out.shape != node.shape:
-        if out.ndim != node.ndim:
-            raise ValueError(f"output parameter for reduction operation {name} has the wrong "
-                             f"number of dimensions: Found {out.ndim} but expected {node.ndim}")
-        raise ValueError(f"output parameter for reduction operation {name} has a "
-                         f"non-matching shape: {out.shape}, expected {node.shape}")
-    return ufunc_into(out, name, True, lambda _: node)
+    NumPy's exact shape, and its casts: "unsafe" for the reductions,
+    "same_kind" for ``std``), which is returned."""
+    return into_out(out, name, node)
 
 
 # -- reductions --------------------------------------------------------------
@@ -118,3 +111,10 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     ``ddof`` or the array API's ``correction``; NumPy's dtypes (integers give
     float64); ``out=`` is written as NumPy writes it."""
     return _result(out, "std", R.std(node_of(a), axis, dtype, ddof, keepdims, node_of(where), correction))
+
+
+# these write ``out=`` themselves (NumPy's shape checks for a reduction's out):
+# NumPy's dispatch and pa.jit's ``np.<name>`` hand it to them
+for _f in (sum, prod, max, min, any, all, argmax, argmin, mean, var, std):
+    _f.writes_out = True
+del _f

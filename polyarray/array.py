@@ -18,7 +18,6 @@ import numpy as np
 from .codegen.ir import nodes as N
 from .ops import arrange, assign, eager, elementwise, indexing, linalg, matrices
 from .ops import ordering, reductions, scans, shapes, ufuncs, views as V
-from .ops.axes import no_out
 from .ops.indexing import NonConcreteBooleanIndexError
 from .ops.reductions import NoValue
 
@@ -143,8 +142,7 @@ class Array:
         """``x[key] = value``: ``x`` and its views now hold "x with that region
         replaced" (NumPy's indices, broadcasting and casting); arrays computed
         from ``x`` before keep the old values."""
-        key = tuple(map(node_of, key)) if isinstance(key, tuple) else node_of(key)
-        setitem(self, key, node_of(value))
+        setitem(self, key, value)
 
     def _write_root(self, node):
         """The one place a root array takes a new value (``write``)."""
@@ -184,8 +182,8 @@ class Array:
     # name and view of it sees the new value; a 0-d scalar is rebound
     def _ibin(name):
         def method(self, other):
-            return in_place(self, name, elementwise.apply_ufunc(
-                name, self._node, node_of(other)))
+            return in_place(self, name, lambda: elementwise.apply_ufunc(
+                name, self._node, node_of(other)), other)
         method.__name__ = "__i" + name + "__"
         return method
 
@@ -203,7 +201,7 @@ class Array:
         return Array(elementwise.apply_ufunc("power", self._node, node_of(other)))
 
     def __ipow__(self, other):
-        return in_place(self, "power", self.__pow__(other)._node)
+        return in_place(self, "power", lambda: self.__pow__(other)._node, other)
 
     def __neg__(self):
         return Array(elementwise.apply_ufunc("negative", self._node))
@@ -230,11 +228,12 @@ class Array:
         return Array(ufuncs.right_shift(node_of(other), self._node))
 
     def __ilshift__(self, other):
-        return in_place(self, "left_shift", ufuncs.left_shift(self._node, node_of(other)))
+        return in_place(self, "left_shift",
+                        lambda: ufuncs.left_shift(self._node, node_of(other)), other)
 
     def __irshift__(self, other):
         return in_place(self, "right_shift",
-                              ufuncs.right_shift(self._node, node_of(other)))
+                        lambda: ufuncs.right_shift(self._node, node_of(other)), other)
 
     def __matmul__(self, other):
         return Array(linalg.matmul(self._node, node_of(other)))
@@ -243,7 +242,8 @@ class Array:
         return Array(linalg.matmul(node_of(other), self._node))
 
     def __imatmul__(self, other):
-        return in_place(self, "matmul", linalg.matmul(self._node, node_of(other)))
+        return in_place(self, "matmul", lambda: linalg.matmul(self._node, node_of(other)),
+                        other)
 
     # -- methods mirroring ndarray (NumPy's signatures; ``out`` must be None)
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
@@ -257,16 +257,15 @@ class Array:
                             f"{np.dtype(dtype)!r} according to the rule {casting!r}")
         if not copy and np.dtype(dtype) == self.dtype:
             return self
-        return Array(elementwise.astype(self._node, dtype))
+        return _like_0d(self, Array(elementwise.astype(self._node, dtype)))
 
     def copy(self, order="C"):
         """A copy (``ndarray.copy``): writes to either leave the other unchanged.
         ``order`` means nothing."""
-        return Array(self._node)
+        return _like_0d(self, Array(self._node))
 
     def __getitem__(self, key):
-        nodes = tuple(map(node_of, key)) if isinstance(key, tuple) else node_of(key)
-        return view_getitem(self, nodes)
+        return view_getitem(self, key)
 
     @property
     def T(self):
@@ -298,11 +297,17 @@ class Array:
 
     def ravel(self, order="C"):
         """The array flattened to 1-D (``ndarray.ravel``): a view where NumPy
-        gives one.  ``order`` "C" or "F"; "A" and "K" mean "C"."""
+        gives one, which is only where the memory is contiguous in that order
+        (``x[::2].ravel()`` copies, where ``x[::2].reshape(-1)`` is a view).
+        ``order`` "C" or "F"; "A" and "K" mean "C"."""
         if order not in ("C", "F", "A", "K"):
             raise ValueError(f"ravel: order must be one of 'C', 'F', 'A', or 'K' "
                              f"(got {order!r})")
-        return reshaped(self, (-1,), "F" if order == "F" else "C")
+        order = "F" if order == "F" else "C"
+        flags = _layout(self).flags
+        if flags.f_contiguous if order == "F" else flags.c_contiguous:
+            return reshaped(self, (-1,), order, always_view=True)
+        return Array(shapes.reshape(self._node, (-1,), order))
 
     def flatten(self, order="C"):
         """The array flattened to 1-D, a copy (``ndarray.flatten``)."""
@@ -320,94 +325,84 @@ class Array:
 
     def clip(self, min=None, max=None, out=None, **kwargs):    # noqa: A002
         """The values limited to ``[min, max]`` (``ndarray.clip``, as ``pa.clip``), lazily."""
-        no_out(out, "clip")
         if kwargs:
             raise TypeError(f"clip: unsupported keyword arguments {sorted(kwargs)}")
-        return _same_or_new(self, elementwise.clip(self._node, node_of(min), node_of(max)))
+        node = elementwise.clip(self._node, node_of(min), node_of(max))
+        return _same_or_new(self, node) if out is None else into_out(out, "clip", node)
 
     def round(self, decimals=0, out=None):
         """The values rounded to ``decimals``, halves to even (``ndarray.round``, as
         ``pa.round``), lazily."""
-        no_out(out, "round")
-        return _same_or_new(self, elementwise.round(self._node, decimals))
+        node = elementwise.round(self._node, decimals)
+        return _same_or_new(self, node) if out is None else into_out(out, "round", node)
 
     def sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue,
             where=True):
         """Sum over ``axis`` (``ndarray.sum``, as ``pa.sum``), lazily."""
-        no_out(out, "sum")
-        return Array(reductions.sum(self._node, axis, dtype, keepdims, initial,
-                                    node_of(where)))
+        return into_out(out, "sum", reductions.sum(self._node, axis, dtype, keepdims,
+                                                   initial, node_of(where)))
 
     def prod(self, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue,
              where=True):
         """Product over ``axis`` (``ndarray.prod``, as ``pa.prod``), lazily."""
-        no_out(out, "prod")
-        return Array(reductions.prod(self._node, axis, dtype, keepdims, initial,
-                                     node_of(where)))
+        return into_out(out, "prod", reductions.prod(self._node, axis, dtype, keepdims,
+                                                     initial, node_of(where)))
 
     def max(self, axis=None, out=None, keepdims=False, initial=NoValue, where=True):
         """Maximum over ``axis``, NaN propagated (``ndarray.max``, as ``pa.max``), lazily."""
-        no_out(out, "max")
-        return Array(reductions.max(self._node, axis, keepdims, initial, node_of(where)))
+        return into_out(out, "max", reductions.max(self._node, axis, keepdims, initial,
+                                                   node_of(where)))
 
     def min(self, axis=None, out=None, keepdims=False, initial=NoValue, where=True):
         """Minimum over ``axis``, NaN propagated (``ndarray.min``, as ``pa.min``), lazily."""
-        no_out(out, "min")
-        return Array(reductions.min(self._node, axis, keepdims, initial, node_of(where)))
+        return into_out(out, "min", reductions.min(self._node, axis, keepdims, initial,
+                                                   node_of(where)))
 
     def any(self, axis=None, out=None, keepdims=False, *, where=True):
         """Whether any element over ``axis`` is true (``ndarray.any``), as a lazy bool
         array; ``bool()`` of it evaluates."""
-        no_out(out, "any")
-        return Array(reductions.any(self._node, axis, keepdims, node_of(where)))
+        return into_out(out, "any", reductions.any(self._node, axis, keepdims, node_of(where)))
 
     def all(self, axis=None, out=None, keepdims=False, *, where=True):
         """Whether all elements over ``axis`` are true (``ndarray.all``), as a lazy
         bool array; ``bool()`` of it evaluates."""
-        no_out(out, "all")
-        return Array(reductions.all(self._node, axis, keepdims, node_of(where)))
+        return into_out(out, "all", reductions.all(self._node, axis, keepdims, node_of(where)))
 
     def mean(self, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
         """Mean over ``axis`` (``ndarray.mean``, as ``pa.mean``), lazily."""
-        no_out(out, "mean")
-        return Array(reductions.mean(self._node, axis, dtype, keepdims, node_of(where)))
+        return into_out(out, "mean", reductions.mean(self._node, axis, dtype, keepdims,
+                                                     node_of(where)))
 
     def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
             correction=NoValue):
         """Variance over ``axis`` (``ndarray.var``, as ``pa.var``), lazily."""
-        no_out(out, "var")
-        return Array(reductions.var(self._node, axis, dtype, ddof, keepdims, node_of(where),
-                                    correction))
+        return into_out(out, "var", reductions.var(self._node, axis, dtype, ddof, keepdims,
+                                                   node_of(where), correction))
 
     def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
             correction=NoValue):
         """Standard deviation over ``axis`` (``ndarray.std``, as ``pa.std``), lazily."""
-        no_out(out, "std")
-        return Array(reductions.std(self._node, axis, dtype, ddof, keepdims, node_of(where),
-                                    correction))
+        return into_out(out, "std", reductions.std(self._node, axis, dtype, ddof, keepdims,
+                                                   node_of(where), correction))
 
     def argmax(self, axis=None, out=None, *, keepdims=False):
         """Index of the maximum over ``axis`` (``ndarray.argmax``, as ``pa.argmax``),
         lazily."""
-        no_out(out, "argmax")
-        return Array(reductions.argmax(self._node, axis, keepdims))
+        return into_out(out, "argmax", reductions.argmax(self._node, axis, keepdims))
 
     def argmin(self, axis=None, out=None, *, keepdims=False):
         """Index of the minimum over ``axis`` (``ndarray.argmin``, as ``pa.argmin``),
         lazily."""
-        no_out(out, "argmin")
-        return Array(reductions.argmin(self._node, axis, keepdims))
+        return into_out(out, "argmin", reductions.argmin(self._node, axis, keepdims))
 
     def dot(self, b, out=None):
         """Dot product with ``b`` (``ndarray.dot``, as ``pa.dot``), lazily."""
-        no_out(out, "dot")
-        return Array(linalg.dot(self._node, node_of(b)))
+        return into_out(out, "dot", linalg.dot(self._node, node_of(b)))
 
     def take(self, indices, axis=None, out=None, mode="raise"):
         """Elements at ``indices`` along ``axis`` (``ndarray.take``, as ``pa.take``:
         lazy indices are bounds-checked when the program runs), lazily."""
-        no_out(out, "take")
-        return Array(indexing.take(self._node, node_of(indices), axis, mode))
+        return into_out(out, "take", indexing.take(self._node, node_of(indices), axis, mode))
 
     def diagonal(self, offset=0, axis1=0, axis2=1):
         """Diagonal ``offset`` of the ``axis1``/``axis2`` planes (``ndarray.diagonal``):
@@ -419,8 +414,7 @@ class Array:
 
     def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
         """Sum along diagonal ``offset`` (``ndarray.trace``), lazily."""
-        no_out(out, "trace")
-        return Array(matrices.trace(self._node, offset, axis1, axis2, dtype))
+        return into_out(out, "trace", matrices.trace(self._node, offset, axis1, axis2, dtype))
 
     def repeat(self, repeats, axis=None):
         """Each element repeated ``repeats`` times (``ndarray.repeat``, as
@@ -448,12 +442,12 @@ class Array:
 
     def cumsum(self, axis=None, dtype=None, out=None):
         """Cumulative sum along ``axis`` (``ndarray.cumsum``, as ``pa.cumsum``), lazily."""
-        return Array(scans.cumsum(self._node, axis, dtype, out))
+        return into_out(out, "cumsum", scans.cumsum(self._node, axis, dtype))
 
     def cumprod(self, axis=None, dtype=None, out=None):
         """Cumulative product along ``axis`` (``ndarray.cumprod``, as ``pa.cumprod``),
         lazily."""
-        return Array(scans.cumprod(self._node, axis, dtype, out))
+        return into_out(out, "cumprod", scans.cumprod(self._node, axis, dtype))
 
 
 
@@ -553,6 +547,12 @@ def is_scalar(x: Array) -> bool:
     return not x.shape and not isinstance(x, View) and not _flags(x) & ARRAY_0D
 
 
+def _like_0d(x: Array, result: Array) -> Array:
+    """``result`` of a method that keeps what ``x`` is (``astype``, ``copy``):
+    a 0-d array for a 0-d array, a scalar for a scalar."""
+    return mark_array_0d(result) if not result.shape and not is_scalar(x) else result
+
+
 def read_only_view(x: Array, make, fake) -> Array:
     """A view that NumPy makes read-only (``diagonal``, ``broadcast_to``):
     it follows ``x``, and writing to it raises NumPy's ValueError."""
@@ -578,35 +578,53 @@ def write(x: Array, node) -> None:
 
 
 def setitem(x: Array, key, value) -> None:
-    """``x[key] = value``, NumPy's way (``key`` and ``value`` unwrapped)."""
+    """``x[key] = value``, NumPy's way."""
     if is_scalar(x):
         raise TypeError(f"'numpy.{x.dtype.name}' object does not support item assignment "
                         "(this 0-d value is a scalar, as NumPy's result would be; make an "
                         "array with pa.asarray(value) or pa.zeros(()) to assign into)")
-    current = x._node
-    if not V.is_advanced(key):
+    _refuse_read_only(x, "assignment destination is read-only")
+    nodes, current, new_value = _unwrap_key(key), x._node, node_of(value)
+    if not V.is_advanced(nodes):
         try:
-            if assign.getitem(current, key) is value:
+            if assign.getitem(current, nodes) is new_value:
                 return              # ``x[key] = x[key]``: the second half of ``x[key] += v``
         except (IndexError, TypeError, ValueError):
             pass                    # setitem raises NumPy's error below
     try:
-        new = assign.setitem(current, key, value)
+        new = assign.setitem(current, nodes, new_value)
     except NonConcreteBooleanIndexError:
-        concrete = _concrete_masks(key)          # inside a pa.jit call: a graph break
+        concrete = _concrete_masks(nodes)        # inside a pa.jit call: a graph break
         if concrete is None:
             raise
-        new = assign.setitem(current, concrete, value)
+        # the break rebound the function's arrays to its results: read them again
+        new = assign.setitem(x._node, _refreshed(key, concrete), node_of(value))
     write(x, new)
 
 
-def in_place(x: Array, ufunc: str, result) -> Array:
-    """``x <op>= other`` given ``result`` (the node of ``x <op> other``):
-    written to ``x`` with NumPy's ``out=x`` rules (the result broadcast to
-    ``x``'s shape only; cast back with ``same_kind``), or, where ``x`` is a
+def _unwrap_key(key):
+    return tuple(map(node_of, key)) if isinstance(key, tuple) else node_of(key)
+
+
+def _refreshed(key, concrete):
+    """``key``'s items unwrapped now (after a graph break rebound its arrays),
+    with the masks ``_concrete_masks`` computed."""
+    if not isinstance(key, tuple):
+        return concrete
+    return tuple(c if isinstance(k, Array) and k.dtype == np.bool_ else node_of(k)
+                 for k, c in zip(key, concrete))
+
+
+def in_place(x: Array, ufunc: str, make, other) -> Array:
+    """``x <op>= other``, the result's node made by ``make()``: written to
+    ``x`` with NumPy's ``out=x`` rules (the result broadcast to ``x``'s
+    shape only; cast back with ``same_kind``) and NumPy's order of errors
+    (read-only, then the cast, then the shapes), or, where ``x`` is a
     scalar, a new scalar, as Python rebinds NumPy's immutable scalars."""
     if is_scalar(x):
-        return Array(result)
+        return Array(make())
+    _refuse_read_only(x, "output array is read-only")
+    result = _cast_checked_first(x.dtype, ufunc, make, (x, other))
     V.check_out(x.shape, x.dtype, result, ufunc)
     if result.shape != x.shape:
         result = shapes.broadcast_to(result, x.shape)
@@ -614,10 +632,63 @@ def in_place(x: Array, ufunc: str, result) -> Array:
     return x
 
 
-def ufunc_into(out, ufunc: str, where, make) -> Array:
+def _refuse_read_only(x: Array, message: str) -> None:
+    """NumPy's ValueError for a write into a read-only array or view, raised
+    before anything else is checked (as NumPy checks it first)."""
+    if _flags(root_of(x)) & READ_ONLY or (isinstance(x, View) and any(
+            step[0] == "read-only" for step in x._steps)):
+        raise ValueError(message)
+
+
+def _cast_checked_first(dtype, ufunc: str, make, operands):
+    """``make()``; where it fails on the shapes, NumPy's casting error comes
+    first if the ufunc's result could not be cast to ``dtype`` (NumPy picks
+    the loop, and so the result's dtype, before it broadcasts)."""
+    try:
+        return make()
+    except ValueError:
+        uf = getattr(np, ufunc, None)
+        if isinstance(uf, np.ufunc):
+            try:
+                loop = uf.resolve_dtypes(tuple(map(_operand_dtype, operands))
+                                         + (None,) * uf.nout)
+            except Exception:          # noqa: BLE001  (NumPy's own error follows)
+                loop = None
+            if loop is not None and not np.can_cast(loop[-1], dtype, "same_kind"):
+                raise TypeError(f"Cannot cast ufunc {ufunc!r} output from {loop[-1]!r} to "
+                                f"{dtype!r} with casting rule 'same_kind'") from None
+        raise
+
+
+# the functions whose ``out=`` NumPy casts into with the "unsafe" rule (its
+# reductions and accumulations: np.sum(floats, out=ints) truncates); ufuncs
+# and the others cast with "same_kind"
+UNSAFE_OUT = frozenset({"sum", "prod", "max", "min", "amax", "amin", "mean", "var", "any",
+                        "all", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod",
+                        "nansum", "nanprod", "nanmax", "nanmin", "nancumsum", "nancumprod"})
+
+
+def out_casting(name: str) -> str:
+    """NumPy's casting rule for the ``out=`` of function ``name``."""
+    return "unsafe" if name in UNSAFE_OUT else "same_kind"
+
+
+def _operand_dtype(o):
+    """What ``ufunc.resolve_dtypes`` takes for an operand: its dtype, or the
+    Python type of a (weak) Python scalar."""
+    if isinstance(o, (Array, N.Node, np.ndarray, np.generic)):
+        return o.dtype
+    if isinstance(o, (int, float, complex)) and not isinstance(o, bool):
+        return type(o)
+    return np.asarray(o).dtype
+
+
+def ufunc_into(out, ufunc: str, where, make, operands=None) -> Array:
     """``np.<ufunc>(..., out=out, where=where)``: the result (``make(True)``,
     a node) written into the polyarray array ``out``, with NumPy's rules
-    (shape, ``same_kind`` cast); where ``where`` is False, ``out`` keeps its
+    (shape, the ``same_kind`` cast, or ``out_casting``'s for reductions)
+    and order of errors (read-only, then the cast where ``operands`` are
+    given, then the shapes); where ``where`` is False, ``out`` keeps its
     values.  Returns ``out``, as NumPy does."""
     if isinstance(out, tuple):
         if len(out) != 1:
@@ -627,8 +698,12 @@ def ufunc_into(out, ufunc: str, where, make) -> Array:
     if not isinstance(out, Array):
         raise TypeError(f"numpy.{ufunc}: out= must be a polyarray array when the result "
                         f"is lazy, got {type(out).__name__}")
-    result = make(True)
-    V.check_out(out.shape, out.dtype, result, ufunc)
+    _refuse_read_only(out, "output array is read-only")
+    if operands is None:
+        result = make(True)
+    else:                   # NumPy's casting error before its broadcasting error
+        result = _cast_checked_first(out.dtype, ufunc, lambda: make(True), operands)
+    V.check_out(out.shape, out.dtype, result, ufunc, out_casting(ufunc))
     if result.shape != out.shape:
         result = shapes.broadcast_to(result, out.shape)
     result = elementwise.astype(result, out.dtype)
@@ -639,18 +714,39 @@ def ufunc_into(out, ufunc: str, where, make) -> Array:
     return out
 
 
+# reductions: NumPy wants their ``out=`` of the result's exact shape
+_REDUCTIONS = frozenset({"sum", "prod", "max", "min", "any", "all", "mean", "var", "std",
+                         "argmax", "argmin"})
+
+
+def into_out(out, name: str, node) -> Array:
+    """A result ``node`` as an Array, or written into ``out=`` as NumPy's
+    function ``name`` writes it (a reduction's ``out`` must have its exact
+    shape; casts by ``out_casting``), which is returned."""
+    if out is None:
+        return Array(node)
+    if name in _REDUCTIONS and isinstance(out, Array) and out.shape != node.shape:
+        if out.ndim != node.ndim:
+            raise ValueError(f"output parameter for reduction operation {name} has the wrong "
+                             f"number of dimensions: Found {out.ndim} but expected {node.ndim}")
+        raise ValueError(f"output parameter for reduction operation {name} has a "
+                         f"non-matching shape: {out.shape}, expected {node.shape}")
+    return ufunc_into(out, name, True, lambda _: node)
+
+
 def view_getitem(x: Array, key) -> Array:
-    """``x[key]`` (``key`` unwrapped): a view for basic keys, a scalar where
-    every axis is indexed by an integer, a copy for advanced keys."""
-    if V.is_advanced(key) or V.is_scalar_key(key, x.ndim):
+    """``x[key]``: a view for basic keys, a scalar where every axis is
+    indexed by an integer, a copy for advanced keys."""
+    nodes = _unwrap_key(key)
+    if V.is_advanced(nodes) or V.is_scalar_key(nodes, x.ndim):
         try:
-            return Array(assign.getitem(x._node, key))
+            return Array(assign.getitem(x._node, nodes))
         except NonConcreteBooleanIndexError:
-            concrete = _concrete_masks(key)      # inside a pa.jit call: a graph break
+            concrete = _concrete_masks(nodes)    # inside a pa.jit call: a graph break
             if concrete is None:
                 raise
-            return Array(assign.getitem(x._node, concrete))
-    return make_view(x, ("index", key))
+            return Array(assign.getitem(x._node, _refreshed(key, concrete)))
+    return make_view(x, ("index", nodes))
 
 
 def _concrete_masks(key):

@@ -415,11 +415,23 @@ def _session_results(session, nodes, options):
     host = options.get("out") != "device"
     out = []
     for n in nodes:
-        v = session.bindings[n.name] if _is_bound(n, session.bindings) else computed[id(n)]
+        if _is_bound(n, session.bindings):
+            v = session.bindings[n.name]
+            if n in session.inputs:     # the caller's array: copied, since the arguments
+                v = _copy(v)            # written back before this one is read may be it
+        else:
+            v = computed[id(n)]
         if host and not isinstance(v, np.ndarray):
             v = v.get() if hasattr(v, "get") else np.asarray(v)
         out.append(v)
     return out
+
+
+def _copy(value):
+    """A copy of an argument's array where it lives (NumPy, pyopencl and
+    pycuda arrays have ``copy``)."""
+    copy = getattr(value, "copy", None)
+    return copy() if callable(copy) else value
 
 
 def _counts(lines):

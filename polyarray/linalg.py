@@ -46,7 +46,9 @@ def vecdot(x1, x2, /, *, axis=-1) -> Array:
 
 def diagonal(x, /, *, offset=0) -> Array:
     """Diagonal ``offset`` of the last two axes (``np.linalg.diagonal``; the
-    top-level ``np.diagonal`` takes the first two), lazily."""
+    top-level ``np.diagonal`` takes the first two): a read-only view, as NumPy's."""
+    if isinstance(x, Array):
+        return x.diagonal(offset, -2, -1)
     return Array(M.diagonal(node_of(x), offset, -2, -1))
 
 

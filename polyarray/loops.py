@@ -119,18 +119,21 @@ class _Loop:
         self.target = self.session.target if self.session is not None else \
             get_default_target()
         self.names = [f"loop_carry{k}" for k in range(len(inits))]
-        carry = [Array(placeholder(n, a.shape, a.dtype)) for n, a in zip(self.names, inits)]
-        args = [_unflatten(self.structure, carry)]
-        if index_dtype is not None:
-            self.index = placeholder("loop_index", (), index_dtype)
-            args.insert(0, Array(self.index))
-        out_structure, out = _flatten(body_fun(*args), "body_fun's result")
+        with tracing.untracked():           # the body's arrays are not the caller's state
+            carry = [Array(placeholder(n, a.shape, a.dtype))
+                     for n, a in zip(self.names, inits)]
+            args = [_unflatten(self.structure, carry)]
+            if index_dtype is not None:
+                self.index = placeholder("loop_index", (), index_dtype)
+                args.insert(0, Array(self.index))
+            out_structure, out = _flatten(body_fun(*args), "body_fun's result")
         self._check(out_structure, out, inits)
         self.kinds = [(a.shape, a.dtype) for a in inits]
         self.body = self._program([a for _, a in out], device=True)
         self.cond = None
         if cond_fun is not None:
-            c = cond_fun(_unflatten(self.structure, carry))
+            with tracing.untracked():
+                c = cond_fun(_unflatten(self.structure, carry))
             if not isinstance(c, Array):
                 raise TypeError(f"{what}: cond_fun must return a boolean array (a lazy "
                                 f"0-d array), got {type(c).__name__}; a Python bool does not "

@@ -19,6 +19,8 @@ object the user holds is untouched.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
 import types
 
@@ -58,6 +60,7 @@ class Namespace(types.ModuleType):
     def __init__(self, name, numpy_module, polyarray_module):
         super().__init__(name, getattr(numpy_module, "__doc__", None))
         self._numpy, self._polyarray = numpy_module, polyarray_module
+        self._with_out = {}
 
     def __getattr__(self, name):
         if name.startswith("__"):
@@ -66,7 +69,7 @@ class Namespace(types.ModuleType):
         value = vars(ours).get(name)          # its own: not what it lends from NumPy
         if value is not None and callable(value) and not isinstance(value, type) \
                 and not isinstance(value, types.ModuleType):
-            return value
+            return self._taking_out(name, value)
         if name == "ndarray":
             return ndarray
         sub = getattr(self._numpy, name)        # NumPy's AttributeError if absent
@@ -76,6 +79,31 @@ class Namespace(types.ModuleType):
 
     def __dir__(self):
         return sorted(set(dir(self._numpy)))
+
+    def _taking_out(self, name, fn):
+        """``fn``, or where it is a polyarray function that refuses ``out=``
+        (``clip``, ``matmul``, ``cumsum``...), ``fn`` with NumPy's ``out=``
+        as NumPy's dispatch gives it (``polyarray.protocols.call_with_out``):
+        ``np.clip(x, 0, 1, out=x)`` works inside ``pa.jit`` as outside."""
+        if not isinstance(fn, types.FunctionType) or getattr(fn, "writes_out", False):
+            return fn               # pa.ufunc objects and reductions take out= themselves
+        known = self._with_out.get(name)
+        if known is not None and known.__wrapped__ is fn:
+            return known
+        try:
+            takes = "out" in inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            takes = False
+        if not takes:
+            return fn
+
+        @functools.wraps(fn)
+        def with_out(*args, **kwargs):
+            if kwargs.get("out") is None:
+                return fn(*args, **kwargs)
+            return sys.modules["polyarray.protocols"].call_with_out(fn, name, args, kwargs)
+        self._with_out[name] = with_out
+        return with_out
 
 
 NUMPY = Namespace("numpy", np, _pa)

@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-from .array import Array, ufunc_into
+from .array import Array, mark_array_0d, out_casting, ufunc_into
 from .ops.axes import no_out
 from .ops.eager import LazyValueError, require_bound, value_at_break
 from .program import compile as _compile, get_default_target
@@ -132,7 +132,7 @@ def _array_ufunc(self, ufunc, method, *inputs, out=None, **kwargs):
         target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
         if isinstance(target, np.ndarray):
             return _into_ndarray(target, make(True), name, where)
-        return ufunc_into(out, name, where, lambda w: make(w).node)
+        return ufunc_into(out, name, where, lambda w: make(w).node, inputs)
     no_out(out, f"numpy.{name}")
     if method == "__call__":
         fn = _own(pa, name)
@@ -172,9 +172,16 @@ _METADATA = {
     "can_cast": lambda *a, **k: _pa().can_cast(*a, **k),
     "iscomplexobj": lambda x: False,
     "isrealobj": lambda x: True,
-    "copy": lambda a, order="K", subok=False: Array(a.node),    # a new handle (x[i] = v)
+    "copy": lambda a, order="K", subok=False: _array_copy(a),
     "asanyarray": lambda a, dtype=None, order=None, **kw: a if dtype is None else a.astype(dtype),
 }
+
+
+def _array_copy(a):
+    """``np.copy``: a new handle (``x[i] = v`` rebinds it alone), and an
+    array, never a scalar (a 0-d copy is written in place)."""
+    out = Array(a.node)
+    return mark_array_0d(out) if not out.shape else out
 
 
 def numpy_implementation(func):
@@ -205,24 +212,35 @@ def _array_function(self, func, types, args, kwargs):
         name = f"{func.__module__.split('._')[0]}.{func.__name__}"
         raise TypeError(f"{name} is not supported on polyarray arrays (it has no polyarray "
                         "implementation); docs/numpy_differences.md lists what is")
-    out = kwargs.pop("out", None)
+    return call_with_out(impl, func.__name__, args, kwargs)
+
+
+def call_with_out(impl, name, args, kwargs):
+    """``impl(*args, **kwargs)`` as NumPy's function ``name``, with its
+    ``out=``: a polyarray function that writes ``out`` itself (a reduction:
+    its shape checks) is given it; for the others, the result is written
+    into ``out`` (a polyarray array, or a NumPy array: evaluated now).  The
+    one path of NumPy's dispatch and of ``np.<name>`` inside ``pa.jit``."""
+    out = kwargs.get("out")
+    if out is None or (getattr(impl, "writes_out", False) and isinstance(out, Array)):
+        return impl(*args, **kwargs)
+    kwargs = {k: v for k, v in kwargs.items() if k != "out"}
     result = impl(*args, **kwargs)
-    if out is None:
-        return result
     if not isinstance(result, Array):
-        no_out(out, f"numpy.{func.__name__}")
+        no_out(out, f"numpy.{name}")
     if isinstance(out, np.ndarray):
-        return _into_ndarray(out, result, func.__name__, True)
-    return ufunc_into(out, func.__name__, True, lambda w: result.node)
+        return _into_ndarray(out, result, name, True)
+    return ufunc_into(out, name, True, lambda w: result.node)
 
 
 def _into_ndarray(out: np.ndarray, result: Array, name: str, where) -> np.ndarray:
     """NumPy's ``out=ndarray`` for a lazy result: evaluated now (it must not
     depend on placeholders) and written into ``out`` with NumPy's checks."""
     value = concrete(result, f"numpy.{name}(..., out=<NumPy array>)")
-    if not np.can_cast(value.dtype, out.dtype, "same_kind"):
+    casting = out_casting(name)
+    if casting != "unsafe" and not np.can_cast(value.dtype, out.dtype, casting):
         raise TypeError(f"Cannot cast ufunc {name!r} output from {value.dtype!r} to "
-                        f"{out.dtype!r} with casting rule 'same_kind'")
+                        f"{out.dtype!r} with casting rule {casting!r}")
     mask = where
     if isinstance(where, Array):
         mask = concrete(where, f"numpy.{name}(where=)")

@@ -24,6 +24,7 @@ elsewhere).  Each break is logged at INFO with the user's line.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import weakref
 
@@ -49,6 +50,22 @@ class TooManyPrograms(Exception):
     line of the user's more than a quarter of it: the break's values are
     baked into what it computes (an index per element, a mask per step), so
     each iteration compiles anew (see ``pa.jit``'s ``max_break_programs``)."""
+
+
+@contextlib.contextmanager
+def untracked():
+    """Arrays made inside are not the traced function's state: a loop body
+    traced on its carry's placeholders (``polyarray.loops``) makes arrays
+    that its compiled program keeps alive, and a later break must not try
+    to compute them (their placeholders are bound only inside the loop)."""
+    if not TRACKED:
+        yield
+        return
+    TRACKED.append([])
+    try:
+        yield
+    finally:
+        TRACKED.pop()
 
 
 class Session:

@@ -4,6 +4,8 @@
     python tests/dag_generator.py --target cuda --n 2000 --minimize
     python tests/dag_generator.py --target cuda-nvcc --n 300   # CUDA source, no GPU
     python tests/dag_generator.py --target opencl --seed 1234 --show   # the script
+    python tests/dag_generator.py --programs --target opencl --n 300   # pa.jit functions
+    python tests/dag_generator.py --programs --target numpy --seed 16 --show
 
 prints every failing seed (layout, short description, first mismatch or
 exception, and with ``--minimize`` the smallest failing sub-expression) and a

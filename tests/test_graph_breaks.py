@@ -75,6 +75,74 @@ def test_masked_writes_of_a_vector_and_python_scalar_loops(target):
     assert int(got[1]) == int(want[1])
 
 
+def test_masks_the_function_computes_without_its_arguments(target):
+    def f(B, x):
+        t = np.full((2,), 3)
+        B[t <= 0] = B[t <= 0]             # an empty mask of created data
+        even = np.arange(x.shape[0]) % 2 == 0
+        x[even] = x[~even] * 2            # a value per selected element
+        x[np.arange(x.shape[0]) > 1] += 1
+        return x[even], B
+    B, x = np.array([2, -2]), np.arange(6.0)
+    B_np, x_np = B.copy(), x.copy()
+    want = f(B_np, x_np)
+    got = pa.jit(f, target=target)(B, x)
+    for g, w in zip(got, want):
+        assert_same(g, w)
+    assert_same(x, x_np)                  # written back: [2, 1, 7, 4, 11, 6]
+    assert_same(B, B_np)
+
+
+def test_a_masked_write_reads_its_value_after_the_break(target):
+    """``x[mask] = v`` with a mask from the data breaks inside the write: the
+    value and the destination are read again after the break rebinds the
+    function's arrays (they named the placeholders of the previous break)."""
+    def f(x):
+        a = x * 2
+        b = x + 10
+        if a.sum() > 0:                  # a break: a and b become seg0 and seg1
+            pass
+        del a
+        c = x - 1
+        x[x > 2] = b[:3]                 # b[:3] read before this break named seg1
+        return c
+
+    def g(u, w):
+        k = int(w.max()) % 4
+        w[k] += 1
+        t = pa.while_loop(lambda v: v.sum() < 10.5, lambda v: v + 1, u)
+        u[...] = t                       # the loop's result: bound outside any break
+        w[t <= 1] = (w * 2)[-2:]         # u and w are one array
+
+    def g_numpy(u, w):
+        k = int(w.max()) % 4
+        w[k] += 1
+        t = u.copy()
+        while t.sum() < 10.5:
+            t = t + 1
+        u[...] = t
+        w[t <= 1] = (w * 2)[-2:]
+    x, x_np = np.arange(1.0, 6.0), np.arange(1.0, 6.0)
+    assert_same(pa.jit(f, target=target)(x), f(x_np))
+    assert_same(x, x_np)                 # [1, 2, 11, 12, 13]
+    u, u_np = np.array([4, -2, 4, 0]), np.array([4, -2, 4, 0])
+    pa.jit(g, target=target)(u, u)
+    g_numpy(u_np, u_np)
+    assert_same(u, u_np)
+
+
+def test_an_argument_written_with_another_arguments_old_value(target):
+    def f(B, y):
+        y[:] = B                  # y's new value is B's argument, unchanged...
+        B[0] = 100                # ...while B is written back first
+        if y.sum() < 0:           # a break, not taken: y's result is B's binding
+            y[1] = 5
+    B, y = np.arange(4), np.zeros(4, np.int64)
+    pa.jit(f, target=target)(B, y)
+    assert_same(B, np.array([100, 1, 2, 3]))
+    assert_same(y, np.arange(4))
+
+
 def test_breaks_are_reported_and_logged(caplog):
     f = pa.jit(halve_until_small, target="numpy", static_argnames="tol")
     with caplog.at_level(logging.INFO, logger="polyarray.jit"):

@@ -105,6 +105,55 @@ def test_copies_are_not_views(target):
     _check(target, *_both(fn, np.arange(6.0).reshape(2, 3)))
 
 
+@pytest.mark.parametrize("make", [
+    lambda lib, x: x[::2].ravel(),
+    lambda lib, x: lib.ravel(x[:, ::2]),
+    lambda lib, x: x.T.ravel(),
+    lambda lib, x: x[1:].ravel(),           # contiguous: a view
+    lambda lib, x: x.T.ravel(order="F"),
+    lambda lib, x: x.ravel(order="F"),
+    lambda lib, x: x[:, :1].ravel(),        # one column of a 2-D array: a copy
+    lambda lib, x: x[:1].ravel(),
+    lambda lib, x: x.reshape(-1)[::3].ravel(),     # 1-D, strided: a copy, where
+    lambda lib, x: x.reshape(-1)[::3].reshape(-1),  # reshape gives a view
+])
+def test_ravel_is_a_view_only_where_the_memory_is_contiguous(target, make):
+    def fn(lib, x):
+        r = make(lib, x)
+        r[...] += 100
+        return r
+    _check(target, *_both(fn, np.arange(12.0).reshape(3, 4)))
+
+
+def test_function_spellings_of_views_are_views(target):
+    def fn(lib, x, v):
+        a = lib.atleast_2d(x)           # x itself
+        a[0, 0] = -1
+        b = lib.atleast_3d(x)           # x with a unit axis added: a view
+        b[1, 1, 0] = -2
+        c = lib.atleast_2d(v)           # (1, N): a view
+        c[0, 1] = -3
+        rows = lib.unstack(x)           # the rows: views
+        rows[2][3] += 100
+        cols = lib.unstack(x, axis=1)
+        cols[0][1] *= 10
+        return lib.concatenate([a.ravel(), b.ravel(), c.ravel()])
+    _check(target, *_both(fn, np.arange(12.0).reshape(3, 4), np.arange(5.0)))
+
+
+@pytest.mark.parametrize("make", [lambda lib, x: lib.diagonal(x),
+                                  lambda lib, x: lib.linalg.diagonal(x),
+                                  lambda lib, x: lib.diagonal(x, 1, 1, 0)])
+def test_function_spellings_of_diagonal_are_read_only_views(make):
+    for lib, x in ((np, np.arange(9.0).reshape(3, 3)),
+                   (pa, pa.asarray(np.arange(9.0).reshape(3, 3)))):
+        d = make(lib, x)
+        x[0, 0] = x[1, 1] = x[0, 1] = x[1, 0] = -5     # the view follows its base
+        assert_same(np.asarray(d), make(np, np.asarray(x)))
+        with pytest.raises(ValueError, match="assignment destination is read-only"):
+            d[0] = 1
+
+
 def test_scalars_are_immutable_and_0d_arrays_are_not(target):
     def fn(lib, x):
         s = x.sum()                 # a scalar: += rebinds s
@@ -119,6 +168,16 @@ def test_scalars_are_immutable_and_0d_arrays_are_not(target):
         v[1] = e
         return lib.stack([t, s, e, w, x[0, 1]])
     _check(target, *_both(fn, np.arange(6.0).reshape(2, 3)))
+
+
+def test_a_negative_integer_power_of_no_elements_is_no_error(target):
+    def fn(lib, x):
+        v = x[1:]                   # empty: NumPy checks the values, and there are none
+        v **= -1
+        return x[:, :0] ** -2
+    _check(target, *_both(fn, np.ones((1, 4), np.int32)))
+    with pytest.raises(ValueError, match="Integers to negative integer powers"):
+        pa.asarray(np.ones((1, 4), np.int32))[:, :1] ** -1
 
 
 def test_read_only_views_refuse_writes():

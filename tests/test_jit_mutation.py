@@ -184,3 +184,86 @@ def test_device_arguments_are_written_on_the_device(device_target):
     assert pa.jit(f)(x, y) is None
     assert_same(x.get(), np.array([1, 1, 3, 3, 5, 5], np.float32))
     assert_same(y.get(), np.ones(6, np.float32))
+
+
+def test_out_of_reductions_casts_unsafely_and_functions_take_out(target):
+    """Reductions write ``out=`` with NumPy's "unsafe" cast (floats into
+    integers truncate), through ``np.<name>`` and the methods; the other
+    functions that NumPy gives ``out=`` (clip, matmul, cumsum, round, dot)
+    take it inside pa.jit as through NumPy's dispatch."""
+    def f(A, B, i, k):
+        np.sum(A, axis=1, out=i)                 # float64 sums into int64: truncated
+        A.max(axis=0, out=k)
+        np.min(A * 0.5, axis=0, out=k[::-1])
+        np.clip(A, -1, 2, out=A)
+        np.cumsum(B, axis=0, out=B)
+        np.matmul(A, np.eye(3), out=A)
+        t = np.zeros(3)
+        np.round(A[0] * 1.5, out=t)
+        d = np.zeros((2, 2))
+        A[:, :2].T.dot(A[:, :2], out=d)
+        return t, d, A.sum(out=np.zeros((), np.int32))
+    rng = np.random.default_rng(5)
+    args = (rng.integers(-6, 7, (2, 3)) / 4, rng.integers(-3, 4, (4, 3)).astype(np.int32),
+            np.zeros(2, np.int64), np.zeros(3, np.int32))
+    _assert_all_same(*_run_both(f, target, *args))
+
+
+def test_a_reductions_out_must_have_its_shape():
+    x = pa.asarray(np.ones((3, 4)))
+    for out in (pa.zeros((2, 4)), pa.zeros(())):
+        with pytest.raises(ValueError, match="output parameter for reduction operation sum"):
+            np.sum(x, axis=0, out=out)             # NumPy's dispatch: not broadcast into it
+        with pytest.raises(ValueError, match="output parameter for reduction operation sum"):
+            x.sum(axis=0, out=out)
+
+
+@pytest.mark.parametrize("body,error", [
+    ("r[1.5] = 0", ValueError),                    # read-only, before the bad index
+    ("r[5] = 1", ValueError),                      # read-only, before the index range
+    ("r += 1.5", ValueError),                      # read-only, before the cast
+    ("np.add(x, np.ones(4), out=r)", ValueError),  # read-only, before the shapes
+    ("np.diagonal(m)[1.5] = 0", ValueError),       # a read-only view
+    ("i += np.ones(4)", TypeError),                # the cast, before the shapes
+    ("i[...] -= np.ones(4)", TypeError),
+    ("np.add(x, np.ones(4), out=i)", TypeError),
+    ("np.add(np.ones(4), 1.5, out=i)", TypeError),
+    ("np.multiply(x, 0.5, out=i[:2])", TypeError),
+    ("i += np.ones(4, np.int64)", ValueError),     # castable: the shapes
+])
+def test_errors_come_in_numpys_order(body, error):
+    ns = {"np": np}
+    exec(f"def f(r, i, x, m):\n    {body}\n", ns)      # noqa: S102  (a NumPy module's function)
+    r = np.zeros(3, np.int64)
+    r.flags.writeable = False
+
+    def args():
+        return r, np.zeros(3, np.int64), np.ones(3), np.eye(3)
+    with pytest.raises(error) as want:
+        ns["f"](*args())
+    with pytest.raises(error) as got:
+        pa.jit(ns["f"], target="numpy")(*args())
+    assert type(got.value) is not pa.LazyValueError, (want.value, got.value)
+
+
+@pytest.mark.parametrize("make", [
+    "np.zeros(()).astype(np.float32)", "np.zeros(()).copy()", "np.copy(x.sum())",
+    "np.where(x.sum() > 0, 1.0, x.sum())", "np.asarray(x.sum())", "x[0, ...].astype(int)",
+])
+def test_0d_results_numpy_gives_as_arrays_are_written_in_place(target, make):
+    ns = {"np": np}
+    exec(f"def f(x):\n    t = {make}\n    u = t\n    t += 2\n    u[...] *= 3\n"   # noqa: S102
+         f"    return t\n", ns)
+    _assert_all_same(*_run_both(ns["f"], target, np.arange(3.0)))
+
+
+def test_0d_results_of_operations_stay_scalars(target):
+    def f(x):
+        s = x.sum()
+        t = s
+        s += 1                      # rebinds s: t keeps the sum
+        c = x[1].copy()             # a copy of a scalar is a scalar
+        d = c
+        c *= 10
+        return s, t, c, d
+    _assert_all_same(*_run_both(f, target, np.arange(3.0)))

@@ -79,6 +79,31 @@ def test_while_loop(target):
     assert int(iterations) == want_it
 
 
+def test_a_graph_break_after_a_loop_computes_only_the_functions_arrays(target):
+    def f(B, y):
+        t = pa.while_loop(lambda v: v.sum() < 6.75, lambda v: v + 1, y)
+        y[...] = t
+        B[B >= 0.5] *= y                 # a mask from the data: a graph break
+        u = pa.fori_loop(0, 3, lambda i, v: v * 0.5 + 1, B)
+        return u[u > 1]                  # another break, after a fori_loop
+
+    def f_numpy(B, y):
+        while y.sum() < 6.75:
+            y += 1
+        B[B >= 0.5] *= y
+        u = B.copy()
+        for _ in range(3):
+            u = u * 0.5 + 1
+        return u[u > 1]
+    B = np.array([-3.0, 3.25, 3.75, 2.0, -0.75, 2.75], np.float32)
+    y = np.array([-2.0, 3.75, -1.0, 2.5], np.float32)
+    B2, y2 = B.copy(), y.copy()
+    got, want = pa.jit(f, target=target)(B, y), f_numpy(B2, y2)
+    assert_same(got, want)
+    assert_same(B, B2)
+    assert_same(y, y2)
+
+
 def test_a_body_that_changes_the_carry_is_refused():
     x = pa.asarray(np.zeros(3))
     with pytest.raises(TypeError, match=r"body_fun's result val is float64\[2\].*float64\[3\]"):

@@ -72,8 +72,11 @@ def test_out_arguments_are_written_as_numpy_writes_them():
     y = pa.zeros((), np.float32)
     assert np.sum(pa.asarray(data), out=y) is y
     assert_same(y.to_numpy(), np.float32(6))
-    with pytest.raises(TypeError, match="same_kind"):
-        np.sum(pa.asarray(data), out=pa.zeros((), np.int32))
+    i = pa.zeros((), np.int32)              # a reduction casts with NumPy's "unsafe" rule
+    assert np.sum(pa.asarray(data) * 0.75, out=i) is i
+    assert_same(i.to_numpy(), np.sum(data * 0.75, out=np.zeros((), np.int32)))
+    with pytest.raises(TypeError, match="same_kind"):   # a ufunc with "same_kind"
+        np.exp(pa.asarray(data), out=pa.zeros(4, np.int32))
     z = pa.asarray(np.array([3.0, 1.0, 2.0]))
     alias = z
     z.sort()

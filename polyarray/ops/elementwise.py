@@ -86,7 +86,7 @@ def apply_ufunc(name, *args) -> N.IndexLambda:
             raise
         return _out_of_range_comparison(name, ops)
     if name == "power" and out.kind in "iu" and is_python_scalar(ops[1]) \
-            and ops[1] < 0:
+            and ops[1] < 0 and ops[0].size:    # NumPy checks the values: none, no error
         raise ValueError("Integers to negative integer powers are not allowed.")
     if name == "power" and out.kind == "f" and isinstance(ops[0], N.Node) \
             and _is_half(ops[1]):

@@ -62,9 +62,13 @@ def is_scalar_key(key, ndim) -> bool:
     return ints == ndim and Ellipsis not in items and None not in items
 
 
-def check_out(shape, dtype, result, ufunc: str) -> None:
+def check_out(shape, dtype, result, ufunc: str, casting="same_kind") -> None:
     """NumPy's errors for writing ``result`` into an array of ``shape`` and
-    ``dtype`` as a ufunc's ``out``."""
+    ``dtype`` as a ufunc's ``out`` (a reduction's casts with "unsafe"), in
+    NumPy's order: the cast, then the shape."""
+    if casting != "unsafe" and not np.can_cast(result.dtype, dtype, casting):
+        raise TypeError(f"Cannot cast ufunc {ufunc!r} output from {result.dtype!r} to "
+                        f"{dtype!r} with casting rule {casting!r}")
     if result.shape != shape:
         try:
             ok = np.broadcast_shapes(result.shape, shape) == shape
@@ -73,9 +77,6 @@ def check_out(shape, dtype, result, ufunc: str) -> None:
         if not ok:
             raise ValueError(f"non-broadcastable output operand with shape {shape} "
                              f"doesn't match the broadcast shape {result.shape}")
-    if not np.can_cast(result.dtype, dtype, "same_kind"):
-        raise TypeError(f"Cannot cast ufunc {ufunc!r} output from {result.dtype!r} to "
-                        f"{dtype!r} with casting rule 'same_kind'")
 
 
 def c_strides(shape, itemsize) -> tuple:

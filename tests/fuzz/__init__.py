@@ -48,6 +48,15 @@ Modules: ``dtypes`` and ``names`` (what is drawn from), ``exactness`` (float
 grid exponents), ``case`` (``Entry``, ``Case``), ``builder`` (``_Builder``),
 ``ops_values``/``ops_shapes``/``ops_leaves`` (the op generators), ``generate``
 (the ``OPS`` table, ``make_case``), ``runner`` (checking, workers, CLI).
+
+A second generator writes random NumPy *functions* for ``pa.jit`` (writes to
+arguments and views, ``out=``, created arrays, loops, graph breaks, NumPy's
+errors): ``programs`` (``make_program``, ``Program``), ``program_inputs``
+(arguments and their layouts), ``program_exprs`` (exact expressions, keys),
+``program_statements``/``program_arrays``/``program_flow`` (the statement
+generators: writes; views and creations; control flow, graph breaks and
+errors), ``program_check`` (the differential check, minimizing); ``tests/test_random_programs.py`` and
+``dag_generator.py --programs`` run it.
 """
 import os
 import sys

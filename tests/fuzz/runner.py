@@ -1,5 +1,7 @@
 """Running cases against a target: checking, minimizing, worker processes and
-the command line (``tests/dag_generator.py`` is a shim that calls ``main``).
+the command line (``tests/dag_generator.py`` is a shim that calls ``main``);
+``--programs`` runs random functions through ``pa.jit`` instead of random DAGs
+(``fuzz.program_check``).
 
 Each batch of seeds runs in a child process (the same command line with
 ``--worker``) that is restarted if a seed crashes it, so a segfault or a
@@ -143,6 +145,13 @@ def _worker(args):
         if seed in args.skip:
             continue
         print(json.dumps({"seed": seed, "started": True}), flush=True)
+        if args.programs:
+            from fuzz.program_check import run_program_seed
+            found = run_program_seed(seed, args.target, args.minimize)
+            fails = [] if found is None else [("-", found[0], found[2])]
+            print(json.dumps({"seed": seed, "fails": fails, "desc": found and found[1]}),
+                  flush=True)
+            continue
         fails = run_seed(seed, args.target, args.layout, args.minimize)
         desc = ""
         if fails:
@@ -158,8 +167,9 @@ def main(argv=None):
     import json
     import subprocess
     import time
-    ap = argparse.ArgumentParser(description="differential fuzzing: random DAGs, NumPy "
-                                 "vs a polyarray target")
+    ap = argparse.ArgumentParser(description="differential fuzzing: random DAGs (or, with "
+                                 "--programs, random functions through pa.jit), NumPy vs a "
+                                 "polyarray target")
     ap.add_argument("--target", default="opencl",
                     help="opencl, cuda, numpy, or cuda-nvcc (CUDA source through nvcc, "
                          "no GPU needed)")
@@ -172,6 +182,9 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=None, help="one seed (with --show: "
                     "print its script)")
     ap.add_argument("--show", action="store_true")
+    ap.add_argument("--programs", action="store_true",
+                    help="random NumPy functions through pa.jit (fuzz.programs: writes, "
+                         "views, out=, loops, graph breaks) instead of random DAGs")
     ap.add_argument("--timeout", type=float, default=600,
                     help="seconds one seed may take before it is killed")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -180,6 +193,12 @@ def main(argv=None):
     args.skip = set(args.skip)
     if args.seed is not None:
         args.start, args.n = args.seed, 1
+        if args.show and args.programs:
+            from fuzz.programs import make_program
+            prog = make_program(args.seed)
+            print(f"# seed {args.seed}: {prog.describe()}")
+            print(prog.script(args.target if args.target != "cuda-nvcc" else "cuda"))
+            return 0
         if args.show:
             case = make_case(args.seed)
             print(f"# seed {args.seed}: {case.description}")
@@ -193,6 +212,10 @@ def main(argv=None):
         return _worker(args)
 
     from polyarray import targets
+    if args.programs and args.target == "cuda-nvcc":
+        print("--programs runs the functions through pa.jit: it needs a target that runs "
+              "(numpy, opencl, cuda), not cuda-nvcc")
+        return 2
     ok, why = (True, "") if args.target == "cuda-nvcc" else targets.availability(args.target)
     if not ok:
         print(f"{args.target}: {why}")
@@ -210,6 +233,8 @@ def main(argv=None):
             cmd += ["--layout", args.layout]
         if args.minimize:
             cmd.append("--minimize")
+        if args.programs:
+            cmd.append("--programs")
         err = tempfile.TemporaryFile(mode="w+")
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
         current, timer = None, [None]
