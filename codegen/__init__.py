@@ -15,6 +15,7 @@ inspection), so targets can cache it on disk and launch it themselves.
 """
 from __future__ import annotations
 
+import contextvars
 import logging
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,6 +26,30 @@ import numpy as np
 from polyarray.codegen.ir import nodes as N
 
 log = logging.getLogger("polyarray.codegen")
+
+# the most kernels one lowering may generate anew (None: any number); pa.jit
+# sets it (``kernel_budget``), and runs on the host a function that needs more
+_KERNEL_BUDGET = contextvars.ContextVar("polyarray_kernel_budget", default=None)
+
+
+class TooManyKernels(Exception):
+    """A lowering needed more new kernels than ``kernel_budget`` allows:
+    code whose every step is a kernel of its own (loops over shrinking
+    slices, offsets per iteration), where generating them would cost more
+    than it saves."""
+
+
+@contextmanager
+def kernel_budget(limit):
+    """Lowerings inside may generate at most ``limit`` new kernels (kernels
+    that are the same code on other buffers, or whose code an earlier
+    program generated, count once and not at all); more raises
+    ``TooManyKernels`` before any is generated."""
+    token = _KERNEL_BUDGET.set(limit)
+    try:
+        yield
+    finally:
+        _KERNEL_BUDGET.reset(token)
 
 def c_name(name: str) -> str:
     """The device-code name of the placeholder ``name``: ``p<len>_<name>``.
@@ -260,6 +285,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     first_of, launches = {}, []     # key -> (group, slots, kernels); per group, in order
     fresh, kept = {}, {}            # group -> (code key, plans, checks, buffers) / GroupCode
     rep = {}                        # group -> its kernels, as its instances launch them
+    budget = _KERNEL_BUDGET.get()
     for gi, g in enumerate(plan.groups):
         if g.size == 0:
             continue
@@ -281,6 +307,8 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
                 first_of[key] = (gi, slots, code.kernels)
                 launches.append((gi, None, None))
                 continue
+        if budget is not None and len(fresh) >= budget:
+            raise TooManyKernels(f"this program needs more than {budget} new kernels")
         start, checks_at, had = len(asm.kernels), len(plan.checks), set(asm.buffer_specs)
         launches.append((gi, None, None))
         if g.kind == "elementwise":

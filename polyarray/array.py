@@ -23,7 +23,8 @@ from .ops.reductions import NoValue
 
 
 # the arrays made or written while a pa.jit call with graph breaks traces
-# (a list of weak references per session; polyarray.tracing)
+# (a list of weak references per session, with ``element_write()``, which
+# counts writes of single elements; polyarray.tracing)
 TRACKED = []
 
 
@@ -591,6 +592,8 @@ def setitem(x: Array, key, value) -> None:
                 return              # ``x[key] = x[key]``: the second half of ``x[key] += v``
         except (IndexError, TypeError, ValueError):
             pass                    # setitem raises NumPy's error below
+    if TRACKED and not V.is_advanced(nodes) and V.is_scalar_key(nodes, x.ndim):
+        TRACKED[-1].element_write()
     try:
         new = assign.setitem(current, nodes, new_value)
     except NonConcreteBooleanIndexError:

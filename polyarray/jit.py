@@ -48,6 +48,7 @@ from .codegen.ir import nodes as N
 from .numpy_names import rebound
 from .ops.creation import placeholder as _placeholder
 from .program import compile as _compile, get_default_target
+from .codegen import TooManyKernels, kernel_budget
 from .tracing import Session, TooManyPrograms
 
 _LOG = logging.getLogger("polyarray.jit")
@@ -143,7 +144,8 @@ class Jitted:
     ``programs`` maps each signature seen to its ``pa.Program``."""
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), target=None,
-                 graph_breaks=True, max_break_programs=32, **compile_options):
+                 graph_breaks=True, max_break_programs=32, max_kernels=64,
+                 **compile_options):
         self.fun = fun
         self.signature = inspect.signature(fun)
         params = list(self.signature.parameters)
@@ -161,6 +163,8 @@ class Jitted:
         self.static = frozenset(params[k] for k in nums) | frozenset(names)
         self.target, self.options = target, compile_options
         self.graph_breaks, self.max_break_programs = graph_breaks, max_break_programs
+        self.max_kernels = max_kernels
+        self.max_element_writes = 1024 if max_kernels is not None else None
         self.programs = {}
         self.segment_programs = {}      # the programs of calls with graph breaks
         self.last_breaks = []           # the user's lines of the last trace's breaks
@@ -225,9 +229,11 @@ class Jitted:
             bindings = {leaves[k][0]: leaves[k][1] for k in inputs}
             session = Session(target, bindings, [node for _, node in inputs.values()],
                               self.segment_programs, options,
-                              max_programs=self.max_break_programs)
+                              max_programs=self.max_break_programs,
+                              max_element_writes=self.max_element_writes)
+        budget = kernel_budget(self.max_kernels)
         try:
-            with session if session is not None else contextlib.nullcontext():
+            with session if session is not None else contextlib.nullcontext(), budget:
                 result = rebound(self.fun)(*args, **kwargs)
             written = [k for k, (arr, node) in inputs.items() if arr._node is not node]
             _check_overlaps(leaves, aliases, written)
@@ -241,22 +247,39 @@ class Jitted:
                 final = _Trace(None, shape, tuple(written), aliases, breaking=True)
                 if not nodes:
                     return final, []
-                results = _session_results(session, nodes, dict(options))
+                with kernel_budget(self.max_kernels):
+                    results = _session_results(session, nodes, dict(options))
                 final.program = self.segment_programs.get(
                     tuple(n for n in nodes if not _is_bound(n, session.bindings)))
                 return final, results
-        except TooManyPrograms:
+        except TooManyPrograms as e:
             self.last_breaks = list(session.breaks)
+            where = "; ".join(line for line, _ in _counts(session.breaks)[:3])
             _LOG.warning(
-                "pa.jit(%s): its graph breaks needed more than %d new programs in one call "
-                "(code that breaks on every element: %s); this signature runs with NumPy on "
-                "the host from now on (pa.jit(..., max_break_programs=...) sets the limit)",
-                getattr(self.fun, "__name__", "?"), self.max_break_programs,
-                "; ".join(line for line, _ in _counts(session.breaks)[:3]))
+                "pa.jit(%s): %s (code that works element by element%s); this signature runs "
+                "with NumPy on the host from now on (pa.jit(..., max_break_programs=..., "
+                "max_kernels=...) set the limits)", getattr(self.fun, "__name__", "?"),
+                e.args[0] if isinstance(e.args[0], str) else
+                f"its graph breaks needed more than {self.max_break_programs} new programs",
+                f": {where}" if where else "")
             return _Trace(None, None, (), aliases, host=True), None
+        except TooManyKernels:
+            return self._too_many_kernels(aliases), None
         self.last_breaks = []
-        prog = _compile(outputs, target=target, **options) if outputs else None
+        try:
+            with kernel_budget(self.max_kernels):
+                prog = _compile(outputs, target=target, **options) if outputs else None
+        except TooManyKernels:
+            return self._too_many_kernels(aliases), None
         return _Trace(prog, shape, tuple(written), aliases), None
+
+    def _too_many_kernels(self, aliases):
+        _LOG.warning(
+            "pa.jit(%s): its program needs more than %d new kernels (a loop whose every "
+            "step is a kernel of its own: shrinking slices, other offsets); this signature "
+            "runs with NumPy on the host from now on (pa.jit(..., max_kernels=...) sets the "
+            "limit)", getattr(self.fun, "__name__", "?"), self.max_kernels)
+        return _Trace(None, None, (), aliases, host="kernels")
 
     def _on_host(self, sig, leaves, aliases):
         """The call run by NumPy itself on the host (the fallback of a
@@ -336,7 +359,9 @@ class Jitted:
         lines = [f"pa.jit({getattr(self.fun, '__name__', '?')}): {len(self.programs)} "
                  f"signature(s), {len(self.segment_programs)} segment program(s)"]
         for (sig, target, _), trace in self.programs.items():
-            kind = "NumPy on the host (its graph breaks needed more than " \
+            kind = f"NumPy on the host (its program needs more than {self.max_kernels} new " \
+                "kernels)" if trace.host == "kernels" else \
+                "NumPy on the host (its graph breaks needed more than " \
                 f"{self.max_break_programs} programs in a call)" if trace.host else \
                 "graph breaks" if trace.breaking else "one program"
             lines.append(f"  {target}: {kind}")
@@ -637,7 +662,7 @@ def _converter(leaves):
 
 
 def jit(fun=None, *, static_argnums=(), static_argnames=(), target=None, graph_breaks=True,
-        max_break_programs=32, **compile_options):
+        max_break_programs=32, max_kernels=64, **compile_options):
     """``pa.jit(f)`` or ``@pa.jit(static_argnames=...)``: run a NumPy function
     through polyarray (see the module docstring).  ``target`` is chosen from
     the arguments when not given (CUDA arrays: "cuda"), else the default
@@ -650,11 +675,14 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), target=None, graph_b
     one line (code that branches on every element, or whose breaks bake
     values into what follows), runs with NumPy on the host instead, for that
     signature from then on (a WARNING says so, and ``report()``); None: no
-    limit."""
+    limit.  So does a function whose program needs more than ``max_kernels``
+    new kernels (each step of a loop over shrinking slices is a kernel of
+    its own; generating them all would cost more than NumPy's run)."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, target=target,
                                  graph_breaks=graph_breaks,
-                                 max_break_programs=max_break_programs, **compile_options)
+                                 max_break_programs=max_break_programs,
+                                 max_kernels=max_kernels, **compile_options)
     return Jitted(fun, static_argnums, static_argnames, target, graph_breaks,
-                  max_break_programs, **compile_options)
+                  max_break_programs, max_kernels, **compile_options)

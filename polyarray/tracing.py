@@ -45,6 +45,24 @@ def current():
     return _ACTIVE[-1] if _ACTIVE else None
 
 
+class _Tracked(list):
+    """A session's weak references to the arrays made or written, and the
+    count of single-element writes (``x[i, j] = v``) since the last break:
+    NumPy code that fills arrays element by element in Python loops (a
+    triangular solve, a Gauss-Seidel sweep) traces a node per element and
+    a DAG whose planning grows faster than its size; past the limit the call
+    gives up tracing (``TooManyPrograms``) and runs with NumPy."""
+
+    def __init__(self, limit):
+        super().__init__()
+        self.limit, self.element_writes = limit, 0
+
+    def element_write(self):
+        self.element_writes += 1
+        if self.limit is not None and self.element_writes > self.limit:
+            raise TooManyPrograms(f"more than {self.limit} single-element writes")
+
+
 class TooManyPrograms(Exception):
     """A call's graph breaks needed more new programs than its limit, or one
     line of the user's more than a quarter of it: the break's values are
@@ -61,7 +79,7 @@ def untracked():
     if not TRACKED:
         yield
         return
-    TRACKED.append([])
+    TRACKED.append(_Tracked(None))
     try:
         yield
     finally:
@@ -76,7 +94,7 @@ class Session:
     compiled programs (outputs -> Program) shared by the calls."""
 
     def __init__(self, target, bindings, inputs, programs, options, prefix="seg",
-                 max_programs=None):
+                 max_programs=None, max_element_writes=None):
         self.target, self.bindings = target, dict(bindings)
         self.inputs, self.programs = frozenset(inputs), programs
         self.options = dict(options)
@@ -88,7 +106,7 @@ class Session:
         self.fresh = 0              # values bound outside a break (bind_values)
         self.compiled, self.max_programs = 0, max_programs     # programs new in this call
         self.compiled_at = {}       # ... per user line of a break
-        self.tracked = []           # weak references to the arrays made or written
+        self.tracked = _Tracked(max_element_writes)     # the arrays made or written
         self.breaks = []            # the user's line of each break
 
     def __enter__(self):
@@ -167,6 +185,7 @@ class Session:
             bindings[name] = value_of(r._node)
             r._node = placeholder(name, r.shape, r.dtype)
         self.bindings = bindings
+        self.tracked.element_writes = 0
         return _host(wanted)
 
     def run(self, outputs):

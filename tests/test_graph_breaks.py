@@ -198,3 +198,42 @@ def test_code_that_breaks_on_every_element_runs_on_the_host(target, caplog):
     assert "NumPy on the host" in f.report()
     seq2 = seq[::-1].copy()
     assert_same(f(seq2, n=9), nussinov_like(seq2, 9))        # the signature stays there
+
+
+def shrinking(A):
+    for i in range(A.shape[0] - 1):
+        A[i + 1:, i] -= A[i + 1:, :i + 1].sum(axis=1) * 0.5    # a kernel per step
+    return A.sum()
+
+
+def test_a_program_of_too_many_kernels_runs_on_the_host(target, caplog):
+    A = np.random.default_rng(4).random((12, 12))
+    want_A = A.copy()
+    want = shrinking(want_A)
+    f = pa.jit(shrinking, target=target, max_kernels=4)
+    with caplog.at_level(logging.WARNING, logger="polyarray.jit"):
+        got = f(A)
+    assert_same(np.asarray(got), np.asarray(want))
+    assert_same(A, want_A)
+    if target != "numpy":           # the NumPy target generates no kernels
+        assert "more than 4 new kernels" in caplog.text
+        assert "NumPy on the host" in f.report()
+
+
+def triangular_solve(L, b):
+    x = np.zeros_like(b)
+    for i in range(b.shape[0]):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]      # one element per write
+    return x
+
+
+def test_element_by_element_code_runs_on_the_host(caplog):
+    n = 1100                        # past the 1024 single-element writes traced
+    rng = np.random.default_rng(5)
+    L = np.tril(rng.random((n, n))) + n * np.eye(n)
+    b = rng.random(n)
+    f = pa.jit(triangular_solve, target="numpy")
+    with caplog.at_level(logging.WARNING, logger="polyarray.jit"):
+        got = f(L, b)
+    assert_same(got, triangular_solve(L, b))
+    assert "single-element writes" in caplog.text
