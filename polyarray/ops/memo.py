@@ -108,7 +108,9 @@ def memoized(builder):
     return build
 
 
-def _forget(key, ref):
-    """The result of ``key`` died: drop its entry (not a newer one)."""
-    if _TABLE.get(key) is ref:
-        del _TABLE[key]
+def _forget(key, ref, table=_TABLE):
+    """The result of ``key`` died: drop its entry (not a newer one).  The
+    table is bound here: at interpreter exit the module's globals may be
+    gone before the last nodes."""
+    if table.get(key) is ref:
+        del table[key]
