@@ -7,11 +7,14 @@
 2. buffer naming (deterministic, in topological order);
 3. ``assemble.Assembler``: per group, the policy's kernel form
    (``policy.py``, one table) built by ``forms/``, with its default schedule;
-4. ``lp.merge`` + ``generate_code_v2``: one device source for the program,
-   with each kernel's launch sizes.
+   a group that is an earlier group's code on other buffers launches that
+   group's kernels, and a group an earlier program generated takes its code
+   (``reuse.py``);
+4. ``reuse.generate`` per kernel, joined as loopy joins a merged program:
+   one device source, with each kernel's launch sizes.
 
-The result, ``Lowered``, is plain data (plus the loopy objects for
-inspection), so targets can cache it on disk and launch it themselves.
+The result, ``Lowered``, is plain data (plus each kernel's loopy objects
+for inspection), so targets can cache it on disk and launch it themselves.
 """
 from __future__ import annotations
 
@@ -153,7 +156,6 @@ class Lowered:
     checks: tuple = ()             # run-time checks, by slot of the error buffer
     scalars: dict = field(default_factory=dict)    # name -> NumPy scalar: kernel
     #                                arguments passed by value (raw kernels' sizes)
-    translation_unit: object = field(default=None, repr=False)
     # seconds per stage of the lowering (plan, kernels, codegen), for the log;
     # None in a disk-cache entry
     stages: dict = field(default=None, repr=False, compare=False)
@@ -398,7 +400,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
                                          "errors")
     used = {a for k in kernels for a in k.args}     # fused row reductions need no buffer
     specs = {n: b for n, b in specs.items() if b.role != "temp" or n in used}
-    stages["codegen"] = clock() - t0        # loopy: merge, preprocess, generate code
+    stages["codegen"] = clock() - t0        # loopy: preprocess, generate code
     return Lowered(source, kernels, specs, inputs, data, out_names, idx_dt.name,
                    tuple(plan.checks), stages=stages, scalars=raw.scalars_of(asm.kernels))
 

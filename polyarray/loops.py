@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import tracing
-from .array import Array
+from .array import Array, mark_array_0d
 from .ops import eager
 from .ops.creation import placeholder
 from .program import compile as _compile, get_default_target
@@ -215,6 +215,8 @@ class _Loop:
         self.values = list(out)
 
     def result(self):
+        """The final carry as arrays (0-d ones too: written in place, as
+        NumPy's 0-d arrays, not rebound as scalars)."""
         if self.session is not None:
             arrays = self.session.bind_values(self.values, self.kinds)
         else:
@@ -222,4 +224,4 @@ class _Loop:
             arrays = [asarray(v if isinstance(v, np.ndarray) else
                               (v.get() if hasattr(v, "get") else np.asarray(v)))
                       for v in self.values]
-        return _unflatten(self.structure, arrays)
+        return _unflatten(self.structure, [a if a.shape else mark_array_0d(a) for a in arrays])

@@ -32,7 +32,7 @@ class CompiledProgram:
 def _strip(lowered):
     """A picklable copy without the loopy objects."""
     kernels = [dataclasses.replace(k, loopy=None) for k in lowered.kernels]
-    return dataclasses.replace(lowered, kernels=kernels, translation_unit=None, stages=None)
+    return dataclasses.replace(lowered, kernels=kernels, stages=None)
 
 
 def valid_lowered_entry(entry) -> bool:

@@ -63,3 +63,183 @@ def test_lowering_leaves_the_collector_as_it_was():
         assert gc.isenabled()
     finally:
         (gc.enable if was else gc.disable)()
+
+
+# -- traced loops: kernels that are the same code on other buffers ---------------
+
+import numpy as np  # noqa: E402
+
+import polyarray as pa  # noqa: E402
+from polyarray import targets  # noqa: E402
+from test_lowering import jacobi_1d, jacobi_2d  # noqa: E402
+
+
+def _lowered(loop, steps, shape, target=None):
+    import loopy as lp
+    from polyarray.codegen import lower_program
+    a, b = (pa.placeholder(n, shape, np.float64) for n in "ab")
+    return lower_program([o.node for o in loop(steps, a, b)], target or lp.OpenCLTarget())
+
+
+@pytest.fixture
+def generated(monkeypatch):
+    """The names of the kernels code generation makes (``reuse.generate``),
+    none kept from earlier programs."""
+    from polyarray.codegen import reuse
+    made, real = [], reuse.generate
+    monkeypatch.setattr(reuse, "generate", lambda kp: made.append(kp.name) or real(kp))
+    reuse.forget()
+    yield made
+    reuse.forget()
+
+
+@pytest.mark.parametrize("loop, shape", [(jacobi_1d, (64,)), (jacobi_2d, (12, 10))],
+                         ids=["jacobi_1d", "jacobi_2d"])
+def test_a_long_loop_generates_the_kernels_of_a_short_one(loop, shape, generated):
+    """50 steps launch a kernel per update, and generate the code of the few
+    that 2 steps generate: the others are the same code on other buffers
+    (``codegen/reuse.py``), launched by name (``KernelInfo.entry``)."""
+    from polyarray.codegen import reuse
+    seen = {}
+    for steps in (2, 50):
+        reuse.forget()
+        generated.clear()
+        L = _lowered(loop, steps, shape)
+        assert len(L.kernels) == 2 * steps
+        seen[steps] = (len(generated), len({k.entry or k.name for k in L.kernels}),
+                       L.source.count("void "), len(L.source))
+    assert seen[50][:3] == seen[2][:3], seen
+    assert abs(seen[50][3] - seen[2][3]) < 100, seen       # the names' digits
+
+
+def test_a_later_program_takes_the_kernels_of_an_earlier_one(generated):
+    """Across programs: a loop of 200 steps after one of 50 generates only
+    its last two kernels (their names are new); its source is the one it
+    has alone."""
+    from polyarray.codegen import reuse
+    _lowered(jacobi_1d, 50, (64,))
+    generated.clear()
+    after = _lowered(jacobi_1d, 200, (64,))
+    assert generated == ["k398_elementwise", "k399_elementwise"], generated
+    reuse.forget()
+    assert _lowered(jacobi_1d, 200, (64,)).source == after.source
+
+
+def test_reused_kernels_keep_the_source_deterministic(tmp_path):
+    """The same DAG gives the same source in any process, whichever programs
+    it lowered before (kernels taken from an earlier program included)."""
+    import hashlib
+    import subprocess
+    from helpers import subprocess_env
+    import inspect
+    script = tmp_path / "loop.py"
+    script.write_text(
+        "import hashlib, sys\n"
+        "import numpy as np, loopy as lp, polyarray as pa\n"
+        "from polyarray.codegen import lower_program\n"
+        + inspect.getsource(jacobi_2d) +
+        "for steps in map(int, sys.argv[1:]):\n"
+        "    a, b = (pa.placeholder(n, (12, 10), np.float64) for n in 'ab')\n"
+        "    src = lower_program([o.node for o in jacobi_2d(steps, a, b)], lp.OpenCLTarget()).source\n"
+        "print(hashlib.sha256(src.encode()).hexdigest())\n")
+    digests = set()
+    for seed, steps in (("0", ["30"]), ("1", ["30"]), ("2", ["7", "30"]), ("3", ["31", "30"])):
+        r = subprocess.run([sys.executable, str(script), *steps], capture_output=True, text=True,
+                           env=subprocess_env(PYTHONHASHSEED=seed, LOOPY_NO_CACHE="1"))
+        assert r.returncode == 0, r.stderr[-2000:]
+        digests.add(r.stdout.strip())
+    assert len(digests) == 1, digests
+    assert hashlib.sha256(_lowered(jacobi_2d, 30, (12, 10)).source.encode()).hexdigest() \
+        in digests
+
+
+def test_800_steps_of_jacobi_1d_build_as_a_few_do(generated):
+    """NPBench's jacobi_1d at preset S (800 steps of 3200 elements) through
+    pa.jit: 1598 launches of 4 generated kernels, NumPy's numbers."""
+    ok, reason = targets.availability("opencl")
+    if not ok:
+        pytest.skip(f"opencl: {reason}")
+
+    def kernel(tsteps, a, b):
+        jacobi_1d(tsteps - 1, a, b)
+        return a, b
+    n = 3200
+    a0 = np.fromfunction(lambda i: (i + 2) / n, (n,), dtype=np.float64)
+    b0 = np.fromfunction(lambda i: (i + 3) / n, (n,), dtype=np.float64)
+    f = pa.jit(kernel, target="opencl")
+    got = f(800, a0, b0)
+    for g, w in zip(got, kernel(800, a0.copy(), b0.copy())):
+        assert pa.testing.allclose(g, w)
+    prog = f.lower(800, a0, b0)
+    assert len(prog.kernels) == 1598 and len(generated) <= 4, generated
+    assert len({k.entry or k.name for k in prog.kernels.values()}) == len(generated)
+
+
+def test_loops_cuda_source_compiles_with_nvcc(tmp_path):
+    """A loop's CUDA source (kernels launched by the name of an earlier one
+    included) compiles with nvcc; no GPU needed."""
+    import loopy as lp
+    from test_cuda_codegen import NVCC, _nvcc, _trouble
+    if NVCC is None:
+        pytest.skip("nvcc (the CUDA compiler) is not on PATH")
+    for loop, shape in ((jacobi_1d, (64,)), (jacobi_2d, (12, 10))):
+        L = _lowered(loop, 20, shape, lp.CudaTarget())
+        assert any(k.entry for k in L.kernels)
+        r = _nvcc(L.source, str(tmp_path), loop.__name__)
+        assert not _trouble(r), _trouble(r)
+
+
+# -- deep chains: no recursion proportional to the DAG's depth --------------------
+
+def _deep(case, n):
+    """(outputs, bindings, NumPy's results) of a chain ``n`` deep."""
+    rng = np.random.default_rng(0)
+    if case == "scalars":           # go_fast: a scalar chain added to a matrix
+        a0 = rng.random((8, 8))
+        a = pa.placeholder("a", (8, 8), np.float64)
+        s, s0 = 0.0, 0.0
+        for i in range(n):
+            s = s + pa.tanh(a[i % 8, (3 * i) % 8])
+            s0 = s0 + np.tanh(a0[i % 8, (3 * i) % 8])
+        return a + s, {"a": a0}, a0 + s0
+    if case == "updates":           # resnet's convolution: one position set per step
+        w0 = rng.random((4, 3)).astype(np.float32)
+        w = pa.placeholder("w", (4, 3), np.float32)
+        x, x0 = pa.zeros((4, 6, 6, 3), np.float32), np.zeros((4, 6, 6, 3), np.float32)
+        for k in range(n):
+            x[:, k % 6, (k // 6) % 6, :] = w * np.float32(k % 7)
+            x0[:, k % 6, (k // 6) % 6, :] = w0 * np.float32(k % 7)
+        return x[:, 1:, 1:, :] * 2, {"w": w0}, x0[:, 1:, 1:, :] * 2
+    if case == "flips":             # views of views: each nests the index once more
+        v0 = rng.random(6).astype(np.float32)
+        y, y0 = pa.placeholder("v", (6,), np.float32), v0
+        for _ in range(n):
+            y, y0 = y[::-1] * np.float32(0.5) + 1, y0[::-1] * np.float32(0.5) + 1
+        return y, {"v": v0}, y0
+    assert case == "stencil"        # jacobi_1d, a step per two updates
+    a0, b0 = rng.random(16), rng.random(16)
+    a, b = (pa.placeholder(k, (16,), np.float64) for k in "ab")
+    return list(jacobi_1d(n // 2, a, b)), {"a": a0, "b": b0}, \
+        list(jacobi_1d(n // 2, a0.copy(), b0.copy()))
+
+
+@pytest.mark.parametrize("case", ["scalars", "updates", "flips", "stencil"])
+def test_10000_deep_chains_compile(case):
+    """Chains 10000 deep of the shapes NPBench's loops make (go_fast's
+    scalars, resnet's updates, views of views, jacobi's steps): the frontend,
+    the passes, the lowering to OpenCL and the NumPy target walk them without
+    recursion, and OpenCL runs the short-to-build ones (PoCL takes tens of
+    seconds over the 10000 selects of the updates' one kernel)."""
+    import loopy as lp
+    from polyarray.codegen import lower_program
+    outs, binds, want = _deep(case, 10000)
+    outs = outs if isinstance(outs, list) else [outs]
+    want = want if isinstance(want, list) else [want]
+    for g, w in zip(pa.compile(outs, target="numpy")(**binds), want):
+        assert pa.testing.allclose(g, w)
+    lowered = lower_program([o.node for o in outs], lp.OpenCLTarget())
+    assert lowered.kernels
+    ok, reason = targets.availability("opencl")
+    if case in ("scalars", "flips") and ok:
+        for g, w in zip(pa.compile(outs, target="opencl")(**binds), want):
+            assert pa.testing.allclose(g, w)

@@ -104,6 +104,20 @@ def test_a_graph_break_after_a_loop_computes_only_the_functions_arrays(target):
     assert_same(y, y2)
 
 
+def test_a_0d_result_is_an_array(target):
+    def f(B):
+        t = np.zeros((), np.int64)
+        np.sum(B, axis=0, out=t)
+        u = pa.fori_loop(0, 3, lambda i, v: v + i, t)
+        u[...] |= 8                      # written in place, as NumPy's 0-d arrays
+        w = u
+        u += 1
+        return u, w
+    got = pa.jit(f, target=target)(np.arange(6.0))
+    assert_same(got[0], np.array(27))
+    assert_same(got[1], np.array(27))
+
+
 def test_a_body_that_changes_the_carry_is_refused():
     x = pa.asarray(np.zeros(3))
     with pytest.raises(TypeError, match=r"body_fun's result val is float64\[2\].*float64\[3\]"):

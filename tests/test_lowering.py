@@ -500,3 +500,93 @@ def test_two_stage_reductions_in_gpu_layout(shape, axis, op):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)
     else:
         assert_same(np.asarray(got), np.asarray(want))
+
+
+# -- loops: stencils, broadcasts, long selects -----------------------------------
+
+def jacobi_1d(steps, a, b):
+    """NPBench's jacobi_1d on NumPy arrays (in place) or Arrays (``x[1:-1] =
+    v`` rebinds the handle to a functional update)."""
+    for _ in range(steps):
+        b[1:-1] = 0.33333 * (a[:-2] + a[1:-1] + a[2:])
+        a[1:-1] = 0.33333 * (b[:-2] + b[1:-1] + b[2:])
+    return a, b
+
+
+def jacobi_2d(steps, a, b):
+    """NPBench's jacobi_2d, as ``jacobi_1d``."""
+    for _ in range(steps):
+        b[1:-1, 1:-1] = 0.2 * (a[1:-1, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:] + a[2:, 1:-1]
+                               + a[:-2, 1:-1])
+        a[1:-1, 1:-1] = 0.2 * (b[1:-1, 1:-1] + b[1:-1, :-2] + b[1:-1, 2:] + b[2:, 1:-1]
+                               + b[:-2, 1:-1])
+    return a, b
+
+
+@pytest.mark.parametrize("loop, shape", [(jacobi_1d, (40,)), (jacobi_2d, (9, 11))],
+                         ids=["jacobi_1d", "jacobi_2d"])
+def test_stencil_loops_match_numpy(loop, shape, target):
+    rng = np.random.default_rng(0)
+    a0, b0 = rng.random(shape), rng.random(shape)
+    a, b = (pa.placeholder(n, shape, np.float64) for n in "ab")
+    got = pa.compile(list(loop(12, a, b)), target=target)(a=a0, b=b0)
+    for g, w in zip(got, loop(12, a0.copy(), b0.copy())):
+        assert_same(g, w)
+
+
+@pytest.mark.parametrize("loop, shape", [(jacobi_1d, (40,)), (jacobi_2d, (9, 11))],
+                         ids=["jacobi_1d", "jacobi_2d"])
+def test_a_stencil_step_is_not_inlined_into_the_next(loop, shape):
+    """Each update reads the last one at several offsets: inlined, every step
+    would hold the last one once per offset (3^k copies for k steps of
+    jacobi_1d: 1.1 MB of OpenCL at 3 steps).  So a kernel per update, which
+    reads the buffers of the last two updates alone: the value written by
+    ``b[1:-1] = v`` and read back as ``b[1:-1]`` comes from ``b``'s buffer
+    (``passes/data.Materialized.stored``), not from the whole chain again."""
+    a, b = (pa.placeholder(n, shape, np.float64) for n in "ab")
+    eight = lower(list(loop(8, a, b)))
+    assert len(eight.kernels) == 16
+    assert max(len(k.args) for k in eight.kernels) <= 4, [k.args for k in eight.kernels]
+    a, b = (pa.placeholder(n, shape, np.float64) for n in "ab")
+    assert len(lower(list(loop(40, a, b))).source) == len(eight.source)
+
+
+def test_cheap_values_read_at_two_offsets_stay_fused():
+    """``(a * b)[1:] - (a * b)[:-1]``: the product is computed again at the
+    second offset (``policy.MAX_RECOMPUTED``), one kernel; a long expression
+    read so gets a buffer instead of being computed twice."""
+    a, b = (pa.placeholder(n, (1000,), np.float32) for n in "ab")
+    assert len(lower((a * b)[1:] - (a * b)[:-1]).kernels) == 1
+    e = a
+    for k in range(10):
+        e = pa.sin(e) * b + k
+    assert len(lower(e[1:] - e[:-1]).kernels) == 2
+
+
+def test_a_scalar_chain_added_to_a_matrix_is_computed_once(target):
+    """NPBench's go_fast: ``trace += tanh(a[i, i])``, then ``a + trace``.
+    Inlined into the matrix's kernel, every element would redo the chain
+    (``policy.MAX_REPEATED_INLINE``): a one-element kernel computes it."""
+    n = 200
+    a = pa.placeholder("a", (n, n), np.float64)
+    trace = 0.0
+    for i in range(n):
+        trace = trace + pa.tanh(a[i, i])
+    L = lower(a + trace)
+    assert len(L.kernels) == 2 and L.source.count("pa_tanh_float64(") == n + 1
+    # PoCL compiles a kernel when first launched, in time growing with the square of
+    # inlined float64 tanh calls: compiled once (noinline.noinline_opencl_helpers)
+    assert "__attribute__((noinline)) double pa_tanh_float64(" in L.source
+    a0 = np.random.default_rng(1).random((n, n))
+    assert_same(pa.compile(a + trace, target=target)(a=a0), a0 + np.tanh(np.diag(a0)).sum())
+
+
+def test_many_pieces_are_selected_by_a_balanced_tree(target):
+    """300 computed columns stacked: the piece of a position is found by
+    nested conditionals, balanced (nesting 300 deep passed the 256 brackets
+    clang allows)."""
+    x = pa.placeholder("x", (8,), np.float32)
+    out = pa.stack([x * np.float32(k) + 1 for k in range(300)], axis=1)
+    x0 = np.random.default_rng(2).random(8, dtype=np.float32)
+    assert_same(pa.compile(out, target=target)(x=x0),
+                np.stack([x0 * np.float32(k) + 1 for k in range(300)], axis=1))

@@ -10,13 +10,21 @@
   only feeds other reductions, through elementwise work of its own size, is
   inlined into them (its terms unrolled: ``KernelBuilder.map_reduce``), so a
   reduction over a reduction of a broadcast is one kernel.
-* A node that computes (a value op, a concatenation) and that its readers'
-  kernels would hold more than ``MAX_INLINE_COPIES`` times, or read at two
-  or more gathered indices, is materialized (``_many_copies``).  A node read
-  at several index maps (``x[i]`` and ``x[i ^ j]``, a binary search's
-  probes) is lowered once per index map, so a chain of such reads (the
-  stages of a sorting network, the levels of a merge sort) would grow
-  geometrically in source size, compile time and work.
+* Fusion never multiplies work (``_many_copies``): a node that computes is
+  materialized where its readers' kernels would hold it more than
+  ``MAX_INLINE_COPIES`` times, read it at two or more gathered indices,
+  hold it more times than its readers when it is not small
+  (``MAX_RECOMPUTED``) or at a second level (a stencil loop's steps), or
+  evaluate each of its elements several times when it is large (a scalar
+  chain added to a matrix); any node whose index would nest too deep or
+  grow too much (``MAX_INDEX_DEPTH``, ``MAX_INDEX_GROWTH``).  A node read at
+  several index maps (``x[i]`` and ``x[i ^ j]``) is lowered once per index
+  map, so a chain of such reads (the stages of a sorting network, the steps
+  of a stencil loop) would grow geometrically in source size, compile time
+  and work.
+* A value that a materialized node stores unchanged (``x[1:-1] = v``, a
+  concatenation's piece) is read from that node's buffer by the kernels
+  after it (``data.Materialized.stored``).
 * A raw kernel's (``pa.raw_kernel``) inputs and outputs: its own C reads
   and writes buffers.
 * Everything else is inlined into its consumers' kernel, except that a
