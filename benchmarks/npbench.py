@@ -525,16 +525,32 @@ def run_in_process(name, args, cache_dir):
         if row is None:
             row = {"kernel": name, "class": None, "phase": "start"}
         row["wall_s"] = time.monotonic() - t0
-        if timed_out:
-            row.update({"class": "timeout",
-                        "error": f"no result after {args.timeout:g} s (in {row['phase']})"})
-        elif rc != 0 or row.get("phase") != "done":
+        return settle(row, timed_out, rc, args.timeout, log)
+
+
+def settle(row, timed_out, rc, timeout, log=None):
+    """The class of a worker's row once its process has ended: ``timeout`` or
+    ``crash`` when it hung or died before finishing, with the phase it was in.
+    A peer that hangs or dies after our result was checked and timed is the
+    peer's entry (``peers_not_timed``), not our class."""
+    in_peer = str(row.get("phase", "")).startswith("peer ")
+    if (timed_out or rc != 0) and in_peer and row.get("class") == "correct":
+        peer = row["phase"][len("peer "):]
+        row.setdefault("peers_not_timed", {})[peer] = (
+            f"no result after {timeout:g} s" if timed_out else f"exit status {rc}")
+        row["phase"] = "done"
+    elif timed_out:
+        row.update({"class": "timeout",
+                    "error": f"no result after {timeout:g} s (in {row['phase']})"})
+    elif rc != 0 or row.get("phase") != "done":
+        tail = []
+        if log and os.path.exists(log):
             with open(log) as f:
                 tail = [line.strip() for line in f.read().strip().splitlines()][-3:]
-            how = f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}"
-            row.update({"class": "crash", "error": f"{how} in {row.get('phase')}: "
-                        + " | ".join(tail)[-300:]})
-        return row
+        how = f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}"
+        row.update({"class": "crash", "error": f"{how} in {row.get('phase')}: "
+                    + " | ".join(tail)[-300:]})
+    return row
 
 
 def ratios(row):

@@ -134,3 +134,17 @@ def test_each_kernel_in_its_own_process_is_classified(tmp_path, capsys):
     assert data["geomean_ours_over_best_peer"] > 0 and data["worst"]["kernel"] == "fine"
     table = capsys.readouterr().out
     assert "ours/np" in table and "timeout 1" in table
+
+
+def test_a_peer_that_hangs_leaves_our_checked_row_correct():
+    """A peer that hangs or dies after our result was checked and timed is
+    noted as the peer's; a hang in our own call is ours."""
+    ours_done = {"kernel": "k", "class": "correct", "phase": "peer cupy", "later_s": 1.0}
+    row = npbench.settle(dict(ours_done), True, -9, 40)
+    assert row["class"] == "correct" and row["peers_not_timed"] == {"cupy": "no result after 40 s"}
+    row = npbench.settle(dict(ours_done), False, -9, 40)
+    assert row["class"] == "correct" and row["peers_not_timed"] == {"cupy": "exit status -9"}
+    row = npbench.settle({"kernel": "k", "class": None, "phase": "first call"}, True, -9, 40)
+    assert row["class"] == "timeout" and "in first call" in row["error"]
+    row = npbench.settle({"kernel": "k", "class": None, "phase": "first call"}, False, -9, 40)
+    assert row["class"] == "crash" and "signal 9" in row["error"]
