@@ -72,6 +72,8 @@ from .show import show, format_dag
 from .shared import shared, SharedVariable      # noqa: F401
 from .custom import elementwise_kernel, reduction_kernel     # noqa: F401
 from .raw import raw_kernel, RawKernel         # noqa: F401
+from . import reevaluation as _reevaluation    # noqa: E402
+_reevaluation.install()
 from .protocols import (Device, get_array_module, array_namespace, from_dlpack,  # noqa: E402
                         array_namespace_info as __array_namespace_info__)
 from .jit import jit, Jitted                    # noqa: E402

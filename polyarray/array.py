@@ -764,7 +764,7 @@ def _concrete_masks(key):
             if value is None:
                 if N.placeholders([item]):
                     return None
-                value = np.asarray(Array(item).evaluate())   # (evaluate: polyarray.program)
+                value = eager.value_now(item, lambda n: Array(n).evaluate())
             item = value
         out.append(item)
     return tuple(out) if isinstance(key, tuple) else out[0]

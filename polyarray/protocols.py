@@ -24,6 +24,7 @@ import numpy as np
 from .array import Array, mark_array_0d, out_casting, ufunc_into
 from .ops.axes import no_out
 from .ops.eager import LazyValueError, require_bound, value_at_break
+from . import reevaluation
 from .program import compile as _compile, get_default_target
 
 
@@ -37,7 +38,7 @@ def concrete(x: Array, what: str) -> np.ndarray:
     require_bound(x.node, f"{what} needs the value of a lazy array that",
                   "use pa.where(...) instead of branching on it, pass it as a static "
                   "argument to pa.jit, or evaluate it with bindings first")
-    return np.asarray(_compile(x, target=get_default_target())())
+    return np.asarray(reevaluation.value(x.node))
 
 
 def _scalar(x, what, kind):
