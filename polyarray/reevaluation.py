@@ -23,18 +23,20 @@ the graph breaks of ``polyarray.tracing`` do the same work on the device.
 """
 from __future__ import annotations
 
+import logging
 import weakref
 
 import numpy as np
 
 from .array import TRACKED, Array
+from .codegen import TooManyKernels, kernel_budget, program_key
 from .codegen.ir import nodes as N
 from .ops import eager
 from .ops.creation import array as data_leaf
 from .program import compile as compile_, get_default_target
 
+_LOG = logging.getLogger("polyarray")
 _COMPUTED = weakref.WeakSet()     # computing nodes of programs run for values asked for
-_LIVE = []                        # weak references to the arrays made (see track)
 _PRUNE_AT = [4096]
 
 
@@ -49,8 +51,10 @@ class _Live(list):
             self[:] = [r for r in self if r() is not None]
             _PRUNE_AT[0] = max(4096, 2 * len(self))
 
+    element_writes = 0
+
     def element_write(self):
-        pass
+        self.element_writes += 1
 
 
 def install():
@@ -84,9 +88,54 @@ def value(node, compute=None):
     return values[0]
 
 
+# Where compiling would cost more than it saves, the value is computed by the
+# NumPy target (the reference evaluator) on the host instead, as ``pa.jit``
+# runs such a signature with NumPy: a program needing more than MAX_KERNELS
+# new kernels (loops over shrinking slices: codegen.kernel_budget), more than
+# MAX_ELEMENT_WRITES single-element writes since the last value asked for
+# (element-by-element Python loops), or the program structure new for the
+# (MAX_PROGRAMS_PER_LINE + 1)-th time at one line of the user's (an index baked
+# into each iteration's program).  A WARNING names the line, once per line.
+MAX_KERNELS = 64
+MAX_ELEMENT_WRITES = 1024
+MAX_PROGRAMS_PER_LINE = 8
+_SEEN_PROGRAMS = set()
+_NEW_AT_LINE = {}
+_WARNED = set()
+
+
 def _compute(nodes):
-    prog = compile_([Array(n) for n in nodes], target=get_default_target())
-    return prog()
+    target = get_default_target()
+    outputs = [Array(n) for n in nodes]
+    live = TRACKED[0] if outside_sessions() else None
+    writes = live.element_writes if live is not None else 0
+    if live is not None:
+        live.element_writes = 0
+    if target == "numpy" or live is None:
+        return compile_(outputs, target=target)()
+    line = eager.user_line()
+    key = program_key(nodes)
+    new = key not in _SEEN_PROGRAMS
+    if new:
+        _NEW_AT_LINE[line] = _NEW_AT_LINE.get(line, 0) + 1
+    why = None
+    if writes > MAX_ELEMENT_WRITES:
+        why = f"{writes} single-element writes since the last value"
+    elif new and _NEW_AT_LINE[line] > MAX_PROGRAMS_PER_LINE:
+        why = f"a new program at this line for the {_NEW_AT_LINE[line]}th time"
+    else:
+        try:
+            with kernel_budget(MAX_KERNELS):
+                prog = compile_(outputs, target=target)
+            _SEEN_PROGRAMS.add(key)
+            return prog()
+        except TooManyKernels:
+            why = f"more than {MAX_KERNELS} new kernels"
+    if line not in _WARNED:
+        _WARNED.add(line)
+        _LOG.warning("polyarray: %s: computed with NumPy on the host (%s; compiling for %s "
+                     "would cost more than it saves)", line, why, target)
+    return compile_(outputs, target="numpy")()
 
 
 def _computes(n) -> bool:

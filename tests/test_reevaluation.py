@@ -113,3 +113,51 @@ def test_eager_functions_ask_through_the_same_path(mode):
         want[i] = data[mask].mean()
     assert isinstance(rmax.node, N.DataWrapper)
     assert_same(np.asarray(got), want)
+
+
+def _cholesky(lib, A):
+    """NPBench's cholesky: element-by-element writes over shrinking slices."""
+    A[0, 0] = lib.sqrt(A[0, 0])
+    for i in range(1, A.shape[0]):
+        for j in range(i):
+            A[i, j] -= lib.dot(A[i, :j], A[j, :j])
+            A[i, j] /= A[j, j]
+        A[i, i] -= lib.dot(A[i, :i], A[i, :i])
+        A[i, i] = lib.sqrt(A[i, i])
+
+
+def test_element_by_element_code_is_computed_on_the_host(device_target, caplog):
+    """More single-element writes than reevaluation.MAX_ELEMENT_WRITES since
+    the last value: NumPy computes it on the host (a WARNING naming the
+    line), NumPy's answer."""
+    from polyarray import reevaluation
+    n = 48
+    m = np.random.default_rng(3).random((n, n))
+    a0 = m @ m.T + n * np.eye(n)
+    want = a0.copy()
+    _cholesky(np, want)
+    assert n * n // 2 > reevaluation.MAX_ELEMENT_WRITES
+    with pa.target(device_target), caplog.at_level("WARNING", logger="polyarray"):
+        A = pa.asarray(a0.copy())
+        _cholesky(pa, A)
+        got = np.asarray(A)
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+    assert "computed with NumPy on the host" in caplog.text and "single-element" in caplog.text
+
+
+def test_a_program_new_at_one_line_again_and_again_is_computed_on_the_host(
+        device_target, caplog, monkeypatch):
+    """An index baked into each iteration's program (a slice bound from the
+    loop): past MAX_PROGRAMS_PER_LINE new programs at one line, the host."""
+    from polyarray import reevaluation
+    monkeypatch.setattr(reevaluation, "MAX_PROGRAMS_PER_LINE", 3)
+    x0 = _fresh(40)
+    x = pa.asarray(x0)
+    got, want = [], []
+    with pa.target(device_target), caplog.at_level("WARNING", logger="polyarray"):
+        for k in range(1, 8):
+            got.append(float(pa.sum(x[:k] * 3.0 + 0.5 * k)))
+            want.append(float(np.sum(x0[:k] * 3.0 + 0.5 * k)))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert caplog.text.count("computed with NumPy on the host") == 1
+    assert "for the 4th time" in caplog.text
