@@ -10,12 +10,14 @@ run is quadratic in the number of iterations.
 
 So, where a value asked for would compute again work that an earlier value
 asked for already computed (its DAG reaches a node that an earlier program
-computed), the live arrays that reach such work are computed by the same
-program and each is rebound to a leaf holding its value (as NumPy would
-hold it): the next iteration builds on data, and its DAG is one iteration
-deep.  The first value asked for of a DAG changes nothing, so code that
-asks once (``np.asarray(result)`` at the end) keeps its whole DAG: one
-fused program, every intermediate inspectable with ``pa.show``.
+computed), its line of the user's is a loop's: there, that time and every
+later time, the live arrays that reach work computed before or by this
+program are computed by the same program and each is rebound to a leaf
+holding its value (as NumPy would hold it).  The next iteration builds on
+data, and its DAG is one iteration deep.  The first value asked for of a
+DAG changes nothing, so code that asks once (``np.asarray(result)`` at the
+end) keeps its whole DAG: one fused program, every intermediate
+inspectable with ``pa.show``.
 
 Arrays that read an unbound placeholder, shared variables and views are
 never rebound (a view follows its root, which may be).  Inside ``pa.jit``
@@ -37,6 +39,7 @@ from .program import compile as compile_, get_default_target
 
 _LOG = logging.getLogger("polyarray")
 _COMPUTED = weakref.WeakSet()     # computing nodes of programs run for values asked for
+_LOOP_LINES = set()               # user lines where a value reached work computed before
 _PRUNE_AT = [4096]
 
 
@@ -78,7 +81,15 @@ def value(node, compute=None):
     compute = compute or _compute
     order = N.topological_order([node])
     again = any(n in _COMPUTED for n in order if _computes(n))
-    roots = _rebindable_roots() if again and outside_sessions() else []
+    roots = []
+    if outside_sessions():
+        line = eager.user_line()
+        if again:
+            _LOOP_LINES.add(line)
+        if line in _LOOP_LINES:
+            # a loop's line: from then on, every value asked for there also
+            # keeps the live arrays that reach what this program computes
+            roots = _rebindable_roots({id(n) for n in order if _computes(n)})
     outputs = [node] + [r._node for r in roots if r._node is not node]
     values = compute(outputs)
     by_node = dict(zip(map(id, outputs), values))
@@ -148,9 +159,10 @@ def _remember(order):
             _COMPUTED.add(n)
 
 
-def _rebindable_roots():
+def _rebindable_roots(computing):
     """Live arrays (roots, not views or shared variables) whose DAG reaches
-    work computed before and reads no placeholder."""
+    work computed before or in ``computing`` (node ids), and reads no
+    placeholder."""
     live = TRACKED[0]
     alive, roots, seen = [], [], set()
     for ref in live:
@@ -169,7 +181,7 @@ def _rebindable_roots():
         kids = n.children()
         reads_placeholder[id(n)] = isinstance(n, N.Placeholder) or any(
             reads_placeholder[id(c)] for c in kids)
-        reaches_computed[id(n)] = (_computes(n) and n in _COMPUTED) or any(
+        reaches_computed[id(n)] = id(n) in computing or (_computes(n) and n in _COMPUTED) or any(
             reaches_computed[id(c)] for c in kids)
     return [r for r in roots
             if reaches_computed[id(r._node)] and not reads_placeholder[id(r._node)]]
