@@ -594,7 +594,6 @@ def setitem(x: Array, key, value) -> None:
             pass                    # setitem raises NumPy's error below
     if TRACKED and not V.is_advanced(nodes) and V.is_scalar_key(nodes, x.ndim):
         TRACKED[-1].element_write()
-        current = x._node       # outside pa.jit, a long run of them keeps x as data
     try:
         new = assign.setitem(current, nodes, new_value)
     except NonConcreteBooleanIndexError:

@@ -55,25 +55,9 @@ class _Live(list):
             _PRUNE_AT[0] = max(4096, 2 * len(self))
 
     element_writes = 0      # since the last value asked for
-    since_flush = 0         # since the live arrays were last kept as data
 
     def element_write(self):
-        """Past MAX_ELEMENT_WRITES single-element writes since the last value,
-        the live arrays are computed on the host and kept as data (an
-        element-by-element loop: each read through a long chain of writes
-        costs its length, so the chain is cut)."""
         self.element_writes += 1
-        self.since_flush += 1
-        if self.since_flush > MAX_ELEMENT_WRITES and outside_sessions():
-            roots = _rebindable_roots(None)
-            if roots:
-                _warn_host(eager.user_line(), f"more than {MAX_ELEMENT_WRITES} single-element "
-                           "writes", get_default_target())
-                values = compile_([Array(r._node) for r in roots], target="numpy")()
-                _remember(N.topological_order([r._node for r in roots]))
-                for r, v in zip(roots, values):
-                    r._node = data_leaf(np.asarray(v))
-            self.since_flush = 0
 
 
 def install():
@@ -179,8 +163,8 @@ def _remember(order):
 
 def _rebindable_roots(computing):
     """Live arrays (roots, not views or shared variables) whose DAG reaches
-    work computed before or in ``computing`` (node ids; None: any work),
-    and reads no placeholder."""
+    work computed before or in ``computing`` (node ids), and reads no
+    placeholder."""
     live = TRACKED[0]
     alive, roots, seen = [], [], set()
     for ref in live:
@@ -199,8 +183,7 @@ def _rebindable_roots(computing):
         kids = n.children()
         reads_placeholder[id(n)] = isinstance(n, N.Placeholder) or any(
             reads_placeholder[id(c)] for c in kids)
-        reaches_computed[id(n)] = (computing is None and _computes(n)) or id(n) in (
-            computing or ()) or (_computes(n) and n in _COMPUTED) or any(
+        reaches_computed[id(n)] = id(n) in computing or (_computes(n) and n in _COMPUTED) or any(
             reaches_computed[id(c)] for c in kids)
     return [r for r in roots
             if reaches_computed[id(r._node)] and not reads_placeholder[id(r._node)]]

@@ -162,22 +162,3 @@ def test_a_program_new_at_one_line_again_and_again_is_computed_on_the_host(
     assert caplog.text.count("computed with NumPy on the host") == 1
     assert "for the 4th time" in caplog.text
 
-
-def test_a_long_run_of_element_writes_is_kept_as_data_on_the_way():
-    """Element-by-element writes (a triangular solve): every
-    MAX_ELEMENT_WRITES of them, the live arrays are computed (on the host)
-    and kept as data, so the write chain that reads go through stays short;
-    NumPy's answer."""
-    from polyarray import reevaluation
-    n = 3 * reevaluation.MAX_ELEMENT_WRITES // 2
-    rng = np.random.default_rng(4)
-    L0 = np.tril(rng.random((n, n))) + n * np.eye(n)
-    b0 = rng.random(n)
-    L, b, x = pa.asarray(L0), pa.asarray(b0), pa.zeros(n)
-    want = np.zeros(n)
-    for i in range(n):
-        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
-        want[i] = (b0[i] - L0[i, :i] @ want[:i]) / L0[i, i]
-    # about 30 nodes a write: those since the last 1024 only
-    assert _size(x) < 40 * (n - reevaluation.MAX_ELEMENT_WRITES) < 30 * n
-    np.testing.assert_allclose(np.asarray(x), want, rtol=1e-12)
