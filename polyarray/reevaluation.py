@@ -40,6 +40,7 @@ from .program import compile as compile_, get_default_target
 _LOG = logging.getLogger("polyarray")
 _COMPUTED = weakref.WeakSet()     # computing nodes of programs run for values asked for
 _LOOP_LINES = set()               # user lines where a value reached work computed before
+_FACTS = weakref.WeakKeyDictionary()    # node -> (reads a placeholder, reaches computed work)
 _PRUNE_AT = [4096]
 
 
@@ -178,12 +179,34 @@ def _rebindable_roots(computing):
     live[:] = alive
     if not roots:
         return []
-    reads_placeholder, reaches_computed = {}, {}
-    for n in N.topological_order([r._node for r in roots]):
+    facts = _facts([r._node for r in roots], computing)
+    return [r for r in roots if facts[id(r._node)] == (False, True)]
+
+
+def _facts(nodes, computing):
+    """id(node) -> (reads a placeholder, reaches work computed before or in
+    ``computing``) for ``nodes`` and below, walked iteratively.  Answers are
+    kept per node (``_FACTS``), and a walk stops at a node it knows: a DAG
+    that grows by a write per iteration is walked once, not once per value
+    asked for.  A kept "does not reach" can go stale when work below is
+    computed later; that only leaves an array unrebound (its values are the
+    same either way)."""
+    out, stack = {}, [(n, False) for n in nodes]
+    while stack:
+        n, children_done = stack.pop()
+        if id(n) in out:
+            continue
+        known = _FACTS.get(n)
+        if known is not None and (known[1] or id(n) not in computing):
+            out[id(n)] = known
+            continue
         kids = n.children()
-        reads_placeholder[id(n)] = isinstance(n, N.Placeholder) or any(
-            reads_placeholder[id(c)] for c in kids)
-        reaches_computed[id(n)] = id(n) in computing or (_computes(n) and n in _COMPUTED) or any(
-            reaches_computed[id(c)] for c in kids)
-    return [r for r in roots
-            if reaches_computed[id(r._node)] and not reads_placeholder[id(r._node)]]
+        if not children_done:
+            stack.append((n, True))
+            stack.extend((c, False) for c in kids if id(c) not in out)
+            continue
+        fact = (isinstance(n, N.Placeholder) or any(out[id(c)][0] for c in kids),
+                id(n) in computing or (_computes(n) and n in _COMPUTED)
+                or any(out[id(c)][1] for c in kids))
+        out[id(n)] = _FACTS[n] = fact
+    return out
