@@ -76,7 +76,7 @@ def test_random_dag_is_reproducible():
         assert bindings.keys() == a.bindings.keys()
 
 
-def test_random_dag_covers_issue_13():
+def test_random_dag_covers_every_feature_the_fuzzer_must():
     """Over 300 seeds the generator draws every feature the fuzzer must cover."""
     seen = set()
     index_dtypes, dtypes, names = set(), set(), set()
