@@ -24,8 +24,24 @@ from .ops.reductions import NoValue
 
 # the arrays made or written while a pa.jit call with graph breaks traces
 # (a list of weak references per session, with ``element_write()``, which
-# counts writes of single elements; polyarray.tracing)
+# counts writes of single elements; polyarray.tracing), above the arrays made
+# outside every session (the bottom entry: polyarray.reevaluation)
 TRACKED = []
+
+
+def live_arrays(refs) -> list:
+    """The distinct arrays still alive in ``refs`` (weak references to the
+    arrays made or written, in that order); ``refs`` keeps only those."""
+    alive, arrays, seen = [], [], set()
+    for ref in refs:
+        a = ref()
+        if a is None or id(a) in seen:
+            continue
+        seen.add(id(a))
+        alive.append(ref)
+        arrays.append(a)
+    refs[:] = alive
+    return arrays
 
 
 def node_of(x):

@@ -30,7 +30,7 @@ import weakref
 
 import numpy as np
 
-from .array import TRACKED, Array
+from .array import TRACKED, Array, live_arrays
 from .codegen import TooManyKernels, kernel_budget, program_key
 from .codegen.ir import nodes as N
 from .ops import eager
@@ -41,7 +41,6 @@ _LOG = logging.getLogger("polyarray")
 _COMPUTED = weakref.WeakSet()     # computing nodes of programs run for values asked for
 _LOOP_LINES = set()               # user lines where a value reached work computed before
 _FACTS = weakref.WeakKeyDictionary()    # node -> (reads a placeholder, reaches computed work)
-_PRUNE_AT = [4096]
 
 
 class _Live(list):
@@ -49,13 +48,14 @@ class _Live(list):
     arrays made, weakly (so a loop's arrays can be found when a value is
     asked for).  Pruned of dead references as it grows."""
 
+    prune_at = 4096
+    element_writes = 0      # since the last value asked for
+
     def append(self, ref):
         super().append(ref)
-        if len(self) >= _PRUNE_AT[0]:
+        if len(self) >= self.prune_at:
             self[:] = [r for r in self if r() is not None]
-            _PRUNE_AT[0] = max(4096, 2 * len(self))
-
-    element_writes = 0      # since the last value asked for
+            self.prune_at = max(4096, 2 * len(self))
 
     def element_write(self):
         self.element_writes += 1
@@ -74,15 +74,13 @@ def outside_sessions() -> bool:
     return len(TRACKED) == 1 and isinstance(TRACKED[0], _Live)
 
 
-def value(node, compute=None):
-    """``node``'s value, computed by ``compute(nodes) -> values`` (default:
-    one program on the default target); live arrays whose DAG would be
-    computed again next time are computed by the same program and rebound
-    to their values (module docstring)."""
-    compute = compute or _compute
+def value(node):
+    """``node``'s value, computed by one program on the default target; live
+    arrays whose DAG would be computed again next time are computed by the
+    same program and rebound to their values (module docstring)."""
     order = N.topological_order([node])
     again = any(n in _COMPUTED for n in order if _computes(n))
-    roots = []
+    roots, line = [], None
     if outside_sessions():
         line = eager.user_line()
         if again:
@@ -92,7 +90,7 @@ def value(node, compute=None):
             # keeps the live arrays that reach what this program computes
             roots = _rebindable_roots({id(n) for n in order if _computes(n)})
     outputs = [node] + [r._node for r in roots if r._node is not node]
-    values = compute(outputs)
+    values = _compute(outputs, line)
     by_node = dict(zip(map(id, outputs), values))
     _remember(N.topological_order(outputs) if roots else order)
     for r in roots:
@@ -116,14 +114,14 @@ _NEW_AT_LINE = {}
 _WARNED = set()
 
 
-def _compute(nodes):
+def _compute(nodes, line):
+    """The values of ``nodes``; ``line``: the user's, None inside a session."""
     target = get_default_target()
     outputs = [Array(n) for n in nodes]
-    live = TRACKED[0] if outside_sessions() else None
-    if target == "numpy" or live is None or not any(map(_computes, nodes)):
+    if target == "numpy" or line is None or not any(map(_computes, nodes)):
         return compile_(outputs, target=target)()      # (reading data computes nothing)
+    live = TRACKED[0]
     writes, live.element_writes = live.element_writes, 0
-    line = eager.user_line()
     key = program_key(nodes)
     new = key not in _SEEN_PROGRAMS
     if new:
@@ -166,17 +164,7 @@ def _rebindable_roots(computing):
     """Live arrays (roots, not views or shared variables) whose DAG reaches
     work computed before or in ``computing`` (node ids), and reads no
     placeholder."""
-    live = TRACKED[0]
-    alive, roots, seen = [], [], set()
-    for ref in live:
-        a = ref()
-        if a is None or id(a) in seen:
-            continue
-        seen.add(id(a))
-        alive.append(ref)
-        if type(a) is Array and _computes(a._node):
-            roots.append(a)
-    live[:] = alive
+    roots = [a for a in live_arrays(TRACKED[0]) if type(a) is Array and _computes(a._node)]
     if not roots:
         return []
     facts = _facts([r._node for r in roots], computing)

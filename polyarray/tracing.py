@@ -30,7 +30,7 @@ import weakref
 
 import numpy as np
 
-from .array import TRACKED, Array
+from .array import TRACKED, Array, live_arrays
 from .codegen.ir import nodes as N
 from .ops import eager
 from .ops.creation import placeholder
@@ -213,16 +213,8 @@ class Session:
     def _live_roots(self):
         """The arrays made or written in this session that are alive, in the
         order they were made (each once), and their nodes."""
-        alive, roots, seen = [], [], set()
-        for ref in self.tracked:
-            a = ref()
-            if a is None or id(a) in seen:
-                continue
-            seen.add(id(a))
-            alive.append(ref)
-            if type(a) is Array or not hasattr(a, "_root"):    # roots only
-                roots.append(a)
-        self.tracked[:] = alive
+        roots = [a for a in live_arrays(self.tracked)
+                 if type(a) is Array or not hasattr(a, "_root")]     # roots only
         return roots, [r._node for r in roots]
 
 
