@@ -174,13 +174,18 @@ def st_mask(g):
     return Stmt("mask", [f"{t} = {n}[{m} {cmp} {c!r}]"], {"mask read"})
 
 
-def st_fori(g):
-    """``pa.fori_loop(lo, hi, body, init)``: the body compiled once."""
+def _numeric_array(g):
+    """A non-empty float or integer array in scope (a loop's carry), or None."""
     arrs = [n for n, v in g.env.items() if isinstance(v, np.ndarray) and v.dtype.kind in "fi"
             and v.size]
-    if not arrs:
+    return g.choice(arrs) if arrs else None
+
+
+def st_fori(g):
+    """``pa.fori_loop(lo, hi, body, init)``: the body compiled once."""
+    n = _numeric_array(g)
+    if n is None:
         return None
-    n = g.choice(arrs)
     v = g.env[n]
     saved = dict(g.env)
     g.env["v"] = v.copy()
@@ -200,11 +205,9 @@ def st_fori(g):
 
 def st_while_loop(g):
     """``pa.while_loop(cond, body, init)`` with a condition that ends."""
-    arrs = [n for n, v in g.env.items() if isinstance(v, np.ndarray) and v.dtype.kind in "fi"
-            and v.size]
-    if not arrs:
+    n = _numeric_array(g)
+    if n is None:
         return None
-    n = g.choice(arrs)
     v = g.env[n]
     c = float(v.sum()) + v.size * int(g.ints(1, 4)) - 0.5
     t = g.new_local("t")
