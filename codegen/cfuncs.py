@@ -394,6 +394,8 @@ def lower_call(name, args, functions):
         return (as_bool(p.LogicalAnd(tuple(ex)), out) if out == BOOL
                 else _arith("multiply", p.Product(tuple(ex)), out, ex, functions)), out
     if name == "subtract":
+        if isinstance(ex[1], np.floating):      # exact in IEEE, and no ``(-1)*2.0``
+            return p.Sum((ex[0], -ex[1])), out  # that equals an index's ``(-1)*2``
         return _arith("subtract", p.Sum((ex[0], p.Product((-1, ex[1])))), out, ex,
                       functions), out
     if name == "divide":

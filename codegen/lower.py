@@ -514,26 +514,54 @@ class _ExprLowerer(ExprMapper):
                                 self.kb.plan.checks, self.kb.functions), args[0][1]
         return lower_call(name, args, self.kb.functions)
 
+    # Index arithmetic on constants alone is folded here.  Besides shorter
+    # source, it keeps loopy's mappers right: they memoize results keyed by
+    # the expression, and ``(-1)*2`` equals ``(-1)*2.0`` (hash and ``==``), so
+    # an index subexpression could come back as the float one of a value
+    # elsewhere in the kernel (fuzzer seed 24621316).
     def map_sum(self, e):
-        return p.Sum(tuple(self.rec(ch)[0] for ch in e.children)), np.dtype(np.int64)
+        ch = tuple(self.rec(c)[0] for c in e.children)
+        if all(map(_int_constant, ch)):
+            return sum(int(c) for c in ch), np.dtype(np.int64)
+        return p.Sum(ch), np.dtype(np.int64)
 
     def map_product(self, e):
-        return p.Product(tuple(self.rec(ch)[0] for ch in e.children)), np.dtype(np.int64)
+        ch = tuple(self.rec(c)[0] for c in e.children)
+        if all(map(_int_constant, ch)):
+            return math.prod(int(c) for c in ch), np.dtype(np.int64)
+        return p.Product(ch), np.dtype(np.int64)
 
     def map_floor_div(self, e):
-        return p.FloorDiv(self.rec(e.numerator)[0], self.rec(e.denominator)[0]), \
-            np.dtype(np.int64)
+        a, b = self.rec(e.numerator)[0], self.rec(e.denominator)[0]
+        if _int_constant(a) and _int_constant(b) and b > 0:
+            return int(a) // int(b), np.dtype(np.int64)
+        return p.FloorDiv(a, b), np.dtype(np.int64)
 
     def map_remainder(self, e):
-        return p.Remainder(self.rec(e.numerator)[0], self.rec(e.denominator)[0]), \
-            np.dtype(np.int64)
+        a, b = self.rec(e.numerator)[0], self.rec(e.denominator)[0]
+        if _int_constant(a) and _int_constant(b) and a >= 0 and b > 0:
+            return int(a) % int(b), np.dtype(np.int64)
+        return p.Remainder(a, b), np.dtype(np.int64)
 
     def map_comparison(self, e):
         return p.Comparison(self.rec(e.left)[0], e.operator, self.rec(e.right)[0]), BOOL
 
     def map_if(self, e):
+        cond = self.rec(e.condition)[0]
+        if isinstance(cond, p.Comparison) and _int_constant(cond.left) \
+                and _int_constant(cond.right):
+            return self.rec(e.then if _COMPARE[cond.operator](int(cond.left), int(cond.right))
+                            else e.else_)
         then, dt = self.rec(e.then)
-        return p.If(self.rec(e.condition)[0], then, self.rec(e.else_)[0]), dt
+        return p.If(cond, then, self.rec(e.else_)[0]), dt
+
+
+def _int_constant(x):
+    return type(x) is int or (isinstance(x, np.integer) and not isinstance(x, np.bool_))
+
+
+_COMPARE = {"<": int.__lt__, "<=": int.__le__, ">": int.__gt__, ">=": int.__ge__,
+            "==": int.__eq__, "!=": int.__ne__}
 
 
 def pow2_floor(n):

@@ -536,3 +536,29 @@ def test_divisions_in_unrolled_subscripts_stay_floor_divisions(layout):
     want.append(big.T + 1)
     for got, w in zip(run(layout, outs, y=big, **binds), want):
         assert_same(got, w)
+
+
+def test_constant_indices_never_take_a_float_constant_of_the_kernel(layout):
+    """Fuzzer seed 24621316 (opencl): a flipped view's write read back at a
+    constant position put ``(-1)*2`` in an index beside ``x + (-1)*2.0`` in a
+    value; loopy's mappers memoize by expression, those two are equal in
+    Python, and the index came back as ``2 + (-1)*2.0`` (the kernel did not
+    build).  Also with an integer subtrahend and an integer array, where a
+    float in place of an int would compute silently in the wrong type."""
+    name, kind = layout
+    opts = {"device_kind": kind} if kind else {}
+
+    def kernel(v, w):
+        v[::-1][:] -= 2.0
+        v[1:-1] = 0.5 * (v[:-2] + v[2:])
+        w[::-1][:] -= 2
+        w[1:-1] = w[:-2] * 3 + w[2:]
+        return v[2:] * 1.0, w[-1:] + 0
+
+    base = np.array([-1.75, 0.0, -0.5]), np.array([5, -3, 7])
+    want_args = [a.copy() for a in base]
+    want = kernel(*want_args)
+    got_args = [a.copy() for a in base]
+    got = pa.jit(kernel, target=name, **opts)(*got_args)
+    for g, w in zip(list(got) + got_args, list(want) + want_args):
+        assert_same(g, w)
