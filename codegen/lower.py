@@ -502,7 +502,13 @@ class _ExprLowerer(ExprMapper):
 
     def map_call(self, c):
         name = c.function.name
-        args = [self.rec(a) for a in c.parameters]
+        if name == "where":     # a condition known here lowers one branch alone: a
+            cond = self.rec(c.parameters[0])    # chain of writes read at a constant
+            if _int_constant(cond[0]):          # row has every other row's write dead
+                return self.rec(c.parameters[1] if cond[0] else c.parameters[2])
+            args = [cond] + [self.rec(a) for a in c.parameters[1:]]
+        else:
+            args = [self.rec(a) for a in c.parameters]
         if name == "checked_index":         # (raw index, axis size, axis)
             (raw, dt), (n, _), (axis, _) = args
             return checked_call("index", dt, (raw, np.int64(n)), ("index", int(axis), int(n)),
@@ -544,14 +550,15 @@ class _ExprLowerer(ExprMapper):
         return p.Remainder(a, b), np.dtype(np.int64)
 
     def map_comparison(self, e):
-        return p.Comparison(self.rec(e.left)[0], e.operator, self.rec(e.right)[0]), BOOL
+        left, right = self.rec(e.left)[0], self.rec(e.right)[0]
+        if _int_constant(left) and _int_constant(right):
+            return U8.type(_COMPARE[e.operator](int(left), int(right))), BOOL
+        return p.Comparison(left, e.operator, right), BOOL
 
     def map_if(self, e):
         cond = self.rec(e.condition)[0]
-        if isinstance(cond, p.Comparison) and _int_constant(cond.left) \
-                and _int_constant(cond.right):
-            return self.rec(e.then if _COMPARE[cond.operator](int(cond.left), int(cond.right))
-                            else e.else_)
+        if _int_constant(cond):
+            return self.rec(e.then if cond else e.else_)
         then, dt = self.rec(e.then)
         return p.If(cond, then, self.rec(e.else_)[0]), dt
 

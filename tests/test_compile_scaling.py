@@ -71,6 +71,7 @@ import numpy as np  # noqa: E402
 
 import polyarray as pa  # noqa: E402
 from polyarray import targets  # noqa: E402
+from helpers import assert_same  # noqa: E402
 from test_lowering import jacobi_1d, jacobi_2d  # noqa: E402
 
 
@@ -248,3 +249,34 @@ def test_10000_deep_chains_compile(case):
     if case in ("scalars", "flips") and ok:
         for g, w in zip(pa.compile(outs, target="opencl")(**binds), want):
             assert pa.testing.allclose(g, w)
+
+
+def test_writes_read_at_a_constant_row_lower_no_dead_selects():
+    """A loop writing row ``i``'s first ``i+1`` columns, read back at each
+    row: every other row's write is a select whose condition is known when
+    the row is a constant.  Lowering picks the branch (and folds constant
+    index arithmetic), so the source holds no comparison of two constants,
+    and it is a fraction of what the dead branches made (46.6 KB before)."""
+    import re
+    ok, reason = targets.availability("opencl")
+    if not ok:
+        pytest.skip(f"opencl: {reason}")
+
+    def f(C, A):
+        for i in range(12):
+            C[i, :i + 1] *= 2.0
+            for k in range(3):
+                C[i, :i + 1] += A[:i + 1, k] * A[i, k]
+
+    rng = np.random.default_rng(3)
+    c, a = rng.standard_normal((12, 12)), rng.standard_normal((12, 3))
+    want = c.copy()
+    f(want, a)
+    jitted = pa.jit(f, target="opencl")
+    got = c.copy()
+    jitted(got, a)
+    assert_same(got, want)
+    (trace,) = jitted.programs.values()
+    source = trace.program.source
+    assert not re.search(r"\(\d+ (==|!=|<=|>=|<|>) \d+", source), source
+    assert len(source) < 15000, len(source)
