@@ -130,6 +130,28 @@ def test_reads_of_updated_regions_are_the_values_written():
     assert y[0:2].node is (x + 0)[0:2].node    # disjoint from both updates
 
 
+def test_rewriting_a_region_replaces_the_last_write_of_it(target):
+    """``C[i, :i+1] += v`` in a loop over ``k``: each write covers the last
+    one's region whole, so it selects over the array before them: one select
+    per region, however many writes (what reads C, and its kernel, stay
+    the size of one write)."""
+    data = np.arange(16.0).reshape(4, 4)
+    c = pa.asarray(data)
+    before = c.node
+    for k in range(5):
+        c[1, :2] += float(k)
+    c[1, :2] *= 2.0
+    assert dict(c.node.bindings)["_in0"] is before
+    c[::2, 1:] = -1.0                   # another region: the last write kept below
+    assert dict(c.node.bindings)["_in0"] is not before
+    want = data.copy()
+    for k in range(5):
+        want[1, :2] += float(k)
+    want[1, :2] *= 2.0
+    want[::2, 1:] = -1.0
+    assert_same(pa.compile(c, target=target)(), want)
+
+
 def test_casting_follows_numpy(target):
     ints = pa.zeros(4, np.int32)
     ints[0] = 1.7                              # Python float: truncated

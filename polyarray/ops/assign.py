@@ -272,6 +272,12 @@ def _constant_read(node, key):
 
 
 def _set_region(node, sig, v, key):
+    prev = _RECORDS.get(node)
+    if isinstance(prev, _Region) and prev.sig == sig:
+        # the last write covered this very region: it is overwritten whole, so
+        # its base is this one's (``C[i, :i+1] += ...`` in a loop over ``k``
+        # leaves one select per region, not one per write, in what reads C)
+        node = prev.base
     conds, vidx, d = [], [], 0
     for kind, val in sig:
         if kind == "none":
