@@ -351,6 +351,9 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
         log.info("polyarray: generating code for %d kernels: %s", count,
                  ", ".join(kp.name for _, plans, _, _ in fresh.values() for kp in plans
                            if kp.tu is not None))
+    todo = [kp for gi, first, _ in launches if first is None and gi not in kept
+            for kp in fresh[gi][1] if kp.tu is not None]
+    code_of = {k.name: k for k in reuse.generate_all(todo)}
     generated, built = [], {}       # the generated kernels in order; name -> KernelInfo
     for gi, first, _ in launches:
         if first is not None:
@@ -359,7 +362,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
             group = list(kept[gi].kernels)
         else:
             ckey, plans, checks, extra = fresh[gi]
-            group = [reuse.generate(kp) for kp in plans if kp.tu is not None]
+            group = [code_of[kp.name] for kp in plans if kp.tu is not None]
             for kp in plans:
                 if kp.tu is None:
                     built[kp.name] = raw.kernel_info(kp, KernelInfo)

@@ -92,8 +92,8 @@ class Progress:
             from tqdm.auto import tqdm
         except ImportError:
             return
-        self.bar = tqdm(total=total, desc=desc, unit="kernel", leave=False,
-                        delay=SLOW_COMPILE_S)
+        self.bar = _quiet_class(tqdm)(total=total, desc=desc, unit="kernel", leave=False,
+                                      delay=SLOW_COMPILE_S)
 
     def step(self, what=""):
         if self.bar is not None:
@@ -103,3 +103,9 @@ class Progress:
     def close(self):
         if self.bar is not None:
             self.bar.close()
+
+
+def _quiet_class(tqdm):
+    """``tqdm`` without its monitor thread: code generation forks only a
+    process of one thread (``concurrent_codegen``)."""
+    return type("CompileBar", (tqdm,), {"monitor_interval": 0})

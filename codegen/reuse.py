@@ -195,10 +195,7 @@ def generate(kp) -> Generated:
     """Device code of one assembled kernel (``assemble.KernelPlan``):
     loopy's preprocessing, the form's adjustment after it, code generation."""
     import loopy as lp
-    from loopy.preprocess import preprocess_program
-    tu = preprocess_program(kp.tu)
-    if kp.preprocessed is not None:         # e.g. a predicated store after the accumulation
-        tu = tu.with_kernel(kp.preprocessed(tu[kp.name]))
+    tu = _preprocessed(kp)
     result = lp.generate_code_v2(tu)
     knl = tu[kp.name]
     gsize, lsize = knl.get_grid_size_upper_bounds_as_exprs(tu.callables_table)
@@ -212,6 +209,28 @@ def generate(kp) -> Generated:
                      (knl, tu.callables_table))
 
 
+def _preprocessed(kp):
+    from loopy.preprocess import preprocess_program
+    tu = preprocess_program(kp.tu)
+    if kp.preprocessed is not None:         # e.g. a predicated store after the accumulation
+        tu = tu.with_kernel(kp.preprocessed(tu[kp.name]))
+    return tu
+
+
+def loopy_objects(kp):
+    """``(loopy kernel, callables table)`` of ``kp`` as ``generate`` keeps
+    them (for a kernel generated in another process)."""
+    tu = _preprocessed(kp)
+    return tu[kp.name], tu.callables_table
+
+
+def generate_all(kps) -> list:
+    """``generate`` of each of ``kps``, at once in forked processes where
+    there are enough (``concurrent_codegen``)."""
+    from .concurrent_codegen import generate_all as run
+    return run(kps, generate, loopy_objects)
+
+
 def device_code(kernels) -> str:
     """The device source of generated kernels, as loopy writes a merged
     program's: the preambles once each (in loopy's order), then the kernels."""
@@ -221,4 +240,5 @@ def device_code(kernels) -> str:
 
 
 __all__ = ["Generated", "GroupCode", "code_key", "context", "device_code", "forget",
-           "generate", "group_key", "instance", "lookup", "remember"]
+           "generate", "generate_all", "group_key", "instance", "loopy_objects", "lookup",
+           "remember"]
