@@ -13,7 +13,9 @@ Fork, not spawn: a child starts with the assembled loopy kernels already in
 its memory (nothing is pickled on the way in, no interpreter starts), and
 runs nothing but loopy.  Only from a process with one Python thread (a
 child has only the thread that forked it: a lock another thread held would
-stay held there), on a system that has ``os.fork``.  A child that fails
+stay held there), on a system that has ``os.fork``.  Native threads of a
+device driver (CUDA's, PoCL's) may run beside it; Python 3.12 warns of them
+at a fork, and the warning is silenced: the child never calls the driver.  A child that fails
 sends nothing, and its kernels are generated here, where the error, if any,
 is raised as before.  The text is the same as one process makes
 (``tests/test_compile_scaling.py`` compares them).
@@ -24,6 +26,7 @@ import dataclasses
 import os
 import pickle
 import threading
+import warnings
 
 # fewer kernels than this are generated in this process (a fork costs
 # milliseconds, a small kernel's generation not much more)
@@ -58,7 +61,9 @@ def generate_all(kps, generate, preprocessed):
     for w in range(workers):
         share = list(range(w, len(kps), workers))
         r, wfd = os.pipe()
-        pid = os.fork()
+        with warnings.catch_warnings():     # Python 3.12 warns of the driver's native
+            warnings.simplefilter("ignore", DeprecationWarning)     # threads (CUDA's, PoCL's)
+            pid = os.fork()
         if pid == 0:                        # the child: generate, send, leave
             os.close(r)
             data = b""
