@@ -40,6 +40,14 @@ class Materialized(set):
         super().__init__(ids)
         self.stored = {}
         self.position = position or {}
+        self.deps = None        # id(node) -> materialized_deps, once the set is final
+
+    def freeze(self):
+        """The set is final (``materialize`` has decided): what each node
+        reads is computed once for the passes after it (grouping, row and
+        epilogue fusion and assembly each ask for every node's; a program of
+        2500 kernels spent a third of its plan walking them again)."""
+        self.deps = {}
 
 
 @dataclass
@@ -64,6 +72,16 @@ def materialized_deps(node, mat):
     """Materialized (or input) nodes read by ``node``'s inlined expression;
     a value stored by a materialized node before ``node`` (``Materialized``)
     is read from there."""
+    known = getattr(mat, "deps", None)
+    if known is not None:
+        deps = known.get(id(node))
+        if deps is None:
+            deps = known[id(node)] = _materialized_deps(node, mat)
+        return deps
+    return _materialized_deps(node, mat)
+
+
+def _materialized_deps(node, mat):
     stored = getattr(mat, "stored", None)
     at = mat.position.get(id(node)) if stored else None
     deps, stack, seen = [], list(node.children()), set()

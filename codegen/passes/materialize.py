@@ -91,6 +91,7 @@ def materialize(outputs, order):
         roots(n)
     _many_copies(order, mat, _inline_sizes(order, mat))
     _bounded_reduction_bodies(order, mat)
+    mat.freeze()
     return mat, transposed
 
 
