@@ -242,3 +242,43 @@ def st_error(g):
     forms += [f"s_ = {n}[{', '.join('0' for _ in v.shape)}]\n{'s_[()]'} = 1"]
     text = g.choice(forms)
     return Stmt("error", text.split("\n"), {"error"})
+
+
+def st_loop_sum(g):
+    """A sum written as a Python loop of 8 to 19 steps, which the device
+    targets roll back into a reduction: ``s = s + a[i] * 2``,
+    ``s -= a[L - 1 - i]``, two kinds of term alternating, a window
+    ``a[i:i + w]``, an index that is not affine (``a[i * i % L]``); the sum
+    then added to an array in scope."""
+    arrs = [n for n, v in g.env.items() if isinstance(v, np.ndarray) and v.ndim >= 1
+            and v.shape[0] >= 2 and v.dtype.kind in "fi"]
+    if not arrs:
+        return None
+    a = g.choice(arrs)
+    v = g.env[a]
+    L = v.shape[0]
+    steps = int(g.ints(8, 20))
+    affine = L >= steps
+    forms = ([f"{a}[i]", f"{a}[{L - 1} - i]", f"{a}[i, ...]"] if affine else []) + \
+        [f"{a}[i % {L}]", f"{a}[i * i % {L}]"]
+    if v.size >= steps:       # the fuzzer's arrays are small: their elements in turn
+        forms += [f"{a}.ravel()[i]", f"{a}.ravel()[{v.size - 1} - i]"] * 2
+    if v.size >= 2 * steps:
+        forms.append(f"{a}.ravel()[2 * i + 1]")
+    if L >= steps + 1:
+        forms.append(f"{a}[i:i + {L - steps + 1}].sum(axis=0)")
+    kinds = [g.choice(forms) for _ in range(1 if g.coin(0.6) else 2)]
+    scale = [g.choice(["", " * 2", " * 0.5", " * -1"]) for _ in kinds]
+    ops = [g.choice(["+", "-"]) for _ in kinds]
+    s = g.new_local("s")
+    start = g.choice(["0", "0.0", f"np.zeros_like({a}[0])", f"{a}[0] * 0"])
+    inplace = start.startswith("np.zeros") and g.coin(0.5)
+    body = [f"    {s} {op}= {k}{c}" if inplace else f"    {s} = {s} {op} {k}{c}"
+            for k, c, op in zip(kinds, scale, ops)]
+    lines = [f"{s} = {start}", f"for i in range({steps}):"] + body
+    dests = [m for m, w in g.env.items() if isinstance(w, np.ndarray) and w.flags.writeable
+             and w.dtype.kind == "f" and w.ndim >= v.ndim - 1
+             and w.shape[w.ndim - (v.ndim - 1):] == v.shape[1:]]
+    if dests:
+        lines.append(f"{g.choice(dests)}[...] += {s}")
+    return Stmt("loop", lines, {"loop sum"})
