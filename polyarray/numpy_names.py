@@ -87,14 +87,15 @@ class Namespace(types.ModuleType):
         ``np.clip(x, 0, 1, out=x)`` works inside ``pa.jit`` as outside."""
         if not isinstance(fn, types.FunctionType) or getattr(fn, "writes_out", False):
             return fn               # pa.ufunc objects and reductions take out= themselves
-        known = self._with_out.get(name)
-        if known is not None and known.__wrapped__ is fn:
-            return known
+        known = self._with_out.get(name)      # (fn, what is returned for it): a
+        if known is not None and known[0] is fn:  # traced loop asks on every step
+            return known[1]
         try:
             takes = "out" in inspect.signature(fn).parameters
         except (TypeError, ValueError):
             takes = False
         if not takes:
+            self._with_out[name] = (fn, fn)
             return fn
 
         @functools.wraps(fn)
@@ -102,7 +103,7 @@ class Namespace(types.ModuleType):
             if kwargs.get("out") is None:
                 return fn(*args, **kwargs)
             return sys.modules["polyarray.protocols"].call_with_out(fn, name, args, kwargs)
-        self._with_out[name] = with_out
+        self._with_out[name] = (fn, with_out)
         return with_out
 
 

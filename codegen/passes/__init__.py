@@ -31,7 +31,8 @@ def make_plan(outputs, device=None, fusable=None) -> Plan:
         from ..policy import stores_through_epilogue
         fusable = lambda e, mat, transposed: stores_through_epilogue(e, device)  # noqa: E731
     if fusable is not None:
-        groups = fuse_epilogues(groups, mat, outputs, lambda e: fusable(e, mat, transposed))
+        groups = fuse_epilogues(groups, mat, outputs, lambda e: fusable(e, mat, transposed),
+                                order)
     group_of = {id(u.node): gi for gi, g in enumerate(groups) for u in g.units}
     return Plan(order, mat, groups, list(outputs), transposed=transposed, group_of=group_of)
 

@@ -21,7 +21,7 @@ from .data import is_input, materialized_deps
 from .group import _reads_identity
 
 
-def fuse_epilogues(groups, mat, outputs, fusable):
+def fuse_epilogues(groups, mat, outputs, fusable, order):
     """``groups`` with epilogue units moved into their einsum's group;
     ``fusable(einsum node)`` asks the policy."""
     group_of, readers = {}, {}
@@ -31,6 +31,7 @@ def fuse_epilogues(groups, mat, outputs, fusable):
             for d in materialized_deps(u.node, mat):
                 readers.setdefault(id(d), []).append(u)
     out_ids = {id(o) for o in outputs}
+    position = {id(n): k for k, n in enumerate(order)}
     moved = set()
     for gi, g in enumerate(groups):
         if g.kind not in ("einsum", "reduce") or len(g.units) != 1:
@@ -42,7 +43,7 @@ def fuse_epilogues(groups, mat, outputs, fusable):
         t = users[0]
         if (t.kind != "elementwise" or id(t.node) in moved or t.node.shape != e.shape
                 or not isinstance(t.node, N.IndexLambda)
-                or not _reads_identity(t.node, e, mat)
+                or not _reads_identity(t.node, e, mat, position)
                 or any(d is not e and not is_input(d) and group_of[id(d)] >= gi
                        for d in materialized_deps(t.node, mat))
                 or not fusable(e)):

@@ -36,6 +36,8 @@ def group(order, mat):
     groups = []
     group_of = {}
     raw_groups = {}     # a raw kernel launch (RawKernelOutput.call) -> its group
+    last_elementwise = {}   # size -> the most recent elementwise group of that size
+    position = {id(n): k for k, n in enumerate(order)}
     unit_of = _UnitOf()
     for n in order:
         if id(n) not in mat:
@@ -50,18 +52,17 @@ def group(order, mat):
                 target = raw_groups[n.call] = len(groups) - 1
         elif unit.kind == "elementwise":
             # try the most recent elementwise group of the same size
-            for gi in range(len(groups) - 1, -1, -1):
-                g = groups[gi]
-                if g.kind != "elementwise" or g.size != unit.size:
-                    continue
-                if all(group_of.get(id(d), -1) < gi or
-                       (group_of.get(id(d)) == gi and d.shape == n.shape
-                        and _reads_identity(n, d, mat)) for d in deps):
-                    target = gi
-                break
+            gi = last_elementwise.get(unit.size)
+            if gi is not None and all(
+                    group_of.get(id(d), -1) < gi or
+                    (group_of.get(id(d)) == gi and d.shape == n.shape
+                     and _reads_identity(n, d, mat, position)) for d in deps):
+                target = gi
         if target is None:
             groups.append(Group([], unit.kind, unit.size))
             target = len(groups) - 1
+            if unit.kind == "elementwise":
+                last_elementwise[unit.size] = target
         groups[target].units.append(unit)
         group_of[id(n)] = target
     return groups
@@ -73,41 +74,47 @@ def launch_size(n):
     return math.prod(n.grid) * math.prod(n.block)
 
 
-def _reads_identity(node, dep, mat):
+def _reads_identity(node, dep, mat, position):
     """True if every path from ``node`` to ``dep`` is an identity-indexed
-    elementwise read (so ``dep``'s value at the same index can be reused)."""
+    elementwise read (so ``dep``'s value at the same index can be reused).
+    ``position``: id -> place in the topological order (a node before
+    ``dep`` cannot lead to it).  O(nodes inlined into ``node`` after
+    ``dep``)."""
     from polyarray.codegen.ir.expr import index_vars, read
-    stack = [node]
-    seen = set()
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
+    on_path = _reaching(node, dep, mat, position)        # id -> node
+    for n in [node] + [m for m in on_path.values() if m is not node]:
         if not isinstance(n, N.IndexLambda):
             return False
         ident = read("", index_vars(n.ndim))
         for name, child in n.bindings:
-            if child is dep or (id(child) not in mat and not is_input(child)
-                                and _reaches(child, dep, mat)):
+            if child is dep or id(child) in on_path:
                 if child.shape != n.shape or not _only_identity_reads(n, name, ident):
                     return False
-                if child is not dep:
-                    stack.append(child)
     return True
 
 
-def _reaches(node, dep, mat):
-    stack, seen = [node], set()
+def _reaching(node, dep, mat, position):
+    """The nodes inlined into ``node`` (``node`` too) from which a path of
+    inlined nodes leads to ``dep``: one walk, each node once, of the nodes
+    after ``dep`` in the topological order."""
+    reaches, stack = {}, [(node, False)]
+    after = position[id(dep)]
+
+    def inlined(c):
+        return id(c) not in mat and not is_input(c) and position[id(c)] > after
     while stack:
-        n = stack.pop()
-        if n is dep:
-            return True
-        if id(n) in seen or (id(n) in mat and n is not node) or is_input(n):
+        n, done = stack.pop()
+        if done:
+            reaches[id(n)] = (n, any(c is dep or (inlined(c) and reaches[id(c)][1])
+                                     for c in n.children()))
             continue
-        seen.add(id(n))
-        stack.extend(n.children())
-    return False
+        if id(n) in reaches:
+            continue
+        reaches[id(n)] = (n, False)          # a DAG: never read before it is done
+        stack.append((n, True))
+        stack.extend((c, False) for c in n.children()
+                     if c is not dep and id(c) not in reaches and inlined(c))
+    return {k: n for k, (n, ok) in reaches.items() if ok}
 
 
 def _only_identity_reads(n, name, ident):
