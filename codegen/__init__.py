@@ -44,10 +44,9 @@ class TooManyKernels(Exception):
 
 @contextmanager
 def kernel_budget(limit):
-    """Lowerings inside may generate at most ``limit`` new kernels (kernels
-    that are the same code on other buffers, or whose code an earlier
-    program generated, count once and not at all); more raises
-    ``TooManyKernels`` before any is generated."""
+    """Lowerings inside may generate at most ``limit`` distinct kernels
+    (kernels that are the same code on other buffers count once); more
+    raises ``TooManyKernels`` before any is generated."""
     token = _KERNEL_BUDGET.set(limit)
     try:
         yield
@@ -208,6 +207,29 @@ def collector_paused():
             gc.enable()
 
 
+def _group_keys(plan, buffers, budget) -> dict:
+    """Each group's ``reuse.group_key``, found before any kernel is generated;
+    ``TooManyKernels`` at once where more than ``budget`` are distinct (a
+    group an earlier program generated counts here too: the refusal comes
+    before generating the first kernel, not after the budget's worth)."""
+    from . import reuse
+    keys, distinct = {}, set()
+    for gi, g in enumerate(plan.groups):
+        if g.size == 0:
+            continue
+        if g.kind == "raw":
+            distinct.add(("raw", gi))
+        else:
+            plan.building = gi
+            keys[gi] = reuse.group_key(g, plan, buffers)
+            distinct.add(keys[gi][0])
+        if len(distinct) > budget:
+            plan.building = None
+            raise TooManyKernels(f"this program needs more than {budget} new kernels")
+    plan.building = None
+    return keys
+
+
 @without_loopy_caches
 def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=None,
                   max_grid=None) -> Lowered:
@@ -288,6 +310,8 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     fresh, kept = {}, {}            # group -> (code key, plans, checks, buffers) / GroupCode
     rep = {}                        # group -> its kernels, as its instances launch them
     budget = _KERNEL_BUDGET.get()
+    keys = _group_keys(plan, buffers, budget) if ctx is not None and budget is not None \
+        else {}
     for gi, g in enumerate(plan.groups):
         if g.size == 0:
             continue
@@ -295,7 +319,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
         plan.building = gi      # values stored by earlier groups are read there
         key = None
         if ctx is not None and g.kind != "raw":
-            key, slots = reuse.group_key(g, plan, buffers)
+            key, slots = keys.get(gi) or reuse.group_key(g, plan, buffers)
             if key in first_of:
                 launches.append((gi, first_of[key], slots))
                 continue
