@@ -207,6 +207,32 @@ def collector_paused():
             gc.enable()
 
 
+def _refuse_many_shapes(outputs, budget):
+    """``TooManyKernels`` before planning where the program holds more than
+    ``budget`` reductions and contractions of distinct shapes (each is a
+    kernel root, and kernels of other shapes are other code): durbin's
+    ``np.dot(r[:k], y[:k])`` for every ``k`` is refused at once instead of
+    after planning its thousands of kernels.  Small reductions that may be
+    inlined into others (``policy.INLINE_REDUCTION_MAX`` values) do not
+    count."""
+    from . import policy
+    from .passes.materialize import reduced_count
+    shapes = set()
+    for n in N.topological_order(outputs):
+        if isinstance(n, N.Reduce):
+            if reduced_count(n) > policy.INLINE_REDUCTION_MAX:
+                shapes.add(("reduce", n.op, n.array.shape, n.axes, n.dtype.str))
+        elif isinstance(n, N.Einsum):
+            shapes.add(("einsum", n.subscripts, tuple(o.shape for o in n.operands),
+                        n.dtype.str))
+        else:
+            continue
+        if len(shapes) > budget:
+            raise TooManyKernels(f"this program needs more than {budget} new kernels "
+                                 f"(more than {budget} reductions and products of distinct "
+                                 "shapes)")
+
+
 def _group_keys(plan, buffers, budget) -> dict:
     """Each group's ``reuse.group_key``, found before any kernel is generated;
     ``TooManyKernels`` at once where more than ``budget`` are distinct (a
@@ -260,6 +286,9 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     # the CUDA target alone can emit the FP64 tensor cores' mma (inline PTX)
     device = Device(cpu, max_work_group, fp64_mma=isinstance(target, lp.CudaTarget))
     from .assemble import epilogue_fusable
+    budget = _KERNEL_BUDGET.get()
+    if budget is not None:
+        _refuse_many_shapes(outputs, budget)
     plan = make_plan(outputs, device,
                      lambda e, mat, transposed: epilogue_fusable(e, mat, transposed, device))
     stages = {"plan": clock() - t0}     # seconds, logged by the target (logs.log_duration)
@@ -309,7 +338,6 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     first_of, launches = {}, []     # key -> (group, slots, kernels); per group, in order
     fresh, kept = {}, {}            # group -> (code key, plans, checks, buffers) / GroupCode
     rep = {}                        # group -> its kernels, as its instances launch them
-    budget = _KERNEL_BUDGET.get()
     keys = _group_keys(plan, buffers, budget) if ctx is not None and budget is not None \
         else {}
     for gi, g in enumerate(plan.groups):

@@ -319,3 +319,27 @@ def test_kernels_generated_in_forked_processes_are_the_same_code(processes, tmp_
     assert int(kernels) >= 8 and nest == "True"
     assert int(forks) == (3 if processes == "3" else 0)
     assert digest == runs["1"][1]
+
+
+def test_many_reduction_shapes_are_refused_before_planning(monkeypatch):
+    """A program of more reductions of distinct shapes than pa.jit's kernel
+    budget (durbin's ``np.dot(r[:k], y[:k])`` for every ``k``) is refused
+    before it is planned, and one within the budget is planned as before."""
+    import loopy as lp
+    import numpy as np
+    import polyarray as pa
+    import polyarray.codegen.passes as passes
+    from polyarray.codegen import TooManyKernels, kernel_budget, lower_program
+    planned = []
+    real = passes.make_plan
+    monkeypatch.setattr(passes, "make_plan", lambda *a, **k: planned.append(1) or real(*a, **k))
+    x = pa.asarray(np.arange(400.0))
+    many = [x[:k].sum().node for k in range(20, 40)]           # 20 shapes
+    with kernel_budget(8), pytest.raises(TooManyKernels, match="distinct shapes"):
+        lower_program(many, lp.CudaTarget())
+    assert not planned
+    few = [x[:k].sum().node for k in range(20, 26)]            # 6 shapes
+    small = [x[:k].sum().node for k in range(1, 12)]           # inlinable: not counted
+    with kernel_budget(8):
+        lower_program(few + small[:2], lp.CudaTarget())
+    assert planned
