@@ -15,7 +15,9 @@ once in a source -- a kernel of several elements per work-item calls it for
 each -- is compiled once too: the 2000-op chain over 65536 elements (four
 calls) took NVRTC 21.6 s on the H100's host inlined, nvcc 1.4 s here once.
 On OpenCL (clang's spelling, ``__attribute__((noinline))``) only the
-helpers of ``policy.OPENCL_NOINLINE_OPS``: PoCL compiles a kernel for its
+outlined regions of many results (``policy.OPENCL_NOINLINE_REGION_RESULTS``:
+a recurrence unrolled into each work-item) and the helpers of
+``policy.OPENCL_NOINLINE_OPS``: PoCL compiles a kernel for its
 work-group size when it is first launched, and for inlined float64 ``tanh``
 and ``log2`` that took time growing with the square of the calls (400 calls:
 17.6 s and 26.5 s, against 0.4 s and 0.2 s once); NPBench's go_fast sums
@@ -31,6 +33,8 @@ _DEFINITION = re.compile(r"^__device__ static inline (\w+) (pa_(\w+)_(float32|fl
                          re.M)
 _OPENCL_DEFINITION = re.compile(r"^static inline (\w+) (pa_(\w+)_(float32|float64))\(", re.M)
 _REGION = re.compile(r"^__device__ static __forceinline__ (\w+) (pa_r_[0-9a-f]+)\(", re.M)
+_OPENCL_REGION = re.compile(
+    r"^static inline __attribute__\(\(always_inline\)\) (\w+) (pa_r_[0-9a-f]+)\(([^)]*)\)", re.M)
 
 
 def noinline_large_helpers(source: str) -> str:
@@ -55,9 +59,15 @@ def noinline_large_helpers(source: str) -> str:
 
 def noinline_opencl_helpers(source: str) -> str:
     """``source`` (OpenCL C) with the helpers of ``policy.OPENCL_NOINLINE_OPS``
-    called at least ``NOINLINE_MIN_CALLS`` times compiled once."""
+    called at least ``NOINLINE_MIN_CALLS`` times, and the outlined regions
+    of at least ``OPENCL_NOINLINE_REGION_RESULTS`` results, compiled once."""
     from . import policy
     changes = []
+    for m in _OPENCL_REGION.finditer(source):
+        results = sum("*" in param for param in m.group(3).split(","))
+        if results >= policy.OPENCL_NOINLINE_REGION_RESULTS:
+            changes.append((m.start(), m.end(), f"static __attribute__((noinline)) "
+                            f"{m.group(1)} {m.group(2)}({m.group(3)})"))
     for m in _OPENCL_DEFINITION.finditer(source):
         name, op, dtype = m.group(2), m.group(3), m.group(4)
         if op in policy.OPENCL_NOINLINE_OPS.get(dtype, ()) \

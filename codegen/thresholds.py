@@ -207,6 +207,12 @@ NOINLINE_MIN_CALLS = 16
 # as fast (tanh) or 1.4x slower (log2).  Others grew linearly or ran much slower as calls
 # (float32 tanh 8x, float64 exp 4x: PoCL vectorizes them inlined), so they stay inlined.
 OPENCL_NOINLINE_OPS = {"float64": ("tanh", "log2")}
+# An outlined region returning at least this many results through pointers (a
+# recurrence unrolled into one work-item: deriche's row sweeps, 400 and 800 results) is
+# compiled once, not inlined, on OpenCL: PoCL's first launch of deriche S's kernels took
+# 4.7 s and 23.7 s inlined, 1.5 s and 5.5 s as calls; such a region runs once per
+# work-item, where inlining buys little.
+OPENCL_NOINLINE_REGION_RESULTS = 64
 
 
 __all__ = ["WG", "ELEMENTWISE_ILP", "ILP_MIN_GROUPS", "MANY_OUTPUTS", "FILL_THREADS",
@@ -224,4 +230,4 @@ __all__ = ["WG", "ELEMENTWISE_ILP", "ILP_MIN_GROUPS", "MANY_OUTPUTS", "FILL_THRE
            "MAX_COPY_LEVELS", "MAX_RECOMPUTED", "MAX_INDEX_DEPTH", "MAX_INDEX_GROWTH", "REPEAT_MIN", "MAX_REPEATED_INLINE",
            "INLINE_REDUCTION_MAX",
            "HEAVY_TERMS", "OUTLINE_DEFAULT", "OUTLINE_MIN", "NOINLINE_OPS",
-           "NOINLINE_MIN_CALLS", "OPENCL_NOINLINE_OPS"]
+           "NOINLINE_MIN_CALLS", "OPENCL_NOINLINE_OPS", "OPENCL_NOINLINE_REGION_RESULTS"]

@@ -581,6 +581,39 @@ def test_a_scalar_chain_added_to_a_matrix_is_computed_once(target):
     assert_same(pa.compile(a + trace, target=target)(a=a0), a0 + np.tanh(np.diag(a0)).sum())
 
 
+def test_a_region_of_many_results_is_compiled_once_on_opencl(target):
+    """A row recurrence unrolled into each work-item (deriche's sweeps) is an
+    outlined region returning a value per row through pointers; PoCL took
+    time growing faster than its size to inline it at the first launch, so
+    at ``policy.OPENCL_NOINLINE_REGION_RESULTS`` results it is a call there
+    (the same numbers); a region of few results stays inlined."""
+    import re
+    from polyarray.codegen import policy
+
+    def regions(source):
+        return [(m.group(1), sum("*" in q for q in m.group(2).split(",")))
+                for m in re.finditer(r"^static (.*?) double pa_r_\w+\(([^)]*)\)", source, re.M)]
+
+    def recurrence(rows):
+        x = pa.placeholder("x", (rows, 16), np.float64)
+        y = pa.zeros((rows, 16))
+        y[0, :] = x[0, :]
+        y[1, :] = x[1, :] + 0.5 * y[0, :]
+        for i in range(2, rows):
+            y[i, :] = x[i, :] + 0.5 * y[i - 1, :] - 0.25 * y[i - 2, :]
+        return y * 2
+    (qual, results), = regions(lower(recurrence(120)).source)
+    assert results >= policy.OPENCL_NOINLINE_REGION_RESULTS and qual == "__attribute__((noinline))"
+    (qual, results), = regions(lower(recurrence(60)).source)
+    assert results < policy.OPENCL_NOINLINE_REGION_RESULTS and "always_inline" in qual
+    x0 = np.random.default_rng(3).random((120, 16))
+    want = np.zeros((120, 16))
+    want[0], want[1] = x0[0], x0[1] + 0.5 * x0[0]
+    for i in range(2, 120):
+        want[i] = x0[i] + 0.5 * want[i - 1] - 0.25 * want[i - 2]
+    assert_same(pa.compile(recurrence(120), target=target)(x=x0), want * 2)
+
+
 def test_many_pieces_are_selected_by_a_balanced_tree(target):
     """300 computed columns stacked: the piece of a position is found by
     nested conditionals, balanced (nesting 300 deep passed the 256 brackets
