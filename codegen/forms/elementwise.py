@@ -90,8 +90,8 @@ def transposed_reads(asm, name, group):
     # run-time checks twice
     kb, _, _ = asm.prebuilt[name] = axes_kernel(asm, name, group)
     i0, i1 = p.Variable("i0"), p.Variable("i1")
-    return sorted(b for b in kb.read_shapes
-                  if read_indices(kb.instructions, b) == {(i1, i0)})
+    reads = read_indices(kb.instructions)
+    return sorted(b for b in kb.read_shapes if reads.get(b, set()) == {(i1, i0)})
 
 
 def _transposed(asm, name, group, params, rule):

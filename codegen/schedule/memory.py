@@ -75,19 +75,22 @@ class Prefetch(Step):
         return lp.add_inames_for_unused_hw_axes(knl)
 
 
-def read_indices(instructions, buf):
-    """The set of index tuples at which the instructions read ``buf``."""
+def read_indices(instructions, buf=None):
+    """The set of index tuples at which the instructions read ``buf``; or,
+    without ``buf``, that set for every array read (one walk: a kernel
+    reading 800 buffers was walked 800 times)."""
     from loopy.symbolic import WalkMapper        # knows loopy's TypeCast, Reduction
-    found = set()
+    found = {}
 
     class Walk(WalkMapper):
         def map_subscript(self, expr, *args):
-            if getattr(expr.aggregate, "name", None) == buf:
-                found.add(tuple(expr.index_tuple))
+            name = getattr(expr.aggregate, "name", None)
+            if name is not None and (buf is None or name == buf):
+                found.setdefault(name, set()).add(tuple(expr.index_tuple))
             super().map_subscript(expr, *args)
     for insn in instructions:
         Walk()(insn.expression)
-    return found
+    return found if buf is None else found.get(buf, set())
 
 
 @dataclass(frozen=True)
