@@ -89,7 +89,9 @@ class Assembler:
         requested = build_options(user, Form.ELEMENTWISE, name) if user is not None else None
         cls = Elementwise(group.size, group.units[0].node.shape, requested,
                           probe=lambda: _form("elementwise").transposed_reads(self, name, group),
-                          stacked=stacked_columns(group))
+                          stacked=stacked_columns(group),
+                          buffers=len({id(d) for u in group.units
+                                       for d in materialized_deps(u.node, self.plan.materialized)}))
         _form("elementwise").build(self, name, group, choose(cls, self.device))
         self.prebuilt.pop(name, None)
 

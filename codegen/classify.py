@@ -19,6 +19,7 @@ class Elementwise:
     requested: tuple | None = None  # the user's build options (layout, per item, work-group)
     probe: Callable | None = field(default=None, compare=False, repr=False)
     stacked: int = 0            # bytes per row of a recurrence stacked along the last axis
+    buffers: int = 0            # distinct buffers the group reads (pieces of a stack...)
 
     @cached_property
     def transposed_reads(self) -> tuple:

@@ -291,7 +291,8 @@ RULES = (
          lambda c, d: dict(layout="transposed", tile=TRANSPOSE_TILE, rows=TRANSPOSE_ROWS,
                            swapped=c.transposed_reads)),
     Rule("gpu: elements per item", E, lambda c, d: ELEMENTWISE_ILP > 1
-         and c.size >= _wg(c.size) * ELEMENTWISE_ILP * ILP_MIN_GROUPS, Form.ELEMENTWISE,
+         and c.size >= _wg(c.size) * ELEMENTWISE_ILP * ILP_MIN_GROUPS
+         and c.buffers <= ILP_MAX_BUFFERS, Form.ELEMENTWISE,
          lambda c, d: dict(layout="ilp", ilp=ELEMENTWISE_ILP, wg=_wg(c.size))),
     Rule("gpu: flat", E, lambda c, d: True, Form.ELEMENTWISE,
          lambda c, d: dict(layout="flat", wg=_wg(c.size))),

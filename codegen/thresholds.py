@@ -12,6 +12,10 @@ ELEMENTWISE_ILP = 4     # elements per work-item in large GPU elementwise kernel
 #                         per work-item reached 0.76 of copy on an H100, four 0.96
 #                         (benchmarks/probe_bandwidth.py)
 ILP_MIN_GROUPS = 64     # "large": at least this many work-groups of ELEMENTWISE_ILP elements
+ILP_MAX_BUFFERS = 64    # a kernel reading more buffers (a stack of hundreds of pieces, each
+#                         element selecting its own) is no stream: one element per item
+#                         keeps its source a quarter (deriche S on CUDA: the select over 800
+#                         row pieces, unrolled 4 times, 1.13 MB of source)
 MANY_OUTPUTS = 1024     # enough outputs to fill a device one per work-item
 FILL_THREADS = 1 << 16  # work-items needed to keep a large GPU busy
 LONG_REDUCTION = 4096   # worth two stages when outputs are few
@@ -215,7 +219,7 @@ OPENCL_NOINLINE_OPS = {"float64": ("tanh", "log2")}
 OPENCL_NOINLINE_REGION_RESULTS = 64
 
 
-__all__ = ["WG", "ELEMENTWISE_ILP", "ILP_MIN_GROUPS", "MANY_OUTPUTS", "FILL_THREADS",
+__all__ = ["WG", "ELEMENTWISE_ILP", "ILP_MIN_GROUPS", "ILP_MAX_BUFFERS", "MANY_OUTPUTS", "FILL_THREADS",
            "LONG_REDUCTION", "FEW_OUTPUTS", "GROUP_REDUCTION", "GROUP_ITEMS", "WARP",
            "PAIR_GROUP_ITEMS", "LONG_COLUMNS", "TWO_STAGE_GROUPS", "TWO_STAGE_STEPS",
            "CPU_COLUMN_CHUNK", "CPU_LANES", "CPU_KEPT_LANES", "CPU_ONE_GROUP",
