@@ -623,3 +623,30 @@ def test_many_pieces_are_selected_by_a_balanced_tree(target):
     x0 = np.random.default_rng(2).random(8, dtype=np.float32)
     assert_same(pa.compile(out, target=target)(x=x0),
                 np.stack([x0 * np.float32(k) + 1 for k in range(300)], axis=1))
+
+
+def test_a_kernel_reading_many_buffers_is_one_element_per_work_item_on_gpus():
+    """Elements per work-item are for streams; a kernel selecting among
+    hundreds of row pieces (deriche's sweeps) would carry its select tree
+    once per element in its source: past ``policy.ILP_MAX_BUFFERS`` buffers
+    it computes one element per work-item (CUDA source, no device needed)."""
+    import loopy as lp
+    from polyarray.codegen import lower_program, policy
+
+    def recurrence(rows):
+        x = pa.placeholder("x", (rows, 2048), np.float32)
+        y = pa.zeros((rows, 2048), np.float32)
+        y[0, :] = x[0, :]
+        y[1, :] = x[1, :] + 0.5 * y[0, :]
+        for i in range(2, rows):
+            y[i, :] = x[i, :] + 0.5 * y[i - 1, :] - 0.25 * y[i - 2, :]
+        return y * 2
+
+    def last(rows):
+        kernels = lower_program([recurrence(rows).node], lp.CudaTarget()).kernels
+        k = list(kernels.values() if isinstance(kernels, dict) else kernels)[-1]
+        return k.rule, len(set(k.args))
+    rule, args = last(40)
+    assert rule == "gpu: elements per item" and args <= policy.ILP_MAX_BUFFERS
+    rule, args = last(120)
+    assert rule == "gpu: flat" and args > policy.ILP_MAX_BUFFERS
