@@ -104,6 +104,8 @@ class Session:
         while any(name.startswith(prefix) for name in self.bindings):
             prefix = self.prefix = prefix + "_"
         self.fresh = 0              # values bound outside a break (bind_values)
+        self.named = {}             # id(array) -> (weakref to it, its placeholder name)
+        self.names_given = 0
         self.compiled, self.max_programs = 0, max_programs     # programs new in this call
         self.compiled_at = {}       # ... per user line of a break
         self.tracked = _Tracked(max_element_writes)     # the arrays made or written
@@ -180,13 +182,29 @@ class Session:
                 else values[id(n)]
         wanted = value_of(node)
         bindings = {n.name: v for n, v in self._input_bindings()}
-        for k, r in enumerate(computed):
-            name = f"{self.prefix}{k}"
+        for r in computed:
+            name = self._name_of(r)
             bindings[name] = value_of(r._node)
             r._node = placeholder(name, r.shape, r.dtype)
         self.bindings = bindings
         self.tracked.element_writes = 0
         return _host(wanted)
+
+    def _name_of(self, array):
+        """The placeholder name of ``array`` after a break: the same at every
+        break for the same array (the arrays a loop updates in place keep
+        theirs, so every iteration after the first is the same program:
+        names by position among the live arrays changed as temporaries came
+        and went, and two programs alternated); new arrays take new names."""
+        entry = self.named.get(id(array))
+        if entry is not None and entry[0]() is array:
+            return entry[1]
+        self.names_given += 1
+        if self.names_given % 256 == 0:                     # forget the dead
+            self.named = {k: e for k, e in self.named.items() if e[0]() is not None}
+        name = f"{self.prefix}{self.names_given - 1}"
+        self.named[id(array)] = (weakref.ref(array), name)
+        return name
 
     def run(self, outputs):
         """The values of ``outputs`` (nodes) with this session's bindings,

@@ -53,6 +53,48 @@ def test_a_loop_compiles_its_body_once(target):
     assert compiled <= 6
 
 
+def _source(u, v):
+    b = np.zeros_like(u)
+    b[1:-1] = (u[2:] - u[:-2]) * 0.5 + v[1:-1]
+    return b
+
+
+def channel(u, v):
+    """channel_flow's shape: a ``while`` on a traced value, copies made
+    at the top of each iteration, a helper's temporary, arguments written in
+    place."""
+    udiff, steps = 1.0, 0
+    while udiff > 1e-3:
+        un = u.copy()
+        vn = v.copy()
+        b = _source(u, v)
+        u[1:-1] = un[1:-1] * 0.9 + 0.05 * b[1:-1]
+        v[1:-1] = vn[1:-1] * 0.8 + 0.1 * un[1:-1]
+        udiff = np.abs(u - un).sum() / np.abs(u).sum()
+        steps += 1
+    return steps
+
+
+def test_iterations_of_a_loop_after_the_first_are_one_program(target):
+    """The arrays a loop updates keep their names from break to break, so
+    the second and later iterations are one program, not two alternating
+    ones (the values carried were named by their place among the live
+    arrays, which changed as temporaries came and went)."""
+    f = pa.jit(channel, target=target)
+    rng = np.random.default_rng(5)
+    u0, v0 = rng.random(40), rng.random(40)
+    u1, v1 = u0.copy(), v0.copy()
+    steps = channel(u1, v1)
+    assert steps > 10
+    u2, v2 = u0.copy(), v0.copy()
+    assert f(u2, v2) == steps
+    assert_same(u2, u1)
+    assert_same(v2, v1)
+    # the first iteration reads the arguments, the others the carried values,
+    # and the last break's value is read alone
+    assert len(f.segment_programs) <= 3, len(f.segment_programs)
+
+
 def test_masked_writes_of_a_vector_and_python_scalar_loops(target):
     def f(x, data):
         mask = x > 0.5                    # from the data
