@@ -17,7 +17,8 @@ import loopy as lp
 from polyarray.codegen.ir import nodes as N
 from .cfuncs import HELPERS_PREAMBLE, storage_dtype
 from .checks import ERROR_BUFFER, callable_for
-from .user_functions import UserCallable, is_user_function
+from .user_callables import UserCallable
+from .user_functions import is_user_function
 from .outline import RegionCallable, is_region
 from .classify import (Elementwise, contraction_class, product_class, reduction_class,
                        rows_class, stacked_columns)

@@ -12,7 +12,9 @@ generated code depends on anything but that text.
 
 ``register`` keeps each function's ``UserFunction`` (and the NumPy
 reference the user gave, if any: it is not part of the digest) in a
-process-wide table that lowering and the NumPy target read by name.
+process-wide table that lowering and the NumPy target read by name.  It
+imports no loopy (the frontend builds custom kernels with NumPy alone);
+their loopy side is ``user_callables``.
 """
 from __future__ import annotations
 
@@ -21,13 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pymbolic.primitives as p
-from loopy.kernel.function_interface import ScalarCallable
-from loopy.library.reduction import ScalarReductionOperation
-from loopy.symbolic import ResolvedFunction
-from loopy.types import NumpyType
-
 from polyarray.codegen.ir.expr import called_functions
-from .cfuncs import storage_dtype
 
 PREFIX = "pa_u_"
 MARKER = "/* polyarray custom kernel: "
@@ -76,6 +72,7 @@ class UserFunction:
 
     def c_source(self, typename, cuda) -> str:
         """The definition; ``typename(dtype)`` spells a type in the target."""
+        from .cfuncs import storage_dtype       # code generation: loopy is there
         T = lambda d: typename(storage_dtype(d))       # noqa: E731
         params = ", ".join(f"{T(d)} {n}" for n, d in self.params) or "void"
         qual = "__device__ static inline" if cuda else "static inline"
@@ -214,81 +211,12 @@ def _user_code(lines) -> list:
             for (k, last, what), nxt in zip(marks, marks[1:] + [None])]
 
 
-# -- loopy --------------------------------------------------------------
-
-class UserCallable(ScalarCallable):
-    """A user function for loopy: typed from its ``UserFunction``; its
-    definition (and the user's preamble) are emitted as preambles."""
-
-    def with_types(self, arg_id_to_dtype, clbl_inf_ctx):
-        from constantdict import constantdict
-        fn = lookup(self.name)
-        types = {k: NumpyType(storage_dtype(d)) for k, (_, d) in enumerate(fn.params)}
-        types[-1] = NumpyType(storage_dtype(fn.result))
-        return self.copy(arg_id_to_dtype=constantdict(types), name_in_target=self.name), \
-            clbl_inf_ctx
-
-    def generate_preambles(self, target):
-        from loopy.target.cuda import CudaTarget
-        fn = lookup(self.name)
-        if fn.preamble:
-            digest = hashlib.sha256(fn.preamble.encode()).hexdigest()[:16]
-            yield (f"40_pa_user_preamble_{digest}",
-                   f"{MARKER}{fn.kernel} (preamble) */\n{fn.preamble}\n")
-        yield (f"45_{self.name}", fn.c_source(
-            lambda d: target.dtype_to_typename(NumpyType(d)), isinstance(target, CudaTarget)))
-
-
-def _resolved(name, callables_table, arg_types):
-    from loopy.translation_unit import add_callable_to_table
-    clbl, callables_table = UserCallable(name).with_types(arg_types, callables_table)
-    fid, callables_table = add_callable_to_table(callables_table, name, clbl)
-    return ResolvedFunction(fid), callables_table
-
-
-class UserReduction(ScalarReductionOperation):
-    """A reduction combining with the user's ``reduce_expr`` (a function of
-    ``a`` and ``b``) from the user's identity: loopy gets both as calls,
-    so every reduction form (thread, group, two stages, lanes, rows,
-    split columns, their combine kernels) takes it as it takes a sum."""
-
-    def __init__(self, combine, identity):
-        self.combine, self.identity = combine, identity     # C function names
-
-    def result_dtypes(self, arg_dtype):
-        return (NumpyType(storage_dtype(lookup(self.combine).result)),)
-
-    def neutral_element(self, *dtypes, callables_table, target):
-        fn, callables_table = _resolved(self.identity, callables_table, {})
-        return fn(), callables_table
-
-    def __call__(self, dtypes, operand1, operand2, callables_table, target):
-        fn, callables_table = _resolved(self.combine, callables_table, {})
-        return fn(operand1, operand2), callables_table
-
-    def __hash__(self):
-        return hash((type(self), self.combine))
-
-    def __eq__(self, other):
-        return type(self) is type(other) and self.combine == other.combine
-
-    def __str__(self):
-        return self.combine
-
-    def update_persistent_hash(self, key_hash, key_builder):
-        key_builder.rec(key_hash, (type(self).__name__, self.combine, self.identity))
-
-
 # -- Reduce.op of a custom reduction ------------------------------------
 # ``Reduce.op`` is the combine function's name (an identifier, so kernel
 # names built from it stay valid); its digest covers the identity's name.
 
 def is_user_reduce(op) -> bool:
     return isinstance(op, str) and op.startswith(PREFIX)
-
-
-def user_reduction(op) -> UserReduction:
-    return UserReduction(op, lookup(op).partner)
 
 
 def identity_call(op, functions) -> p.Call:
@@ -305,7 +233,6 @@ def lower_user_call(name, args, functions):
     return p.Call(p.Variable(name), tuple(e for e, _ in args)), np.dtype(lookup(name).result)
 
 
-__all__ = ["UserCallable", "UserFunction", "UserReduction", "any_registered",
-           "build_error_note", "custom_kernel_names", "identity_call", "is_user_function",
-           "is_user_reduce", "lookup", "lower_user_call", "reference_of", "register",
-           "user_calls", "user_reduction"]
+__all__ = ["UserFunction", "any_registered", "build_error_note", "custom_kernel_names",
+           "identity_call", "is_user_function", "is_user_reduce", "lookup", "lower_user_call",
+           "reference_of", "register", "user_calls"]

@@ -12,7 +12,8 @@ from loopy.symbolic import Reduction, ResolvedFunction, TypeCast
 
 from ..cfuncs import BOOL, PaFunction, as_bool, helper_name
 from ..pair_helpers import PaArgCombine, arg_combine_name
-from ..user_functions import is_user_reduce, user_reduction
+from ..user_callables import user_reduction
+from ..user_functions import is_user_reduce
 
 I32 = np.dtype(np.int32)
 I64 = np.dtype(np.int64)
