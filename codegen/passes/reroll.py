@@ -249,6 +249,8 @@ def _rerolled(chain, links, counts, get):
     """The chain's top computed with its long runs as reductions, or None;
     ``get`` maps a node to what replaced it (chains below)."""
     steps = chain[1:]
+    if len(steps) < MIN_TERMS:          # no run can repeat often enough
+        return None
     top = steps[-1][0]
     terms = [_Term(top.shape, top.dtype, term, bindings, counts, links)
              for _, term, bindings in steps]
