@@ -19,6 +19,11 @@ DAG changes nothing, so code that asks once (``np.asarray(result)`` at the
 end) keeps its whole DAG: one fused program, every intermediate
 inspectable with ``pa.show``.
 
+A value of host data alone (NumPy arrays given to ``pa.asarray``) whose DAG
+computes little (``SMALL_WORK``: ``A_row[i]``, a dot of a few elements) is
+computed by the NumPy target, as NumPy would: a launch and a copy back cost
+more than the work.
+
 Arrays that read an unbound placeholder, shared variables and views are
 never rebound (a view follows its root, which may be).  Inside ``pa.jit``
 the graph breaks of ``polyarray.tracing`` do the same work on the device.
@@ -109,6 +114,11 @@ def value(node):
 MAX_KERNELS = 64
 MAX_ELEMENT_WRITES = 1024
 MAX_PROGRAMS_PER_LINE = 8
+# A value of host data alone whose DAG computes at most SMALL_WORK operations
+# (``A_row[i]``, a dot of a few values) is computed by the NumPy target too: a
+# launch and a copy back cost more (NPBench's spmv asked 16384 such values, 2 ms
+# each through PoCL).
+SMALL_WORK = 4096
 _SEEN_PROGRAMS = set()
 _NEW_AT_LINE = {}
 _WARNED = set()
@@ -118,7 +128,11 @@ def _compute(nodes, line):
     """The values of ``nodes``; ``line``: the user's, None inside a session."""
     target = get_default_target()
     outputs = [Array(n) for n in nodes]
-    if target == "numpy" or line is None or not any(map(_computes, nodes)):
+    if target == "numpy" or line is None:
+        return compile_(outputs, target=target)()
+    if _small_on_host(nodes):
+        return compile_(outputs, target="numpy")()
+    if not any(map(_computes, nodes)):
         return compile_(outputs, target=target)()      # (reading data computes nothing)
     live = TRACKED[0]
     writes, live.element_writes = live.element_writes, 0
@@ -141,6 +155,22 @@ def _compute(nodes, line):
             why = f"more than {MAX_KERNELS} new kernels"
     _warn_host(line, why, target)
     return compile_(outputs, target="numpy")()
+
+
+def _small_on_host(nodes) -> bool:
+    """Whether ``nodes`` read host data alone (NumPy arrays: no placeholder,
+    no device array) and compute at most ``SMALL_WORK`` operations."""
+    from .profiling import node_flops
+    work = 0
+    for n in N.topological_order(nodes):
+        if isinstance(n, N.Placeholder) or isinstance(n, N.RawKernelOutput) or (
+                isinstance(n, N.DataWrapper) and not isinstance(n.data, np.ndarray)):
+            return False
+        if _computes(n):
+            work += max(node_flops(n), n.size)
+            if work > SMALL_WORK:
+                return False
+    return True
 
 
 def _warn_host(line, why, target):

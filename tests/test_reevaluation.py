@@ -151,6 +151,7 @@ def test_a_program_new_at_one_line_again_and_again_is_computed_on_the_host(
     loop): past MAX_PROGRAMS_PER_LINE new programs at one line, the host."""
     from polyarray import reevaluation
     monkeypatch.setattr(reevaluation, "MAX_PROGRAMS_PER_LINE", 3)
+    monkeypatch.setattr(reevaluation, "SMALL_WORK", 0)     # not the small values' path
     x0 = _fresh(40)
     x = pa.asarray(x0)
     got, want = [], []
@@ -162,3 +163,29 @@ def test_a_program_new_at_one_line_again_and_again_is_computed_on_the_host(
     assert caplog.text.count("computed with NumPy on the host") == 1
     assert "for the 4th time" in caplog.text
 
+
+
+def test_small_values_of_host_data_are_computed_by_numpy(device_target, monkeypatch):
+    """A value of host data alone that computes little (``A_row[i]``, a dot
+    of a few elements: spmv's loop) is computed by the NumPy target, not
+    launched and copied back; larger work and device data go to the device
+    target.  NumPy's answers either way."""
+    from polyarray import reevaluation
+    used = []
+    real = reevaluation.compile_
+
+    def compile_(outputs, target=None, **options):
+        used.append(target)
+        return real(outputs, target=target, **options)
+    monkeypatch.setattr(reevaluation, "compile_", compile_)
+    rng = np.random.default_rng(7)
+    rows, vals = np.array([0, 3, 7, 12]), rng.random(12)
+    with pa.target(device_target):
+        r, v = pa.asarray(rows), pa.asarray(vals)
+        got = [float((v[int(r[i]):int(r[i + 1])] * 2).sum()) for i in range(3)]
+        assert set(used) == {"numpy"}, used
+        big0 = rng.random(100_000)
+        total = float((pa.asarray(big0) * 2).sum())
+    assert got == [float((vals[rows[i]:rows[i + 1]] * 2).sum()) for i in range(3)]
+    assert used[-1] == device_target
+    np.testing.assert_allclose(total, (big0 * 2).sum(), rtol=1e-12)
