@@ -581,6 +581,16 @@ def test_a_scalar_chain_added_to_a_matrix_is_computed_once(target):
     assert_same(pa.compile(a + trace, target=target)(a=a0), a0 + np.tanh(np.diag(a0)).sum())
 
 
+def _row_recurrence(x, y):
+    """``y[i] = x[i] + y[i-1] / 2 - y[i-2] / 4`` row by row, written into
+    ``y`` (deriche's sweeps), then ``2 y``: polyarray's or NumPy's arrays."""
+    y[0, :] = x[0, :]
+    y[1, :] = x[1, :] + 0.5 * y[0, :]
+    for i in range(2, x.shape[0]):
+        y[i, :] = x[i, :] + 0.5 * y[i - 1, :] - 0.25 * y[i - 2, :]
+    return y * 2
+
+
 def test_a_region_of_many_results_is_compiled_once_on_opencl(target):
     """A row recurrence unrolled into each work-item (deriche's sweeps) is an
     outlined region returning a value per row through pointers; PoCL took
@@ -595,23 +605,15 @@ def test_a_region_of_many_results_is_compiled_once_on_opencl(target):
                 for m in re.finditer(r"^static (.*?) double pa_r_\w+\(([^)]*)\)", source, re.M)]
 
     def recurrence(rows):
-        x = pa.placeholder("x", (rows, 16), np.float64)
-        y = pa.zeros((rows, 16))
-        y[0, :] = x[0, :]
-        y[1, :] = x[1, :] + 0.5 * y[0, :]
-        for i in range(2, rows):
-            y[i, :] = x[i, :] + 0.5 * y[i - 1, :] - 0.25 * y[i - 2, :]
-        return y * 2
+        return _row_recurrence(pa.placeholder("x", (rows, 16), np.float64),
+                               pa.zeros((rows, 16)))
     (qual, results), = regions(lower(recurrence(120)).source)
     assert results >= policy.OPENCL_NOINLINE_REGION_RESULTS and qual == "__attribute__((noinline))"
     (qual, results), = regions(lower(recurrence(60)).source)
     assert results < policy.OPENCL_NOINLINE_REGION_RESULTS and "always_inline" in qual
     x0 = np.random.default_rng(3).random((120, 16))
-    want = np.zeros((120, 16))
-    want[0], want[1] = x0[0], x0[1] + 0.5 * x0[0]
-    for i in range(2, 120):
-        want[i] = x0[i] + 0.5 * want[i - 1] - 0.25 * want[i - 2]
-    assert_same(pa.compile(recurrence(120), target=target)(x=x0), want * 2)
+    assert_same(pa.compile(recurrence(120), target=target)(x=x0),
+                _row_recurrence(x0, np.zeros((120, 16))))
 
 
 def test_many_pieces_are_selected_by_a_balanced_tree(target):
@@ -633,17 +635,10 @@ def test_a_kernel_reading_many_buffers_is_one_element_per_work_item_on_gpus():
     import loopy as lp
     from polyarray.codegen import lower_program, policy
 
-    def recurrence(rows):
-        x = pa.placeholder("x", (rows, 2048), np.float32)
-        y = pa.zeros((rows, 2048), np.float32)
-        y[0, :] = x[0, :]
-        y[1, :] = x[1, :] + 0.5 * y[0, :]
-        for i in range(2, rows):
-            y[i, :] = x[i, :] + 0.5 * y[i - 1, :] - 0.25 * y[i - 2, :]
-        return y * 2
-
     def last(rows):
-        kernels = lower_program([recurrence(rows).node], lp.CudaTarget()).kernels
+        out = _row_recurrence(pa.placeholder("x", (rows, 2048), np.float32),
+                              pa.zeros((rows, 2048), np.float32))
+        kernels = lower_program([out.node], lp.CudaTarget()).kernels
         k = list(kernels.values() if isinstance(kernels, dict) else kernels)[-1]
         return k.rule, len(set(k.args))
     rule, args = last(40)
