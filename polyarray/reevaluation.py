@@ -163,7 +163,7 @@ def _small_on_host(nodes) -> bool:
     from .profiling import node_flops
     work = 0
     for n in N.topological_order(nodes):
-        if isinstance(n, N.Placeholder) or isinstance(n, N.RawKernelOutput) or (
+        if isinstance(n, (N.Placeholder, N.RawKernelOutput)) or (
                 isinstance(n, N.DataWrapper) and not isinstance(n.data, np.ndarray)):
             return False
         if _computes(n):

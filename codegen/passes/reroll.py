@@ -44,7 +44,7 @@ def reroll_sums(outputs) -> list:
     order = N.topological_order(outputs)
     counts = N.use_counts(order)
     for o in outputs:
-        counts[id(o)] = counts.get(id(o), 0) + 1      # an output is read by the caller
+        counts[id(o)] += 1          # an output is read by the caller
     links = {}
     for n in order:
         link = _chain_link(n, counts)
@@ -145,8 +145,9 @@ class _Term:
         self.constants, skeleton = [], []
         queue, seen = [(shape, dtype, expr, bindings)], set()
         while len(self.nodes) < len(queue):
-            shape, dtype, expr, bindings = queue[len(self.nodes)]
-            self.nodes.append(queue[len(self.nodes)])
+            entry = queue[len(self.nodes)]
+            self.nodes.append(entry)
+            shape, dtype, expr, bindings = entry
             kids, shown = {}, []
             for name, child in sorted(bindings, key=lambda b: b[0]):
                 if isinstance(child, N.IndexLambda) and counts[id(child)] == 1 \
