@@ -371,6 +371,8 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
             asm.rows(f"k{gi}_rows", g)
         elif g.kind == "raw":
             raw.build(asm, f"k{gi}_{g.units[0].node.kernel.name}", g)
+        elif g.kind == "recurrence":
+            asm.recurrence(f"k{gi}_recurrence", g)
         else:
             node = g.units[0].node
             label = node.op if isinstance(node, N.Reduce) else "einsum"

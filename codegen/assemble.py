@@ -20,8 +20,8 @@ from .checks import ERROR_BUFFER, callable_for
 from .user_callables import UserCallable
 from .user_functions import is_user_function
 from .outline import RegionCallable, is_region
-from .classify import (Elementwise, contraction_class, product_class, reduction_class,
-                       rows_class, stacked_columns)
+from .classify import (Elementwise, Steps, contraction_class, product_class,
+                       reduction_class, rows_class, stacked_columns)
 from .device import Device
 from .forms.parts import reduction_spec
 from .passes import Group, inlined_terms, materialized_deps
@@ -110,6 +110,14 @@ class Assembler:
         choice = choose(rows_class(outs.units[0].node.shape, self.user_steps(name) is not None),
                         self.device)
         rows.build(self, name, group, choice)
+
+    def recurrence(self, name, group):
+        """A ``Recurrence``: its rows in order, a work-item per element."""
+        node = group.units[0].node
+        rows = node.shape[0]
+        _form("recurrence").build(self, name, group,
+                                  choose(Steps(node.size // rows if rows else 0, rows),
+                                         self.device))
 
     def reduction(self, name, node, epilogue=()):
         """A Reduce or Einsum node -> one to four kernels; ``epilogue``: the

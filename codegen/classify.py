@@ -48,10 +48,12 @@ def stacked_recurrence(n) -> int:
             or len(n.arrays) < 4 or n.shape[1] > 64:
         return 0
 
-    def core(a):         # through a reshape, then a normalization
+    def core(a):         # through a reshape, then a normalization (as written)
         for _ in range(2):
             if isinstance(a, N.IndexLambda) and len(a.bindings) == 1:
                 (_, a), = a.bindings
+                if isinstance(a, N.IndexLambda) and a.op == N.WRITTEN:
+                    (_, a), = a.bindings
         return a
     ancestry = {id(m) for m in N.topological_order([core(n.arrays[-1])])}
     found = {id(core(a)) for a in n.arrays[:-1]} & ancestry
@@ -104,6 +106,14 @@ class Rows:
     M: int
     R: int
     scheduled: bool = False
+
+
+@dataclass(frozen=True)
+class Steps:
+    """Rows computed in order (a ``Recurrence``): ``rows`` rows of ``size``
+    elements; each element's rows depend on that element's alone."""
+    size: int
+    rows: int
 
 
 @dataclass(frozen=True)
@@ -207,5 +217,5 @@ def rows_class(shape, scheduled=False) -> Rows:
     return Rows(math.prod(shape[:-1]), shape[-1], scheduled)
 
 
-__all__ = ["Contraction", "Subscripts", "letter_sizes", "parse_subscripts", "product_class", "Elementwise", "Reduction", "Rows", "contraction_class",
+__all__ = ["Contraction", "Subscripts", "letter_sizes", "parse_subscripts", "product_class", "Elementwise", "Reduction", "Rows", "Steps", "contraction_class",
            "read_buffer", "reduction_class", "rows_class"]

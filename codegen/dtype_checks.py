@@ -47,6 +47,9 @@ class _Describer(Mapper):
     def map_concatenate(self, node, kind):
         return f"the result of concatenate ({kind})"
 
+    def map_recurrence(self, node, kind):
+        return f"the result of a loop rolled into a recurrence ({kind})"
+
     def map_raw_kernel_output(self, node, kind):
         return f"output {node.index} of raw kernel {node.kernel.name!r} ({kind})"
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Callable
 
-from .classify import Contraction, Elementwise, Raw, Reduction, Rows
+from .classify import Contraction, Elementwise, Raw, Reduction, Rows, Steps
 from .device import Device
 from .lower import ceil_div, pow2_floor
 
@@ -53,6 +53,7 @@ class Form(str, Enum):
     ROWS_THREAD = "rows (thread)"       # fused row reductions, a work-item per row
     ROWS_GROUP = "rows (group)"         # ... a work-group per row
     RAW = "raw"                         # the user's hand-written kernel (pa.raw_kernel)
+    RECURRENCE = "recurrence"           # rows in order, a work-item per element of a row
 
     __str__ = str.__str__
     __format__ = str.__format__
@@ -368,6 +369,11 @@ RULES = (
     Rule("short rows: a work-item per row", W, lambda c, d: c.R < GROUP_ROW, Form.ROWS_THREAD,
          lambda c, d: dict(wg=_wg(c.M))),
     Rule("a work-group per row", W, lambda c, d: True, Form.ROWS_GROUP, _row_group),
+
+    # recurrences (a Python loop whose rows build on the rows before): a work-item per
+    # element of a row runs the rows in order; the rows' elements are coalesced
+    Rule("recurrence: a work-item per element, rows in order", Steps, lambda c, d: True,
+         Form.RECURRENCE, lambda c, d: dict(wg=_wg(c.size))),
 
     # hand-written kernels (pa.raw_kernel): the user's code, grid and block
     Rule("raw: the user's kernel", Raw, lambda c, d: True, Form.RAW),

@@ -72,7 +72,7 @@ def main(argv=None):
     err = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
     print(f"max relative error vs NumPy: {err:.2e}")
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
-    same = out.node is hermite_stack(X, N).node
+    same = prog.outputs.node is hermite_stack(X, N).node    # the DAG the program computes
     print(f"kernels: {len(prog.kernels)}; the same DAG as the stack form: {same}")
     if target == "numpy":
         return

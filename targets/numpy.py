@@ -7,6 +7,7 @@ after their last use, so evaluation is O(N) in time and bounded in memory.
 from __future__ import annotations
 
 import numpy as np
+import pymbolic.primitives as p
 
 from polyarray.codegen.ir import nodes as N
 from polyarray.codegen.ir.mapper import Mapper
@@ -64,6 +65,20 @@ class NumpyNodeEvaluator(Mapper):
 
     def map_concatenate(self, node, values, bindings):
         return np.concatenate([values[id(a)] for a in node.arrays], axis=node.axis)
+
+    def map_recurrence(self, node, values, bindings):
+        """Row by row, each row an IndexLambda of the others' shape whose
+        ``_self`` reads the rows already computed."""
+        from pymbolic.mapper.substitutor import substitute
+        out = np.empty(node.shape, node.dtype)
+        out[:node.lags] = values[id(node.init)]
+        env = {name: values[id(child)] for name, child in node.bindings}
+        env[N.Recurrence.SELF] = out
+        inner = {f"_{k + 1}": p.Variable(f"_{k}") for k in range(node.ndim - 1)}
+        for t in range(node.lags, node.shape[0]):
+            row = substitute(node.expr, dict(inner, _0=t))
+            out[t] = evaluate_index_lambda(node.shape[1:], node.dtype, row, env)
+        return out
 
     def map_raw_kernel_output(self, node, values, bindings):
         """A raw kernel's ``reference`` (called once per launch), checked

@@ -14,4 +14,5 @@ in ``parts`` and the loopy reduction operations in ``reduction_ops``.
   mma_matmul      CUDA float64 matrix products on the FP64 tensor cores (DMMA)
   cpu_matmul      CPU matrix products: packed operands, vector register blocks
   rows            fused row reductions with their elementwise readers
+  recurrence      rows in order, each from the rows before (a rolled loop)
 """

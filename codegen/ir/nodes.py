@@ -28,6 +28,9 @@ Node types
                   tensordot, inner, vdot, einsum).
 ``Reshape``       C-order reshape (cheap on contiguous data, so kept apart).
 ``Concatenate``   joins arrays along an axis.
+``Recurrence``    rows computed in order, each from the rows before it (a
+                  Python loop ``y[:, j] = f(y[:, j - 1], x[:, j])`` rolled
+                  back: ``codegen/passes/recurrence.py``).
 ``RawKernelOutput`` one output of a launch of a hand-written kernel
                   (``pa.raw_kernel``): the outputs of one launch share every
                   field but ``index``.
@@ -301,6 +304,39 @@ class IndexLambda(Node):
                 tuple((k, id(v)) for k, v in self.bindings), self.op)
 
 
+# ``IndexLambda.op`` of a value as written into one column or row of an array
+# (``x[:, j] = v``: an identity read of ``v``): the recurrence pass finds a
+# loop's values by it (``codegen/passes/recurrence.py``)
+WRITTEN = "written"
+
+
+def is_written(n) -> bool:
+    """A value as a loop wrote it into one column of an array."""
+    return isinstance(n, IndexLambda) and n.op == WRITTEN and len(n.bindings) == 1
+
+
+def without_written(outputs) -> list:
+    """``outputs`` with each written value's mark replaced by the value
+    (what is left after rolling): the DAG the kernels compute and
+    ``pa.show`` prints is the program as written.  O(N)."""
+    order = topological_order(outputs)
+    new = {}
+
+    def get(value):
+        if isinstance(value, Node):
+            return new.get(id(value), value)
+        if type(value) is tuple:
+            return tuple(get(v) for v in value)
+        return value
+    for n in order:
+        if is_written(n):
+            new[id(n)] = get(n.bindings[0][1])
+        elif any(id(c) in new for c in n.children()):
+            cls = type(n)
+            new[id(n)] = cls.make(*[get(getattr(n, f)) for f in field_names(cls)])
+    return [get(o) for o in outputs]
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class Reduce(Node):
     """Reduce ``array`` over ``axes``; accumulates in ``dtype``.
@@ -346,6 +382,35 @@ class Concatenate(Node):
 
     def children(self):
         return self.arrays
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Recurrence(Node):
+    """Rows computed in order along the first axis: rows ``0 .. lags - 1``
+    are ``init``'s (``lags = init.shape[0]``); row ``t >= lags`` is ``expr``
+    at ``(t, i1, ...)`` (index variables as an IndexLambda's: ``_0`` is the
+    row), where ``_self[_0 - k, _1, ...]`` reads row ``t - k`` at the same
+    element (``1 <= k <= lags``).  Each element's rows depend on that
+    element's alone, so the elements of a row are computed in parallel and
+    the rows in order."""
+    mapper_method = "map_recurrence"
+    expr: Any
+    bindings: tuple          # ((name, Node), ...), as an IndexLambda's
+    init: Node
+    op: str
+
+    SELF = "_self"
+
+    @property
+    def lags(self) -> int:
+        return self.init.shape[0]
+
+    def children(self):
+        return tuple(n for _, n in self.bindings) + (self.init,)
+
+    def _intern_key(self):
+        return (self.shape, self.dtype.str, expression_text(self.expr),
+                tuple((k, id(v)) for k, v in self.bindings), id(self.init), self.op)
 
 
 @dataclass(frozen=True)

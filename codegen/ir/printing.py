@@ -80,6 +80,13 @@ class _Renderer(Mapper):
         return f"concatenate([{arrays}], axis={node.axis})"
 
     @_cut_deep
+    def map_recurrence(self, node, depth):
+        env = dict(node.bindings)
+        env[N.Recurrence.SELF] = node
+        return (f"recurrence(rows {node.lags}.. = {self.expr(node.expr, env, depth)}, "
+                f"first rows {self.operand(node.init, depth)})")
+
+    @_cut_deep
     def map_raw_kernel_output(self, node, depth):
         args = [self.operand(a, depth) for a in node.inputs]
         args += [f"{k}={v!r}" for k, v in node.scalars]

@@ -24,6 +24,9 @@ class _UnitOf(Mapper):
     def map_raw_kernel_output(self, n):
         return Unit(n, "raw", n.size)
 
+    def map_recurrence(self, n):
+        return Unit(n, "recurrence", n.size)
+
     def _elementwise(self, n):
         return Unit(n, "elementwise", n.size)
 

@@ -69,6 +69,11 @@ class _Roots(Mapper):
             else:
                 self.transposed[id(op)] = src
 
+    def map_recurrence(self, n):
+        """Rows computed in order: a kernel of its own, which reads its own
+        earlier rows from its buffer."""
+        self.mat.add(id(n))
+
     def map_raw_kernel_output(self, n):
         """A hand-written kernel reads and writes plain buffers."""
         self.mat.add(id(n))

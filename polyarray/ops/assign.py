@@ -9,6 +9,11 @@ Three forms, chosen by the key:
   Further updates of the same axis edit the segment list (no chain of
   nodes), so the Hermite recurrence written with ``out[:, i] = ...`` becomes
   the nodes ``pa.stack(columns, axis=1)`` builds, and the same kernel;
+* an integer on one axis and a step-1 range on another (``out[1:-1, j] = v``):
+  a block along the range's axis whose value is the block with column ``j``
+  replaced, as above (so a loop over ``j`` keeps its values as columns).
+  Each value written into one column is an identity node of its own
+  (``N.WRITTEN``), by which the recurrence pass finds a loop's values;
 * any other basic key (steps, several axes, ``None``): one IndexLambda,
   ``where(index in region, v[mapped index], x[index])``;
 * integer arrays and concrete boolean masks: the same, with a map from each
@@ -178,12 +183,28 @@ def _read_columns(node, rec, key, sig, depth):
         if not is_int:
             return node, None
         del items[a]
-        if all(it == slice(0, n, 1) for it, n in zip(items, piece.shape)):
-            return node, piece
-        return node, _getitem(piece, tuple(items))
+        return node, _read_piece(piece, items, depth)
     items[a] = want[0] - start if is_int else _range_key(
         range(want.start - start, want.stop - start, want.step))
-    return node, _getitem(piece, tuple(items))
+    return node, _read_piece(piece, items, depth)
+
+
+def _read_piece(piece, items, depth):
+    """``piece[items]``: the piece itself for the whole of it, else read
+    through its own updates (a block whose columns a loop wrote)."""
+    key = tuple(items)
+    if all(isinstance(it, slice) and it == slice(0, n, 1) for it, n in zip(key, piece.shape)):
+        return piece
+    if piece in _RECORDS and depth > 0:
+        try:
+            sig = _basic_sig(piece, key)
+        except (IndexError, TypeError):
+            sig = None
+        if sig is not None:
+            _, found = _read_through(piece, key, sig, depth)
+            if found is not None:
+                return found
+    return _getitem(piece, key)
 
 
 # -- updates ----------------------------------------------------------------
@@ -211,13 +232,55 @@ def setitem(node: N.Node, key, value) -> N.Node:
     if len(restricted) == 1 and not has_none and restricted[0][1].step == 1:
         d, r, is_int = restricted[0]
         return _set_columns(node, d, r.start, r.stop, "col" if is_int else "block", v)
+    if len(restricted) == 2 and not has_none:
+        nested = _set_nested(node, restricted, v)
+        if nested is not None:
+            return nested
     return _set_region(node, sig, v, key)
+
+
+def _set_nested(node, restricted, v):
+    """``x[1:-1, j] = v`` (an integer on one axis, a step-1 range on
+    another) in a loop over ``j``: a block along the range's axis whose value
+    is the block with column ``j`` replaced, so that the loop keeps its
+    values as columns, as with one restricted axis (and ``x[1:-1, j - 1]``
+    reads the value written).  Only where the write before was the same
+    block at another column (else one select, as any region: a write of
+    another range each time, ``C[i, :i + 1]``, would cut the blocks); None
+    otherwise."""
+    ints = [(d, r) for d, r, is_int in restricted if is_int]
+    spans = [(d, r) for d, r, is_int in restricted if not is_int and r.step == 1]
+    if len(ints) != 1 or len(spans) != 1:
+        return None
+    (di, ri), (ds, rs) = ints[0], spans[0]
+    rec = _RECORDS.get(node)
+    if isinstance(rec, _Columns):
+        if rec.axis != ds:
+            return None
+        at = bisect.bisect_right(rec.starts, rs.start) - 1
+        if rec.segs[at][:3] != (rs.start, rs.stop, "block"):
+            return None
+    elif not isinstance(rec, _Region):
+        return None
+    else:
+        before = [(d, r, is_int) for d, r, is_int in _axes(rec.sig)
+                  if is_int or not full_range(r, node.shape[d])]
+        if not (len(before) == 2 and (ds, rs, False) in before and any(
+                d == di and is_int and r.start != ri.start for d, r, is_int in before)):
+            return None
+    block = getitem(node, tuple(slice(rs.start, rs.stop) if d == ds else slice(None)
+                                for d in range(node.ndim)))
+    inner = setitem(block, tuple(ri.start if d == di else slice(None)
+                                 for d in range(node.ndim)), v)
+    return _set_columns(node, ds, rs.start, rs.stop, "block", inner)
 
 
 def _set_columns(node, a, lo, hi, kind, v):
     """Indices ``lo:hi`` along axis ``a`` replaced: the overlapped segments
     cut (tuples sliced, so each update costs a copy, not a Python loop, over
     the segments) and one ``Concatenate`` of the segments' pieces made."""
+    if kind == "col":
+        v = _written(v)
     rec = _RECORDS.get(node)
     if not (isinstance(rec, _Columns) and rec.axis == a):
         n = node.shape[a]
@@ -242,6 +305,17 @@ def _set_columns(node, a, lo, hi, kind, v):
         out = N.Concatenate.make(node.shape, node.dtype, pieces, a)
     _RECORDS.setdefault(out, _Columns(rec.base, a, segs, starts, pieces))
     return out
+
+
+def _written(v):
+    """``v`` as written into one column: a computed value is an identity
+    node of its own (``N.WRITTEN``), by which the recurrence pass finds a
+    loop's values and which of them each step reads; inputs, constants and
+    plain reads are left as they are (a loop's first rows may be any)."""
+    if not (isinstance(v, N.IndexLambda) and isinstance(v.expr, p.Call)):
+        return v
+    return N.IndexLambda.make(v.shape, v.dtype, read("_in0", index_vars(v.ndim)),
+                              (("_in0", v),), N.WRITTEN)
 
 
 def _cut(rec, at, s, e):

@@ -282,3 +282,54 @@ def st_loop_sum(g):
     if dests:
         lines.append(f"{g.choice(dests)}[...] += {s}")
     return Stmt("loop", lines, {"loop sum"})
+
+
+def st_loop_recurrence(g):
+    """A loop of 10 to 17 steps whose rows build on the rows before, which
+    the device targets roll into one recurrence kernel: columns
+    (``y[:, j] = y[:, j - 1] * c + t``) or rows (``y[j] = ...``), forwards or
+    backwards, reading one or two rows back, with a term read at the step
+    (``b[:, j]``) or the same every step; the result added to an array in
+    scope."""
+    vecs = [n for n, v in g.env.items() if isinstance(v, np.ndarray) and v.ndim == 1
+            and v.size >= 2 and v.dtype.kind in "fi"]
+    if not vecs:
+        return None
+    u = g.choice(vecs)
+    m, dt = g.env[u].shape[0], g.env[u].dtype
+    L = int(g.ints(10, 18))
+    rows = g.coin(0.4)
+    back = g.coin(0.4)
+    two = g.coin(0.5)
+    y = g.new_local("y")
+
+    def at(k):                       # the row or column k of y (k: an expression)
+        return f"{y}[{k}]" if rows else f"{y}[:, {k}]"
+    wide = [n for n, v in g.env.items() if isinstance(v, np.ndarray) and v.ndim == 2
+            and v.dtype.kind in "fi" and v.shape[0] == m and v.shape[1] >= L]
+    terms = [f"{u} * 0.5", f"np.sin({u})" if dt.kind == "f" else f"{u} % 7", f"{u}[::-1]"]
+    terms += [f"{b}[:, j]" for b in wide] + [f"{b}[:, {g.env[b].shape[1] - 1} - j]"
+                                             for b in wide]
+    term = g.choice(terms)
+    c, d = (g.choice(["0.5", "-0.25", "1.5"]), g.choice(["0.25", "-1"])) if dt.kind == "f" \
+        else (g.choice(["3", "-1"]), g.choice(["2", "1"]))
+    first, second = (L - 1, L - 2) if back else (0, 1)
+    sign = "+" if back else "-"
+    shape = f"({L}, {m})" if rows else f"({m}, {L})"
+    lines = [f"{y} = np.zeros({shape}, dtype={u}.dtype)",
+             f"{at(first)} = {u}"]
+    if two:
+        lines.append(f"{at(second)} = {u} * 2")
+    start = (second - 1 if back else 2) if two else (first - 1 if back else 1)
+    span = f"range({start}, -1, -1)" if back else f"range({start}, {L})"
+    rhs = f"{at(f'j {sign} 1')} * {c} + {term}"
+    if two:
+        rhs += f" + {at(f'j {sign} 2')} * {d}"
+    lines += [f"for j in {span}:", f"    {at('j')} = {rhs}"]
+    dests = [n for n, w in g.env.items() if isinstance(w, np.ndarray) and w.flags.writeable
+             and w.dtype.kind == "f" and w.ndim >= 1 and w.shape[-1] == m]
+    if dests:           # the whole array, or the last value (it reads every step)
+        last = at(0 if back else L - 1)
+        total = g.choice([last, f"{y}.sum(axis={0 if rows else 1})"])
+        lines.append(f"{g.choice(dests)}[...] += {total}")
+    return Stmt("loop", lines, {"loop recurrence rolled"})

@@ -60,7 +60,8 @@ from fuzz.program_exprs import Exprs
 from fuzz.program_inputs import ArgSpec, draw_args, inputs_source, make_inputs
 from fuzz.program_arrays import st_create, st_local, st_scalar, st_view
 from fuzz.program_flow import (st_branch, st_error, st_fori, st_int_break, st_loop,
-                               st_loop_sum, st_mask, st_while, st_while_loop)
+                               st_loop_recurrence, st_loop_sum, st_mask, st_while,
+                               st_while_loop)
 from fuzz.program_statements import (Stmt, st_adv_setitem, st_aug, st_matmul_inplace, st_out,
                                      st_setitem, st_stencil, st_view_write)
 
@@ -69,7 +70,8 @@ STATEMENTS = [(st_aug, 12), (st_setitem, 8), (st_adv_setitem, 5), (st_view, 7),
               (st_view_write, 4), (st_out, 5), (st_create, 6), (st_local, 5),
               (st_stencil, 3), (st_loop, 4), (st_branch, 2), (st_while, 1),
               (st_int_break, 2), (st_mask, 3), (st_fori, 1), (st_while_loop, 1),
-              (st_scalar, 3), (st_matmul_inplace, 1), (st_error, 1), (st_loop_sum, 2)]
+              (st_scalar, 3), (st_matmul_inplace, 1), (st_error, 1), (st_loop_sum, 2),
+              (st_loop_recurrence, 3)]
 ERRORS = (TypeError, ValueError, IndexError)
 FLOAT_GRID, FLOAT_BOUND, INT_BOUND = 8, 2.0 ** 10, 2 ** 15
 # reshapes written through per program (reshape, ravel, expand_dims, squeeze; a
