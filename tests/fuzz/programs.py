@@ -479,7 +479,8 @@ class ProgramBuilder:
         self.prog.ret = None
 
 
-_ASSIGNMENT = re.compile(r"^(\s*)([A-Za-z_][^=]*\])\s=\s(.+)$")
+# ``x[key] = value``; the key may compare (``u[u != -1] = u[1:4]``)
+_ASSIGNMENT = re.compile(r"^(\s*)([A-Za-z_].*?\])\s=\s(.+)$")
 
 
 def _value_copied(st):
