@@ -327,7 +327,7 @@ def st_loop_recurrence(g):
         rhs += f" + {at(f'j {sign} 2')} * {d}"
     lines += [f"for j in {span}:", f"    {at('j')} = {rhs}"]
     dests = [n for n, w in g.env.items() if isinstance(w, np.ndarray) and w.flags.writeable
-             and w.dtype.kind == "f" and w.ndim >= 1 and w.shape[-1] == m]
+             and (w.dtype.kind == "f" or w.dtype == dt) and w.ndim >= 1 and w.shape[-1] == m]
     if dests:           # the whole array, or the last value (it reads every step)
         last = at(0 if back else L - 1)
         total = g.choice([last, f"{y}.sum(axis={0 if rows else 1})"])
