@@ -158,6 +158,25 @@ def _expression_text(e) -> str:
     return f"{type(e).__name__}:{e!r}"
 
 
+def _digest_below(root):
+    """Make the digests of ``root`` and of the nodes below it that have none,
+    children first (an explicit stack: no recursion along a chain)."""
+    stack = [(root, iter(root.children()))]
+    seen = {id(root)}
+    while stack:
+        node, it = stack[-1]
+        for child in it:
+            if id(child) not in seen and "_digest" not in child.__dict__:
+                seen.add(id(child))
+                stack.append((child, iter(child.children())))
+                break
+        else:
+            stack.pop()
+            local, whole = _digests(node)
+            object.__setattr__(node, "_local_digest", local)
+            object.__setattr__(node, "_digest", whole)
+
+
 def _digests(node) -> tuple:
     """``(local_digest, digest)`` of a new node (see the module docstring)."""
     children, h = [], hashlib.sha256(type(node).__name__.encode())
@@ -190,11 +209,28 @@ class Node:
             if existing is not None:
                 return existing
             _INTERN[key] = node
-        local, digest = _digests(node)
-        object.__setattr__(node, "local_digest", local)
-        object.__setattr__(node, "digest", digest)
         object.__setattr__(node, "_hash", hash(key))
         return node
+
+    # digests are made when first asked for (a compile's cache key, a pickle),
+    # not with every node: a loop of column writes makes a concatenation of all
+    # the columns per write, and hashing each one's children would make tracing
+    # quadratic in the loop's length
+    @property
+    def local_digest(self) -> str:
+        found = self.__dict__.get("_local_digest")
+        if found is None:
+            _digest_below(self)
+            found = self.__dict__["_local_digest"]
+        return found
+
+    @property
+    def digest(self) -> str:
+        found = self.__dict__.get("_digest")
+        if found is None:
+            _digest_below(self)
+            found = self.__dict__["_digest"]
+        return found
 
     def _intern_key(self):
         return tuple(_key_part(getattr(self, f)) for f in field_names(type(self)))
@@ -382,6 +418,11 @@ class Concatenate(Node):
 
     def children(self):
         return self.arrays
+
+    def _intern_key(self):
+        # the pieces by identity, made at C speed: a loop writing columns makes
+        # one concatenation of all of them per write
+        return (self.shape, self.dtype.str, tuple(map(id, self.arrays)), self.axis)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
