@@ -40,7 +40,17 @@ class _Pushed:
 
 
 def _pop_at_exit():
-    """atexit, in the main thread: what polyarray pushed there."""
+    """atexit, in the main thread, while the context is still current: the
+    memory pool's held blocks freed and the pool told to free what comes
+    back (a block freed after the context is gone, at the pool's own
+    destruction, made pycuda abort the process at exit), then what polyarray
+    pushed popped."""
+    pool = STATE.get("pool")
+    if pool is not None:
+        try:
+            pool.stop_holding()
+        except Exception:       # noqa: BLE001  (nothing left to free)
+            pass
     pushed = getattr(_THREAD, "pushed", None)
     if pushed is not None:
         pushed.pop()
