@@ -52,6 +52,8 @@ class _Renderer(Mapper):
 
     @_cut_deep
     def map_index_lambda(self, node, depth):
+        if N.is_written(node):      # a mark for the recurrence pass: the value itself
+            return self.rec(node.bindings[0][1], depth)
         env = dict(node.bindings)
         if not node.bindings and "(" in node.op:
             return node.op      # a constant of indices, as it was made: arange(0, 5, 1)
