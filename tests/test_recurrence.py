@@ -180,3 +180,38 @@ def test_rolling_is_deterministic():
     one, = roll_recurrences([build().node])
     two, = roll_recurrences([build().node])
     assert one is two and one.digest == two.digest
+
+
+def test_a_loop_that_stays_unrolled_leaves_the_others_rolled(device_target):
+    """``q`` reads the row before at another element (unrolled), and reads
+    ``p``'s columns: ``p`` is still one recurrence, and both are right."""
+    xv = np.random.default_rng(7).random((6, 40))
+
+    def f(x):
+        p = x.copy()
+        q = x.copy()
+        for j in range(1, 40):
+            p[:, j] = p[:, j - 1] * 0.5 + np.sin(x[:, j])
+        for j in range(1, 40):
+            q[:, j] = q[::-1, j - 1] * 0.5 + p[:, j]
+        return q
+    assert_same(pa.jit(f, target=device_target)(xv), f(xv))
+    assert len(_recurrences(pa.compile(f(pa.asarray(xv)), target=device_target))) == 1
+
+
+def test_a_loop_reading_another_loops_columns(target):
+    """``q[:, j]`` reads ``p[:, j]`` and ``p[:, j - 1]``: both loops are
+    recurrences, the second reading the first's rows."""
+    xv = np.random.default_rng(8).random((5, 60))
+
+    def f(x):
+        p = x.copy()
+        q = np.zeros_like(x)
+        for j in range(1, 60):
+            p[:, j] = p[:, j - 1] * 0.5 + x[:, j]
+        for j in range(1, 60):
+            q[:, j] = q[:, j - 1] * 0.25 + p[:, j] - p[:, j - 1]
+        return q
+    assert_same(pa.jit(f, target=target)(xv), f(xv))
+    if target != "numpy":
+        assert len(_recurrences(pa.compile(f(pa.asarray(xv)), target=target))) == 2

@@ -69,23 +69,35 @@ def _round(outputs, steps):
     if len(written) < MIN_STEPS + 1:
         return outputs, 0
     runs = _runs(order, written, steps)
-    if not runs:
-        return outputs, 0
+    while runs:
+        made, failed = _rolled(outputs, runs)
+        if not failed:
+            return made, len(runs)
+        # the walk skipped a failed run's computations: again without it (once:
+        # a run that failed for want of another's rows failed with it)
+        runs = [run for run in runs if not any(run is f for f in failed)]
+    return outputs, 0
+
+
+def _rolled(outputs, runs):
+    """``(outputs with the runs as recurrences, the runs that could not be
+    built)``; with any of the latter the outputs are to be made again
+    without them."""
     run_of = {id(v): run for run in runs for v in run.values}
-    # a run's values read what the recurrence will read (its leaves, first rows
-    # and other loops' values), not the steps' computations: in that order each
-    # run comes after the runs it reads, and dead computations are not made again
+    # a run's first value reads what the recurrence will read (its leaves, first
+    # rows and other loops' values), and each later value the one before it, not
+    # the steps' computations: in that order each run comes after the runs it
+    # reads, and dead computations are not made again
     reads = {}
     for run in runs:
-        below = run.reads()
-        for v in run.values:
-            reads[id(v)] = below
+        reads[id(run.values[0])] = run.reads()
+        for a, b in zip(run.values, run.values[1:]):
+            reads[id(b)] = (a,)
     order = _order(outputs, reads)
     row_of = {}                 # id(written value) -> [(Recurrence, row), ...]
     rows = {}                   # id(a run's value) -> (Recurrence, row): read as ``_row``
     changed = set()             # ids of the nodes to make again (on demand)
-    new = {}
-    built = 0
+    new, failed = {}, []
 
     def make(n):
         if id(n) in rows:
@@ -121,23 +133,26 @@ def _round(outputs, steps):
     for n in order:
         if id(n) in changed:
             continue
-        run = run_of.get(id(n))       # the first of its values in the order
+        run = run_of.get(id(n))       # its first value: the order puts it first
         if run is not None:
             made = run.build(get, row_of)
-            if made is not None:
-                built += 1
-                for k, v in enumerate(run.init):        # the first rows of several
-                    row_of.setdefault(id(v), []).append((made, k))
-                for k, v in enumerate(run.values):
-                    row_of[id(v)] = [(made, run.lags + k)]
-                    rows[id(v)] = (made, run.lags + k)
-                    changed.add(id(v))
+            if made is None:
+                failed.append(run)
+                for v in run.values:
+                    run_of.pop(id(v))
                 continue
-            for v in run.values:
-                run_of.pop(id(v))
+            for k, v in enumerate(run.init):        # the first rows of several
+                row_of.setdefault(id(v), []).append((made, k))
+            for k, v in enumerate(run.values):
+                row_of[id(v)] = [(made, run.lags + k)]
+                rows[id(v)] = (made, run.lags + k)
+                changed.add(id(v))
+            continue
         if any(id(c) in changed for c in n.children()):
             changed.add(id(n))
-    return [get(o) for o in outputs], built
+    if failed:
+        return outputs, failed
+    return [get(o) for o in outputs], []
 
 
 def _order(outputs, reads):
