@@ -110,14 +110,15 @@ class Program:
             if self._state.targets and self.target_name != "numpy":
                 # updated values stay on the device; outputs are copied as asked
                 self._exe_options = dict(options, out="device")
-        if self.target_name != "numpy":
-            # sums written as loops become reductions, and loops whose rows
-            # build on the rows before recurrences (the numpy target runs the
-            # program as written)
-            from .codegen.passes.recurrence import roll_recurrences
-            from .codegen.passes.reroll import reroll_sums
-            self._outputs = roll_recurrences(reroll_sums(self._outputs))
-        self._outputs = N.without_written(self._outputs)
+        with N.collector_paused():
+            if self.target_name != "numpy":
+                # sums written as loops become reductions, and loops whose rows
+                # build on the rows before recurrences (the numpy target runs
+                # the program as written)
+                from .codegen.passes.recurrence import roll_recurrences
+                from .codegen.passes.reroll import reroll_sums
+                self._outputs = roll_recurrences(reroll_sums(self._outputs))
+            self._outputs = N.without_written(self._outputs)
         self.placeholders = N.placeholders(self._outputs)     # ValueError: one name twice
         if self._state is not None:
             self.placeholders = {n: p for n, p in self.placeholders.items()
