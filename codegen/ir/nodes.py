@@ -6,8 +6,9 @@ equality is identity, comparing two DAGs is O(1), hashing is cached, and a
 subexpression that the user writes twice is still one node that is evaluated
 once.
 
-Each node also carries two SHA-256 digests, stable across processes (they
-never use Python's randomized ``hash``), from one description of its fields:
+Each node also has two SHA-256 digests, stable across processes (they never
+use Python's randomized ``hash``), from one description of its fields, made
+when first asked for:
 ``local_digest`` is the node itself (type, shape, dtype, fields), its
 children and data values aside; ``digest`` adds the children's digests and
 a captured array's content, so it names the whole DAG below the node.
