@@ -65,7 +65,7 @@ def _round(outputs, steps):
     ``steps``: id(written value) -> (it, its ``_Step`` or None), kept from
     round to round (a step depends on the nodes below it alone)."""
     order = N.topological_order(outputs)
-    written = {id(n): k for k, n in enumerate(order) if _is_written(n)}
+    written = {id(n): k for k, n in enumerate(order) if N.is_written(n)}
     if len(written) < MIN_STEPS + 1:
         return outputs, 0
     runs = _runs(order, written, steps)
@@ -177,10 +177,6 @@ def _order(outputs, reads):
     return order
 
 
-def _is_written(n):
-    return N.is_written(n)
-
-
 # -- pieces -------------------------------------------------------------------
 
 def _value(piece, axis):
@@ -205,7 +201,7 @@ class _Step:
     """One value as the same code over shared leaves: its computing nodes
     (``slots``, breadth first in binding-name order: ``(node, kids)``, with
     ``kids`` binding name -> slot, or ``("value", k)`` for ``values[k]``, a
-    piece's value that it reads), their subscript constants (slot ``s``'s
+    written value that it reads), their subscript constants (slot ``s``'s
     from ``starts[s]``), and a ``key`` equal for steps of the same code over
     the same leaves (None: too large a step)."""
 
@@ -219,7 +215,7 @@ class _Step:
             for name, child in sorted(node.bindings, key=lambda b: b[0]):
                 if id(child) in slot_of:
                     kids[name] = slot_of[id(child)]
-                elif _is_written(child):
+                elif N.is_written(child):
                     kids[name] = ("value", len(self.values))
                     self.values.append(child)
                     shown.append((name, "value"))
