@@ -270,8 +270,9 @@ def _set_nested(node, restricted, v):
             return None
     block = getitem(node, tuple(slice(rs.start, rs.stop) if d == ds else slice(None)
                                 for d in range(node.ndim)))
-    inner = setitem(block, tuple(ri.start if d == di else slice(None)
-                                 for d in range(node.ndim)), v)
+    # ``v`` is the region's value, already cast and broadcast: the block's
+    # column ``j`` directly, as one restricted axis would give it
+    inner = _set_columns(block, di, ri.start, ri.start + 1, "col", v)
     return _set_columns(node, ds, rs.start, rs.stop, "block", inner)
 
 
