@@ -131,13 +131,18 @@ def getitem(node: N.Node, key) -> N.Node:
     """``node[key]``, reading through recorded updates where the key is basic:
     the replaced value itself when ``key`` is the replaced region (or one
     column of it), the array underneath when ``key`` avoids every update."""
-    if node in _RECORDS:
+    return _read(node, key, _READ_DEPTH)
+
+
+def _read(node, key, depth):
+    """``node[key]`` through at most ``depth`` recorded updates."""
+    if node in _RECORDS and depth > 0:
         try:
             sig = _basic_sig(node, key)
         except (IndexError, TypeError):
             sig = None                    # getitem raises NumPy's error
         if sig is not None:
-            node, found = _read_through(node, key, sig, _READ_DEPTH)
+            node, found = _read_through(node, key, sig, depth)
             if found is not None:
                 return found
     return _getitem(node, key)
@@ -195,16 +200,7 @@ def _read_piece(piece, items, depth):
     key = tuple(items)
     if all(isinstance(it, slice) and it == slice(0, n, 1) for it, n in zip(key, piece.shape)):
         return piece
-    if piece in _RECORDS and depth > 0:
-        try:
-            sig = _basic_sig(piece, key)
-        except (IndexError, TypeError):
-            sig = None
-        if sig is not None:
-            _, found = _read_through(piece, key, sig, depth)
-            if found is not None:
-                return found
-    return _getitem(piece, key)
+    return _read(piece, key, depth)
 
 
 # -- updates ----------------------------------------------------------------
