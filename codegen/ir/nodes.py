@@ -180,6 +180,15 @@ def _digest_below(root):
             object.__setattr__(node, "_digest", whole)
 
 
+def _digest_of(node, name):
+    """The digest ``name`` of ``node``, made (with those below it) if new."""
+    found = node.__dict__.get(name)
+    if found is None:
+        _digest_below(node)
+        found = node.__dict__[name]
+    return found
+
+
 def _digests(node) -> tuple:
     """``(local_digest, digest)`` of a new node (see the module docstring)."""
     children, h = [], hashlib.sha256(type(node).__name__.encode())
@@ -221,19 +230,11 @@ class Node:
     # quadratic in the loop's length
     @property
     def local_digest(self) -> str:
-        found = self.__dict__.get("_local_digest")
-        if found is None:
-            _digest_below(self)
-            found = self.__dict__["_local_digest"]
-        return found
+        return _digest_of(self, "_local_digest")
 
     @property
     def digest(self) -> str:
-        found = self.__dict__.get("_digest")
-        if found is None:
-            _digest_below(self)
-            found = self.__dict__["_digest"]
-        return found
+        return _digest_of(self, "_digest")
 
     def _intern_key(self):
         return tuple(_key_part(getattr(self, f)) for f in field_names(type(self)))
@@ -376,25 +377,33 @@ def is_written(n) -> bool:
     return isinstance(n, IndexLambda) and n.op == WRITTEN and len(n.bindings) == 1
 
 
+def remade(node, replace):
+    """``node`` made again with each child (in a field of its own or in a
+    tuple field) replaced by ``replace(child)``: the step of every rewrite
+    of a DAG, children first."""
+    def field(value):
+        if isinstance(value, Node):
+            return replace(value)
+        if type(value) is tuple:
+            return tuple(field(v) for v in value)
+        return value
+    cls = type(node)
+    return cls.make(*[field(getattr(node, f)) for f in field_names(cls)])
+
+
 def without_written(outputs) -> list:
     """``outputs`` with each written value's mark replaced by the value
     (what is left after rolling): the DAG the kernels compute and
     ``pa.show`` prints is the program as written.  O(N)."""
-    order = topological_order(outputs)
     new = {}
 
-    def get(value):
-        if isinstance(value, Node):
-            return new.get(id(value), value)
-        if type(value) is tuple:
-            return tuple(get(v) for v in value)
-        return value
-    for n in order:
+    def get(n):
+        return new.get(id(n), n)
+    for n in topological_order(outputs):
         if is_written(n):
             new[id(n)] = get(n.bindings[0][1])
         elif any(id(c) in new for c in n.children()):
-            cls = type(n)
-            new[id(n)] = cls.make(*[get(getattr(n, f)) for f in field_names(cls)])
+            new[id(n)] = remade(n, get)
     return [get(o) for o in outputs]
 
 

@@ -104,16 +104,13 @@ def _rolled(outputs, runs):
             return _row(*rows[id(n)])
         if isinstance(n, N.Concatenate):
             return _joined(n, row_of, get)
-        cls = type(n)
-        return cls.make(*[get(getattr(n, f)) for f in N.field_names(cls)])
+        return N.remade(n, get)
 
     def get(value):
         """What replaces ``value``: made when first asked for, children
         first (an explicit stack: no recursion along a chain), so that what
         nothing reads (the pieces a join absorbs) is never made."""
-        if type(value) is tuple:
-            return tuple(get(v) for v in value)
-        if not isinstance(value, N.Node) or id(value) not in changed:
+        if id(value) not in changed:
             return value
         stack = [value]
         while stack:

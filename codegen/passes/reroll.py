@@ -55,12 +55,8 @@ def reroll_sums(outputs) -> list:
     continued = {id(link[1]) for link in links.values()}
     new = {}
 
-    def get(value):
-        if isinstance(value, N.Node):
-            return new.get(id(value), value)
-        if type(value) is tuple:
-            return tuple(get(v) for v in value)
-        return value
+    def get(n):
+        return new.get(id(n), n)
     for n in order:              # chains below a chain's terms are replaced first
         if id(n) in links and id(n) not in continued:
             made = _rerolled(_chain(n, links), links, counts, get)
@@ -68,8 +64,7 @@ def reroll_sums(outputs) -> list:
                 new[id(n)] = made
                 continue
         if any(id(c) in new for c in n.children()):
-            cls = type(n)
-            new[id(n)] = cls.make(*[get(getattr(n, f)) for f in N.field_names(cls)])
+            new[id(n)] = N.remade(n, get)
     return [get(o) for o in outputs]
 
 
