@@ -49,6 +49,7 @@ printed: what these kernels must move is not known from their inputs.
 from __future__ import annotations
 
 import argparse
+import collections
 import importlib.util
 import json
 import math
@@ -691,7 +692,13 @@ def main(argv=None):
     ap.add_argument("--markdown", nargs="+", default=None, metavar="JSON",
                     help="print the rows of earlier runs (their --json files) as one "
                          "Markdown table, and run nothing")
+    ap.add_argument("--merge", nargs="+", default=None, metavar="JSON",
+                    help="join the rows of runs of one corpus split into parts (same target, "
+                         "mode and preset; e.g. runs with --kernels that together cover it) "
+                         "into --json, print their table, and run nothing")
     args = ap.parse_args(argv)
+    if args.merge:
+        return _merge(ap, args)
     if args.markdown:
         runs = []
         for path in args.markdown:
@@ -720,6 +727,8 @@ def main(argv=None):
     # first calls compile
     own_cache = None if os.environ.get("POLYARRAY_CACHE_DIR") else \
         tempfile.TemporaryDirectory(prefix="npbench-cache-")
+    command = " ".join(["python -m benchmarks.npbench"] + list(argv if argv is not None
+                                                              else sys.argv[1:]))
     rows = []
     try:
         for name in names:
@@ -728,22 +737,55 @@ def main(argv=None):
             print(f"  {name}: {row['class']} {_fmt(row.get('later_s'))} "
                   f"{row.get('error') or row.get('detail') or ''}"[:200],
                   file=sys.stderr, flush=True)
+            if args.json:       # after every kernel: a run stopped from outside keeps its rows
+                _write_json(args, corpus, command, rows, complete=False)
     finally:
         if own_cache:
             own_cache.cleanup()
     device = next((r["device"] for r in rows if r.get("device")), args.target)
-    command = " ".join(["python -m benchmarks.npbench"] + list(argv if argv is not None
-                                                              else sys.argv[1:]))
     head = (f"NPBench {args.preset} through polyarray, target {args.target}, mode {args.mode}; "
             f"device: {device}")
-    s = print_table(rows, peers, head)
+    print_table(rows, peers, head)
+    if args.json:
+        _write_json(args, corpus, command, rows, complete=True)
+
+
+def _merge(ap, args):
+    parts = []
+    for path in args.merge:
+        with open(path) as f:
+            parts.append(json.load(f))
+    if len({(d["target"], d["mode"], d["preset"]) for d in parts}) != 1:
+        ap.error("--merge: the parts differ in target, mode or preset")
+    rows = [r for d in parts for r in d["rows"]]
+    if dup := sorted(k for k, n in collections.Counter(r["kernel"] for r in rows).items()
+                     if n > 1):
+        ap.error(f"--merge: kernels in more than one part: {', '.join(dup)}")
+    first = parts[0]
+    peers = sorted({p for r in rows for p in (r.get("peers_s") or {}) if p != "numpy"})
+    print_table(rows, peers, f"NPBench {first['preset']} through polyarray, target "
+                f"{first['target']}, mode {first['mode']}; device: {first['device']} "
+                f"({len(parts)} parts)")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"suite": "npbench", "device": device, "target": args.target,
-                       "mode": args.mode, "preset": args.preset, "command": command,
-                       "host": platform.node(), "date": time.strftime("%Y-%m-%d %H:%M"),
-                       "timeout_s": args.timeout, "repeat": args.repeat,
-                       "npbench": corpus.root, **s, "rows": rows}, f, indent=1, default=str)
+            json.dump({**{k: v for k, v in first.items() if k != "rows"},
+                       "command": " ; ".join(d["command"] for d in parts),
+                       "date": " ; ".join(d["date"] for d in parts),
+                       "complete": all(d.get("complete", True) for d in parts),
+                       **summary(rows), "rows": rows}, f, indent=1, default=str)
+
+
+def _write_json(args, corpus, command, rows, complete):
+    device = next((r["device"] for r in rows if r.get("device")), args.target)
+    tmp = args.json + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"suite": "npbench", "device": device, "target": args.target,
+                   "mode": args.mode, "preset": args.preset, "command": command,
+                   "host": platform.node(), "date": time.strftime("%Y-%m-%d %H:%M"),
+                   "timeout_s": args.timeout, "repeat": args.repeat,
+                   "npbench": corpus.root, "complete": complete, **summary(rows),
+                   "rows": rows}, f, indent=1, default=str)
+    os.replace(tmp, args.json)
 
 
 if __name__ == "__main__":
