@@ -233,27 +233,28 @@ def _refuse_many_shapes(outputs, budget):
                                  "shapes)")
 
 
-def _group_keys(plan, buffers, budget) -> dict:
-    """Each group's ``reuse.group_key``, found before any kernel is generated;
+def _group_keys(plan, buffers, budget, index_dtype) -> tuple:
+    """``(keys, lifted)``: each group's key and slots, found before any
+    kernel is generated, with the constant offsets that differ among groups
+    of one skeleton as kernel arguments (``reuse.lift_offsets``);
     ``TooManyKernels`` at once where more than ``budget`` are distinct (a
     group an earlier program generated counts here too: the refusal comes
     before generating the first kernel, not after the budget's worth)."""
     from . import reuse
-    keys, distinct = {}, set()
+    skeletons, raws = {}, 0
     for gi, g in enumerate(plan.groups):
         if g.size == 0:
             continue
         if g.kind == "raw":
-            distinct.add(("raw", gi))
+            raws += 1
         else:
             plan.building = gi
-            keys[gi] = reuse.group_key(g, plan, buffers)
-            distinct.add(keys[gi][0])
-        if len(distinct) > budget:
-            plan.building = None
-            raise TooManyKernels(f"this program needs more than {budget} new kernels")
+            skeletons[gi] = reuse.group_skeleton(g, plan, buffers)
     plan.building = None
-    return keys
+    keys, lifted = reuse.lift_offsets(skeletons, index_dtype)
+    if budget is not None and raws + len({k for k, _ in keys.values()}) > budget:
+        raise TooManyKernels(f"this program needs more than {budget} new kernels")
+    return keys, lifted
 
 
 @without_loopy_caches
@@ -338,8 +339,8 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     first_of, launches = {}, []     # key -> (group, slots, kernels); per group, in order
     fresh, kept = {}, {}            # group -> (code key, plans, checks, buffers) / GroupCode
     rep = {}                        # group -> its kernels, as its instances launch them
-    keys = _group_keys(plan, buffers, budget) if ctx is not None and budget is not None \
-        else {}
+    keys, lifted = _group_keys(plan, buffers, budget, idx_dt) if ctx is not None else ({}, {})
+    scalars = {name: v for lift in lifted.values() for name, v in lift.values.items()}
     for gi, g in enumerate(plan.groups):
         if g.size == 0:
             continue
@@ -347,7 +348,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
         plan.building = gi      # values stored by earlier groups are read there
         key = None
         if ctx is not None and g.kind != "raw":
-            key, slots = keys.get(gi) or reuse.group_key(g, plan, buffers)
+            key, slots = keys[gi]
             if key in first_of:
                 launches.append((gi, first_of[key], slots))
                 continue
@@ -365,6 +366,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
             raise TooManyKernels(f"this program needs more than {budget} new kernels")
         start, checks_at, had = len(asm.kernels), len(plan.checks), set(asm.buffer_specs)
         launches.append((gi, None, None))
+        plan.lifted = lifted.get(gi)        # offsets read from kernel arguments
         if g.kind == "elementwise":
             asm.elementwise(f"k{gi}_elementwise", g)
         elif g.kind == "rows":
@@ -377,6 +379,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
             node = g.units[0].node
             label = node.op if isinstance(node, N.Reduce) else "einsum"
             asm.reduction(f"k{gi}_{label}", node, g.units[1:])
+        plan.lifted = None
         plans = asm.kernels[start:]
         if key is not None:
             rep[gi] = plans
@@ -459,7 +462,8 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     specs = {n: b for n, b in specs.items() if b.role != "temp" or n in used}
     stages["codegen"] = clock() - t0        # loopy: preprocess, generate code
     return Lowered(source, kernels, specs, inputs, data, out_names, idx_dt.name,
-                   tuple(plan.checks), stages=stages, scalars=raw.scalars_of(asm.kernels))
+                   tuple(plan.checks), stages=stages,
+                   scalars={**scalars, **raw.scalars_of(asm.kernels)})
 
 
 def _launch_list(launches, built, group_nodes, inputs):

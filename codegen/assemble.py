@@ -179,6 +179,8 @@ class Assembler:
         if ERROR_BUFFER in used:        # read as pa_err[0] by checked helpers, which write it
             args.append(lp.GlobalArg(ERROR_BUFFER, np.int64, shape=(1,), is_input=False,
                                      is_output=True))
+        params = getattr(kb, "params", None) or {}      # offsets passed by value
+        args += [lp.ValueArg(n, params[n]) for n in sorted(used & set(params))]
         knl = lp.make_kernel(domains, kb.instructions, args + list(kb.temporaries.values()),
                              name=name, target=self.target, lang_version=(2018, 2),
                              index_dtype=index_dtype or self.index_dtype,

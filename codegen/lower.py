@@ -18,6 +18,7 @@ import loopy as lp
 from loopy.kernel.instruction import make_assignment
 
 from polyarray.codegen.ir import nodes as N
+from polyarray.codegen.ir.expr import binding_reads
 from polyarray.codegen.ir.mapper import Mapper
 from .cfuncs import BOOL, U8, clip_index, lower_call, special_constant, storage_dtype
 from .checks import checked_call
@@ -102,6 +103,12 @@ class KernelBuilder(Mapper):
         # assignments and scalar temporaries are recorded, not made loopy's,
         # until ``pending.realize`` (outlining may take them: pending.py)
         self.deferring = False
+        # offsets read from integer kernel arguments (``reuse.lift_offsets``):
+        # id(node) -> its expression with them as variables; name -> dtype
+        lifted = getattr(plan, "lifted", None)
+        self.lifted = lifted.exprs if lifted is not None else {}
+        self.params = {n: v.dtype for n, v in lifted.values.items()} \
+            if lifted is not None else {}
 
     # -- analysis ----------------------------------------------------------
     def analyze(self, roots):
@@ -267,7 +274,9 @@ class KernelBuilder(Mapper):
             env = dict(node.bindings)
             lowerer = _ExprLowerer(self, idx, env, None, False)
             found = []
-            for name, indices in node.reads().items():
+            lifted = self.lifted.get(id(node))
+            reads = node.reads() if lifted is None else binding_reads(lifted)
+            for name, indices in reads.items():
                 for index in indices:
                     if all(_index_arithmetic(e) for e in index):
                         found.append((env[name], tuple(lowerer.rec(e)[0] for e in index)))
@@ -305,7 +314,7 @@ class KernelBuilder(Mapper):
     def map_index_lambda(self, node, idx, within, reducing):
         env = dict(node.bindings)
         lowerer = _ExprLowerer(self, idx, env, within, reducing)
-        return lowerer.rec(node.expr)
+        return lowerer.rec(self.lifted.get(id(node), node.expr))
 
     def map_reshape(self, node, idx, within, reducing):
         return self.value(node.array, self._reshape_index(node, idx), within, reducing)
@@ -491,6 +500,8 @@ class _ExprLowerer(ExprMapper):
         name = v.name
         if name.startswith("_in"):
             return self.kb.value(self.env[name], (), self.within, self.reducing)
+        if name in self.kb.params:          # an offset passed as a kernel argument
+            return v, self.kb.params[name]
         k = int(name[1:])
         return self.idx[k], np.dtype(np.int64)
 

@@ -132,7 +132,8 @@ class _Params:
 
     def __init__(self, asm, kb, temps, within, index_dtype):
         self.asm, self.kb, self.temps = asm, kb, temps
-        self.inames = set(within)
+        # offsets passed as kernel arguments are index arithmetic as loop indices are
+        self.inames = set(within) | set(getattr(kb, "params", None) or ())
         self.deps = _depends_on_temps(temps)
         self.written = set()
         self.index_types = Types({}, index_dtype, self.inames)

@@ -32,6 +32,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+import pymbolic.primitives as p
+
 from polyarray.codegen.ir import nodes as N
 from .classify import stacked_recurrence
 from .passes import is_input
@@ -41,6 +43,15 @@ def group_key(group, plan, buffers):
     """``(key, slots)`` of a plan group (the one ``plan.building`` names):
     a digest of its computation with buffers as slots, and the buffer names
     in slot order.  O(the group's inlined region)."""
+    key, slots, offsets, _ = group_skeleton(group, plan, buffers)
+    return _with_offsets(key, offsets), slots
+
+
+def group_skeleton(group, plan, buffers):
+    """``(key, slots, offsets, sites)``: ``group_key`` with the constant
+    offsets of the subscripts of an elementwise group's index expressions
+    (``x[t]``, ``x[_0 + 5]``: ``offsets``) left out of the key, and the
+    inlined nodes that hold them, ``(node, how many)`` in order (``sites``)."""
     units = [u.node for u in group.units]
     unit_ids = {id(n) for n in units}
     mat = plan.materialized
@@ -73,7 +84,12 @@ def group_key(group, plan, buffers):
 
     for u in units:
         buffer_ref(u)
-    num = {}
+    num, offsets, sites = {}, [], []
+    liftable = group.kind == "elementwise"
+
+    def mark(v):
+        offsets.append(v)
+        return _MARK
     for root in units:
         if id(root) in num:
             continue
@@ -92,13 +108,113 @@ def group_key(group, plan, buffers):
                 refs = [ref(c) if is_buffer(c) else f"n{num[id(c)]}"
                         for c in node.children()]
                 num[id(node)] = len(num)
+                if liftable and type(node) is N.IndexLambda:
+                    before = len(offsets)
+                    text = N.expression_text(_offsets_marked(node.expr, mark))
+                    if len(offsets) > before:
+                        sites.append((node, len(offsets) - before))
+                        # (its ``op`` is a label: ``getitem[3]`` names the offset)
+                        h.update(f"IL {node.shape} {node.dtype.str} "
+                                 f"{node.op == N.WRITTEN} {text} "
+                                 f"{[k for k, _ in node.bindings]} {refs}\n".encode())
+                        continue
                 h.update(f"{node.local_digest} {refs}\n".encode())
     h.update(f"units {[num[id(u)] for u in units]}\n".encode())
     if group.kind == "elementwise" and len(units) == 1 \
             and isinstance(units[0], N.Concatenate):
         # the policy reads the pieces' ancestry, past the buffers
         h.update(f"stacked {stacked_recurrence(units[0])}\n".encode())
-    return h.hexdigest(), list(slots)
+    return h.hexdigest(), list(slots), offsets, sites
+
+
+def _with_offsets(key, offsets, lifted=()):
+    """A group's key: its skeleton's with the offsets that stay constants
+    in its code (those at positions ``lifted`` are kernel arguments)."""
+    lifted = set(lifted)
+    kept = [None if j in lifted else v for j, v in enumerate(offsets)]
+    return hashlib.sha256(f"{key} {kept}".encode()).hexdigest()
+
+
+_MARK = p.Variable("_c")        # an offset, in a skeleton
+MAX_LIFTED = 16         # offsets of one kernel passed as arguments, at most
+MAX_SITES = 64          # nodes holding them
+
+
+@dataclass(frozen=True)
+class Lifted:
+    """The offsets of a group that are kernel arguments: ``exprs`` (id of
+    an inlined node -> its expression with those offsets as variables, the
+    arguments' names) and ``values`` (argument name -> offset)."""
+    exprs: dict
+    values: dict
+
+
+def lift_offsets(skeletons, index_dtype) -> tuple:
+    """``(keys, lifted)`` from each group's ``group_skeleton``
+    (``gi -> (key, slots, offsets, sites)``): groups of one skeleton whose
+    offsets differ (the steps of a loop, ``ey[0, :] = f[t]``) become one
+    kernel with the offsets that differ among them as integer arguments
+    (``c<group>_<k>``, one per distinct column of values, after the buffers
+    in the slots); ``keys``: ``gi -> (key, slots)``; ``lifted``: ``gi ->
+    Lifted``.  Where they are too many, or no offset differs, each group
+    keeps its offsets as constants (the key ``group_key`` gives)."""
+    classes = {}
+    for gi, (key, _, offsets, _) in skeletons.items():
+        classes.setdefault((key, len(offsets)), []).append(gi)
+    keys, lifted = {}, {}
+    for (key, n), members in classes.items():
+        columns = [tuple(skeletons[gi][2][j] for gi in members) for j in range(n)]
+        varying = [j for j, col in enumerate(columns) if len(set(col)) > 1]
+        distinct = list(dict.fromkeys(columns[j] for j in varying))
+        sites = skeletons[members[0]][3]
+        if len(members) < 2 or not varying or len(distinct) > MAX_LIFTED \
+                or len(sites) > MAX_SITES:
+            varying = []
+        param = {j: distinct.index(columns[j]) for j in varying}
+        for gi in members:
+            _, slots, offsets, sites = skeletons[gi]
+            if not varying:
+                keys[gi] = (_with_offsets(key, offsets), slots)
+                continue
+            names = [f"c{gi}_{k}" for k in range(len(distinct))]
+            keys[gi] = (_with_offsets(key, offsets, varying), list(slots) + names)
+            at = iter(range(n))
+            value = {}
+
+            def replace(v):
+                j = next(at)
+                if j not in param:
+                    return v
+                value[names[param[j]]] = index_dtype.type(v)
+                return p.Variable(names[param[j]])
+            exprs = {id(node): _offsets_marked(node.expr, replace) for node, _ in sites}
+            lifted[gi] = Lifted(exprs, value)
+    return keys, lifted
+
+
+def _offsets_marked(expr, offset):
+    """``expr`` with each constant offset of its subscripts (a constant
+    index, or a constant term of an index's sum) replaced by ``offset(v)``
+    in a fixed order."""
+    def index(e):
+        t = type(e)
+        if t is int:
+            return offset(e)
+        if t is p.Sum:
+            return p.Sum(tuple(offset(c) if type(c) is int else rec(c) for c in e.children))
+        return rec(e)
+
+    def rec(e):
+        t = type(e)
+        if t is p.Subscript and isinstance(e.aggregate, p.Variable):
+            ix = e.index if isinstance(e.index, tuple) else (e.index,)
+            return p.Subscript(e.aggregate, tuple(index(i) for i in ix))
+        if t is tuple:
+            return tuple(rec(a) for a in e)
+        if isinstance(e, p.ExpressionNode) and t is not p.Variable:
+            return t(*[rec(getattr(e, f)) for f in N.field_names(t)])
+        return e
+    return rec(expr)
 
 
 def instance(info, name, args_map, names_map, nodes):
@@ -239,6 +355,6 @@ def device_code(kernels) -> str:
     return "".join(process_preambles(preambles)) + "\n" + "\n\n".join(k.text for k in kernels)
 
 
-__all__ = ["Generated", "GroupCode", "code_key", "context", "device_code", "forget",
-           "generate", "generate_all", "group_key", "instance", "loopy_objects", "lookup",
-           "remember"]
+__all__ = ["Generated", "GroupCode", "Lifted", "code_key", "context", "device_code", "forget",
+           "generate", "generate_all", "group_key", "group_skeleton", "instance", "lift_offsets",
+           "loopy_objects", "lookup", "remember"]

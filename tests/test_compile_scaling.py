@@ -1,4 +1,4 @@
-"""Compile time grows linearly with DAG size (issue 18): no step may be
+"""Compile time grows linearly with DAG size: no step may be
 quadratic.  A ratio in one run, not an absolute time: lowering the issue's
 chain (every node used twice) of 400 ops takes at most 2.5x the time of 200
 ops (1.9x when measured; a quadratic step would make it 4x).  CUDA source
@@ -194,6 +194,102 @@ def test_loops_cuda_source_compiles_with_nvcc(tmp_path):
         assert any(k.entry for k in L.kernels)
         r = _nvcc(L.source, str(tmp_path), loop.__name__)
         assert not _trouble(r), _trouble(r)
+
+
+# -- loops whose steps read another element each: offsets as kernel arguments ----
+
+def fdtd_2d(tmax, ex, ey, hz, fict):
+    """NPBench's fdtd_2d: each step writes ``fict[t]`` into row 0 of ``ey``."""
+    for t in range(tmax):
+        ey[0, :] = fict[t]
+        ey[1:, :] -= 0.5 * (hz[1:, :] - hz[:-1, :])
+        ex[:, 1:] -= 0.5 * (hz[:, 1:] - hz[:, :-1])
+        hz[:-1, :-1] -= 0.7 * (ex[:-1, 1:] - ex[:-1, :-1] + ey[1:, :-1] - ey[:-1, :-1])
+    return ex, ey, hz
+
+
+def floyd_warshall(path):
+    """NPBench's floyd_warshall: step ``k`` reads row and column ``k``."""
+    for k in range(path.shape[0]):
+        path[:] = np.minimum(path[:], np.add.outer(path[:, k], path[k, :]))
+    return path
+
+
+def _fdtd_inputs(t, nx=9, ny=11):
+    rng = np.random.default_rng(5)
+    return (t,) + tuple(rng.random((nx, ny)) for _ in range(3)) + (rng.random(t),)
+
+
+def _floyd_inputs(n):
+    rng = np.random.default_rng(6)
+    return (rng.integers(1, 50, (n, n)).astype(np.int32),)
+
+
+@pytest.mark.parametrize("program, inputs, small, large", [
+    (fdtd_2d, _fdtd_inputs, 12, 40), (floyd_warshall, _floyd_inputs, 12, 40)],
+    ids=["fdtd_2d", "floyd_warshall"])
+def test_steps_that_differ_in_an_offset_are_one_kernel(program, inputs, small, large,
+                                                       device_target, generated, monkeypatch,
+                                                       tmp_path):
+    """A loop whose steps read another element each (``ey[0, :] = fict[t]``,
+    ``path[:, k]``) launches one kernel per step update, and generates the
+    kernels of a loop a third as long: the offsets that differ between
+    steps are integer kernel arguments (``reuse.lift_offsets``).  NumPy's
+    numbers, exactly for the integers."""
+    from polyarray.targets import cache
+    monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
+    cache.clear_memory_layers()
+    seen = {}
+    for steps in (small, large):
+        args = inputs(steps)
+        want = program(*(a.copy() if isinstance(a, np.ndarray) else a for a in args))
+        f = pa.jit(program, target=device_target)
+        got = f(*(a.copy() if isinstance(a, np.ndarray) else a for a in args))
+        for g, w in zip(got, want):
+            assert_same(np.asarray(g), w)
+        prog = f.lower(*args)
+        names = {k.entry or k.name for k in prog.kernels.values()}
+        seen[steps] = (len(prog.kernels), len(names))
+        scalars = prog._exe.lowered.scalars
+        assert any(set(k.args) & set(scalars) for k in prog.kernels.values()), \
+            "no offset passed as an argument"
+    assert seen[large][0] > seen[small][0] and seen[large][1] == seen[small][1], seen
+
+
+def _fdtd_lowered(tmax, target):
+    from polyarray.codegen import lower_program
+    ex, ey, hz = (pa.placeholder(n, (9, 11), np.float64) for n in ("ex", "ey", "hz"))
+    fict = pa.placeholder("fict", (tmax,), np.float64)
+    return lower_program([o.node for o in fdtd_2d(tmax, ex, ey, hz, fict)], target)
+
+
+def test_only_the_offsets_that_differ_are_arguments():
+    """The steps of fdtd_2d differ in ``t`` alone: each step's kernel that
+    reads ``fict[t]`` takes one argument, ``t``; the offsets every step
+    shares (``hz[1:]``) stay constants in the code."""
+    import loopy as lp
+    L = _fdtd_lowered(12, lp.OpenCLTarget())
+    per_group = {}
+    for name, value in L.scalars.items():
+        per_group.setdefault(name.split("_")[0], []).append(int(value))
+    assert all(len(v) == 1 for v in per_group.values()), per_group
+    values = sorted(v for v, in per_group.values())
+    assert len(values) >= 12 - 3 and values == list(range(values[0], values[0] + len(values)))
+    entries = {k.entry or k.name for k in L.kernels}
+    assert len(entries) < len(L.kernels) // 3, (len(entries), len(L.kernels))
+
+
+def test_offset_arguments_cuda_source_compiles_with_nvcc(tmp_path):
+    """The CUDA source of a loop whose kernels take offsets by value
+    compiles with nvcc; no GPU needed."""
+    import loopy as lp
+    from test_cuda_codegen import NVCC, _nvcc, _trouble
+    if NVCC is None:
+        pytest.skip("nvcc (the CUDA compiler) is not on PATH")
+    L = _fdtd_lowered(12, lp.CudaTarget())
+    assert L.scalars
+    r = _nvcc(L.source, str(tmp_path), "offsets")
+    assert not _trouble(r), _trouble(r)
 
 
 # -- deep chains: no recursion proportional to the DAG's depth --------------------
