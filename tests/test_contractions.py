@@ -65,10 +65,27 @@ def test_matmul_of_any_size_batch_layout_and_dtype(m, n, k, batch, broadcast, ta
                                                    seed):
     prog = random_product("gpu", m, n, k, batch, broadcast, ta, tb, dtype, seed)
     (info,) = [i for i in prog.kernels.values() if "einsum" in i.name]
-    if batch and max(m, n) < 16:        # smaller than a tile: a work-item per output
+    from polyarray.ops.linalg import FOLD_ROWS_BELOW
+    stacked = broadcast == "b" and batch and m < FOLD_ROWS_BELOW <= m * int(np.prod(batch))
+    if batch and max(m, n) < 16 and not stacked:    # smaller than a tile: a work-item per output
         assert info.rule.startswith("matmul: past the grid, or tiny matrices"), info
     else:
         assert info.form == "tiled matmul", info
+
+
+def test_few_row_matrices_times_one_matrix_are_one_product(target):
+    """NPBench's doitgen: ``(NR, NQ, 1, NP) @ (NP, NP)`` is one product of
+    ``NR * NQ`` rows, not ``NR * NQ`` products of one row; NumPy's numbers."""
+    import loopy as lp
+    from polyarray.codegen import lower_program
+    rng = np.random.default_rng(3)
+    a, c = rng.random((5, 7, 1, 24)), rng.random((24, 24))
+    out = pa.asarray(a) @ pa.asarray(c)
+    assert_same(np.asarray(pa.compile(out, target=target)()), a @ c)
+    (info,) = [k for k in lower_program([out.node], lp.CudaTarget()).kernels
+               if "einsum" in k.name]
+    assert (info.facts["M"], info.facts["N"], info.facts.get("batch", 0)) in \
+        ((35, 24, 0), (35, 24, 1)), info.facts
 
 
 @needs_opencl
@@ -84,7 +101,12 @@ def test_cpu_matmul_of_any_size_batch_layout_and_dtype(m, n, k, batch, broadcast
     predicated store; tiny products are reductions (one kernel)."""
     from polyarray.codegen.policy import CPU_MATMUL_WORK
     prog = random_product("cpu", m, n, k, batch, broadcast, ta, tb, dtype, seed)
+    from polyarray.ops.linalg import FOLD_ROWS_BELOW
     forms = sorted(i.form for i in prog.kernels.values())
+    if broadcast == "b" and batch and m < FOLD_ROWS_BELOW <= m * int(np.prod(batch)):
+        # one product of all the rows: the operand and the result reshaped (copies)
+        assert forms.count("elementwise") <= 2, forms
+        forms = [f for f in forms if f != "elementwise"]
     packed = int(np.prod(batch)) * m * n * k >= CPU_MATMUL_WORK
     if packed:
         assert forms == ["pack", "pack", "packed matmul"], forms

@@ -200,6 +200,12 @@ def dot(a, b) -> N.Node:
     return tensordot(na, nb, ([na.ndim - 1], [nb.ndim - 2]))
 
 
+# matrices of fewer rows than this, batched against one matrix, are stacked into
+# one product when they have at least this many rows together (then a tile's rows
+# are work; a reshape copy of the operand and of the result is the price)
+FOLD_ROWS_BELOW = 16
+
+
 @memoized
 def matmul(a, b) -> N.Node:
     """One einsum, whatever the ranks: ``A @ v`` is ``ik,k->i`` (no reshape
@@ -223,6 +229,14 @@ def matmul(a, b) -> N.Node:
     batch_a = () if a1 else na.shape[:-2]
     batch_b = () if b1 else nb.shape[:-2]
     batch = broadcast_shapes(batch_a, batch_b, what="matmul: batch dimensions")
+    if batch_a and not batch_b and not b1 and na.shape[-2] < FOLD_ROWS_BELOW \
+            and 0 not in na.shape and na.size // ka >= FOLD_ROWS_BELOW:
+        # rows of few-row matrices times one matrix: one product of all the rows
+        # (doitgen's (220, 250, 1, 512) @ (512, 512) is a (55000, 512) @ (512, 512)
+        # product, not 55000 of one row each); each element sums the same terms
+        rows = reshape(na, (-1, ka))
+        return reshape(einsum("ik,kj->ij", rows, nb),
+                       batch_a + (na.shape[-2], nb.shape[-1]))
     bl = "".join(_letters(len(batch), "ijk"))
     ops, subs = [], []
     for n, own, core in ((na, batch_a, "k" if a1 else "ik"), (nb, batch_b, "k" if b1 else "kj")):
