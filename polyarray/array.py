@@ -27,6 +27,8 @@ from .ops.reductions import NoValue
 # counts writes of single elements; polyarray.tracing), above the arrays made
 # outside every session (the bottom entry: polyarray.reevaluation)
 TRACKED = []
+# ``polyarray.masked.select``, registered there (it is a layer above this one)
+KEEP_SELECTION = []
 
 
 def live_arrays(refs) -> list:
@@ -601,6 +603,8 @@ def setitem(x: Array, key, value) -> None:
                         "(this 0-d value is a scalar, as NumPy's result would be; make an "
                         "array with pa.asarray(value) or pa.zeros(()) to assign into)")
     _refuse_read_only(x, "assignment destination is read-only")
+    if type(value).__name__ == "Selected" and value.write_into(x, key):
+        return                      # x[mask] = f(x[mask]): in place (polyarray.masked)
     nodes, current, new_value = _unwrap_key(key), x._node, node_of(value)
     if not V.is_advanced(nodes):
         try:
@@ -761,6 +765,10 @@ def view_getitem(x: Array, key) -> Array:
         try:
             return Array(assign.getitem(x._node, nodes))
         except NonConcreteBooleanIndexError:
+            if isinstance(nodes, N.Node) and KEEP_SELECTION:    # x[mask] kept in place
+                kept = KEEP_SELECTION[0](x, nodes)
+                if kept is not None:
+                    return kept
             concrete = _concrete_masks(nodes)    # inside a pa.jit call: a graph break
             if concrete is None:
                 raise

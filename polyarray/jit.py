@@ -44,6 +44,7 @@ import sys
 import numpy as np
 
 from .array import Array, mark_array_0d, mark_read_only, set_strides
+from .masked import settle
 from .codegen.ir import nodes as N
 from .numpy_names import rebound
 from .ops.creation import placeholder as _placeholder
@@ -235,6 +236,7 @@ class Jitted:
         try:
             with session if session is not None else contextlib.nullcontext(), budget:
                 result = rebound(self.fun)(*args, **kwargs)
+                settle(result)      # selections returned: as NumPy has them, in the session
             written = [k for k, (arr, node) in inputs.items() if arr._node is not node]
             _check_overlaps(leaves, aliases, written)
             returned = {id(arr): k for k, (arr, _) in inputs.items()}

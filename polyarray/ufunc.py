@@ -46,6 +46,11 @@ class ufunc:                    # noqa: N801  (NumPy's name)
         self.__wrapped__ = function
 
     def __call__(self, *args, **kwargs):
+        if not kwargs and any(type(a).__name__ == "Selected" for a in args):
+            from .masked import apply_ufunc         # x[mask] kept in place
+            kept = apply_ufunc(self._numpy, args)
+            if kept is not None:
+                return kept
         return self._function(*args, **kwargs)
 
     def __repr__(self):

@@ -147,7 +147,8 @@ def st_int_break(g):
 
 def st_mask(g):
     """Boolean masks computed from the data: ``x[x > c] = v`` (lazy mask),
-    ``x[m] = y[m]`` (a value per element: a graph break), ``t = x[m]``."""
+    ``x[m] = y[m]`` and ``x[m] = f(y[m])`` (a value per element: where the
+    values are floats, kept in place; else a graph break), ``t = x[m]``."""
     arrs = [n for n, v in g.env.items() if isinstance(v, np.ndarray) and v.ndim >= 1
             and v.dtype.kind in "fi" and v.flags.writeable]
     if not arrs:
@@ -159,7 +160,13 @@ def st_mask(g):
     same = [m for m, w in g.env.items() if isinstance(w, np.ndarray) and w.shape == v.shape
             and w.dtype.kind in "fi"]
     m = g.choice(same)
-    r = g.ints(0, 4)
+    r = g.ints(0, 5)
+    if r == 4:          # the selected values transformed (kept in place: polyarray.masked)
+        o = g.choice(same)
+        sel = f"{o}[{m} {cmp} {c!r}]"
+        f = g.choice([f"2.0 * {sel} + 1", f"np.sqrt(np.abs({sel}))", f"1.0 / (1.0 + {sel} ** 2)",
+                      f"-{sel} * {sel}"])
+        return Stmt("mask", [f"{n}[{m} {cmp} {c!r}] = {f}"], {"mask set function"})
     if r == 0:
         return Stmt("mask", [f"{n}[{m} {cmp} {c!r}] = {g.choice(['0', '1', '-2', 'alpha', 'n'])}"],
                     {"mask set scalar"})
