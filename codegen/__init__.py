@@ -109,6 +109,9 @@ class KernelInfo:
     # a disk-cache hit: the program is lowered again only when they are
     # asked for); None: stripped for the disk cache
     loopy: object = field(default=None, repr=False, compare=False)
+    # the launch grid as loopy gives it in the kernel's integer arguments (a
+    # length passed as an argument, ``reuse.lift_offsets``), else ()
+    grid: tuple = ()
 
     @property
     def loopy_kernel(self):
@@ -430,10 +433,11 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
                 rep[gi][:] = [made.get(kp.name, kp) for kp in rep[gi]]
         generated.extend(group)
         for k in group:
-            built[k.name] = KernelInfo(k.name, k.args, k.gsize, k.lsize, k.form,
-                                       schedule=k.steps, rule=k.rule, facts=k.facts,
+            built[k.name] = KernelInfo(k.name, k.args, reuse.launch_grid(k.gsize, scalars),
+                                       k.lsize, k.form, schedule=k.steps, rule=k.rule,
+                                       facts=k.facts,
                                        nodes=group_nodes.get(k.name.split("_")[0], ()),
-                                       loopy=k.loopy)
+                                       loopy=k.loopy, grid=reuse.symbolic_grid(k.gsize))
     source = ""
     if generated:
         source = _names_comment(inputs) + reuse.device_code(generated)
@@ -449,7 +453,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     raw_text = raw.source_after(asm.kernels, raw_language)      # raw kernels' own code
     if raw_text:
         source = (source or _names_comment(inputs)) + raw_text
-    kernels = _launch_list(launches, built, group_nodes, inputs)
+    kernels = _launch_list(launches, built, group_nodes, inputs, scalars)
     from .schedule import check_grid, check_work_groups
     check_work_groups(kernels, max_work_group)      # before any device compiler runs
     check_grid(kernels, max_grid)
@@ -466,7 +470,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
                    scalars={**scalars, **raw.scalars_of(asm.kernels)})
 
 
-def _launch_list(launches, built, group_nodes, inputs):
+def _launch_list(launches, built, group_nodes, inputs, scalars):
     """The ``KernelInfo`` of every launch, in order: a group's own kernels,
     or those of the first group of its key on this group's buffers."""
     from .reuse import instance
@@ -488,7 +492,7 @@ def _launch_list(launches, built, group_nodes, inputs):
         for kp in kps:
             name = f"k{gi}" + kp.name[len(f"k{fgi}"):]
             kernels.append(instance(built[kp.name], name, args, names,
-                                    group_nodes.get(f"k{gi}", ())))
+                                    group_nodes.get(f"k{gi}", ()), scalars))
     return kernels
 
 

@@ -180,6 +180,7 @@ class Assembler:
             args.append(lp.GlobalArg(ERROR_BUFFER, np.int64, shape=(1,), is_input=False,
                                      is_output=True))
         params = getattr(kb, "params", None) or {}      # offsets passed by value
+        used |= {n for n in params if any(n in str(d) for d in domains)}    # lengths
         args += [lp.ValueArg(n, params[n]) for n in sorted(used & set(params))]
         knl = lp.make_kernel(domains, kb.instructions, args + list(kb.temporaries.values()),
                              name=name, target=self.target, lang_version=(2018, 2),

@@ -47,21 +47,55 @@ def group_key(group, plan, buffers):
     return _with_offsets(key, offsets), slots
 
 
+class _Listing:
+    """A group's computation written out: one line per node, and the same
+    with the group's 1-D extent ``n`` as ``N`` where it is no more than the
+    extent of a 1-D value (``extent``: None where a node's code depends on it)."""
+
+    def __init__(self, head, n):
+        self.n = n
+        self.lines, self.alines = [head.format(n)], [head.format("N")] if n else None
+
+    def shape(self, shape, abstract):
+        return "(N,)" if abstract and shape == (self.n,) else str(shape)
+
+    def add(self, line, aline=None):
+        self.lines.append(line)
+        if self.alines is not None:
+            if aline is None:
+                self.alines = None
+            else:
+                self.alines.append(aline)
+
+    def keys(self):
+        """``(key, abstract key or None)``."""
+        concrete = hashlib.sha256(("polyarray-kernel-v1\n" + "".join(self.lines)).encode())
+        if self.alines is None:
+            return concrete.hexdigest(), None
+        return concrete.hexdigest(), hashlib.sha256(
+            ("polyarray-kernel-v1 extent\n" + "".join(self.alines)).encode()).hexdigest()
+
+
 def group_skeleton(group, plan, buffers):
     """``(key, slots, offsets, sites)``: ``group_key`` with the constant
     offsets of the subscripts of an elementwise group's index expressions
     (``x[t]``, ``x[_0 + 5]``: ``offsets``) left out of the key, and the
-    inlined nodes that hold them, ``(node, how many)`` in order (``sites``)."""
+    inlined nodes that hold them, ``(node, how many)`` in order (``sites``).
+    A flat group of 1-D values whose code does not depend on their length
+    ``n`` (``C[i, :i + 1] = f(A[:i + 1, k], ...)``, a row of another length
+    each step) has ``n`` as its first offset, and its key leaves it out."""
     units = [u.node for u in group.units]
     unit_ids = {id(n) for n in units}
     mat = plan.materialized
     slots = {}
-    h = hashlib.sha256(b"polyarray-kernel-v1\n")
-    h.update(f"{group.kind} {group.size} {group.apart}\n".encode())
+    liftable = group.kind == "elementwise"
+    n1 = group.size if liftable and not group.apart and all(
+        u.shape == (group.size,) for u in units) else None
+    listing = _Listing(f"{group.kind} {{}} {group.apart}\n", n1)
 
-    def buffer_ref(node):
+    def buffer_ref(node, abstract=False):
         k = slots.setdefault(buffers[id(node)], len(slots))
-        return f"b{k}:{node.shape}:{node.dtype.str}"
+        return f"b{k}:{listing.shape(node.shape, abstract)}:{node.dtype.str}"
 
     stored = getattr(mat, "stored", None) or {}
 
@@ -76,16 +110,15 @@ def group_skeleton(group, plan, buffers):
         gi = plan.group_of.get(id(store[0]))
         return store if gi is not None and gi < plan.building else None
 
-    def ref(node):
+    def ref(node, abstract=False):
         store = served(node) if id(node) not in mat else None
         if store is not None:
-            return f"{buffer_ref(store[0])}+{store[1]}"
-        return buffer_ref(node)
+            return f"{buffer_ref(store[0], abstract)}+{store[1]}"
+        return buffer_ref(node, abstract)
 
     for u in units:
         buffer_ref(u)
     num, offsets, sites = {}, [], []
-    liftable = group.kind == "elementwise"
 
     def mark(v):
         offsets.append(v)
@@ -105,26 +138,41 @@ def group_skeleton(group, plan, buffers):
                     break
             else:
                 stack.pop()
-                refs = [ref(c) if is_buffer(c) else f"n{num[id(c)]}"
-                        for c in node.children()]
+                kids = node.children()
+                refs = [ref(c) if is_buffer(c) else f"n{num[id(c)]}" for c in kids]
                 num[id(node)] = len(num)
-                if liftable and type(node) is N.IndexLambda:
-                    before = len(offsets)
-                    text = N.expression_text(_offsets_marked(node.expr, mark))
-                    if len(offsets) > before:
-                        sites.append((node, len(offsets) - before))
-                        # (its ``op`` is a label: ``getitem[3]`` names the offset)
-                        h.update(f"IL {node.shape} {node.dtype.str} "
-                                 f"{node.op == N.WRITTEN} {text} "
-                                 f"{[k for k, _ in node.bindings]} {refs}\n".encode())
-                        continue
-                h.update(f"{node.local_digest} {refs}\n".encode())
-    h.update(f"units {[num[id(u)] for u in units]}\n".encode())
+                if not liftable or type(node) is not N.IndexLambda:
+                    line = f"{node.local_digest} {refs}\n"
+                    # a node other than an elementwise value (a reduction over
+                    # the group's length, a reshape): its code may depend on it
+                    listing.add(line, None if n1 in node.shape
+                                or any(n1 in c.shape for c in kids) else line)
+                    continue
+                before = len(offsets)
+                text = N.expression_text(_offsets_marked(node.expr, mark))
+                # (its ``op`` is a label: ``getitem[3]`` names the offset)
+                body = f"{node.dtype.str} {node.op == N.WRITTEN} {text} " \
+                    f"{[k for k, _ in node.bindings]}"
+                if len(offsets) > before:
+                    sites.append((node, len(offsets) - before))
+                    line = f"IL {node.shape} {body} {refs}\n"
+                else:
+                    line = f"{node.local_digest} {refs}\n"
+                aline = None
+                if listing.alines is not None and (node.shape == (n1,) or n1 not in node.shape):
+                    arefs = [ref(c, True) if is_buffer(c) else f"n{num[id(c)]}" for c in kids]
+                    aline = f"IL {listing.shape(node.shape, True)} {body} {arefs}\n"
+                listing.add(line, aline)
+    tail = f"units {[num[id(u)] for u in units]}\n"
     if group.kind == "elementwise" and len(units) == 1 \
             and isinstance(units[0], N.Concatenate):
         # the policy reads the pieces' ancestry, past the buffers
-        h.update(f"stacked {stacked_recurrence(units[0])}\n".encode())
-    return h.hexdigest(), list(slots), offsets, sites
+        tail += f"stacked {stacked_recurrence(units[0])}\n"
+    listing.add(tail, tail)
+    key, abstract = listing.keys()
+    if abstract is not None:                # the length is the first offset
+        return abstract, list(slots), [n1] + offsets, [(None, 1)] + sites
+    return key, list(slots), offsets, sites
 
 
 def _with_offsets(key, offsets, lifted=()):
@@ -137,27 +185,30 @@ def _with_offsets(key, offsets, lifted=()):
 
 _MARK = p.Variable("_c")        # an offset, in a skeleton
 MAX_LIFTED = 16         # offsets of one kernel passed as arguments, at most
-MAX_SITES = 64          # nodes holding them
+MAX_SITES = 512         # nodes holding them
 
 
 @dataclass(frozen=True)
 class Lifted:
     """The offsets of a group that are kernel arguments: ``exprs`` (id of
     an inlined node -> its expression with those offsets as variables, the
-    arguments' names) and ``values`` (argument name -> offset)."""
+    arguments' names), ``values`` (argument name -> offset) and ``extent``
+    (the argument that is the group's 1-D length, or None)."""
     exprs: dict
     values: dict
+    extent: str = None
 
 
 def lift_offsets(skeletons, index_dtype) -> tuple:
     """``(keys, lifted)`` from each group's ``group_skeleton``
     (``gi -> (key, slots, offsets, sites)``): groups of one skeleton whose
-    offsets differ (the steps of a loop, ``ey[0, :] = f[t]``) become one
-    kernel with the offsets that differ among them as integer arguments
-    (``c<group>_<k>``, one per distinct column of values, after the buffers
-    in the slots); ``keys``: ``gi -> (key, slots)``; ``lifted``: ``gi ->
-    Lifted``.  Where they are too many, or no offset differs, each group
-    keeps its offsets as constants (the key ``group_key`` gives)."""
+    offsets differ (the steps of a loop, ``ey[0, :] = f[t]``; rows of
+    another length) become one kernel with the offsets that differ among
+    them as integer arguments (``c<group>_<k>``, one per distinct column of
+    values, after the buffers in the slots); ``keys``: ``gi -> (key,
+    slots)``; ``lifted``: ``gi -> Lifted``.  Where they are too many, or no
+    offset differs, each group keeps its offsets as constants (the key
+    ``group_key`` gives)."""
     classes = {}
     for gi, (key, _, offsets, _) in skeletons.items():
         classes.setdefault((key, len(offsets)), []).append(gi)
@@ -178,17 +229,20 @@ def lift_offsets(skeletons, index_dtype) -> tuple:
                 continue
             names = [f"c{gi}_{k}" for k in range(len(distinct))]
             keys[gi] = (_with_offsets(key, offsets, varying), list(slots) + names)
-            at = iter(range(n))
-            value = {}
+            value = {names[param[j]]: index_dtype.type(offsets[j]) for j in varying}
+            exprs, extent, at = {}, None, 0
+            for node, count in sites:
+                if node is None:        # the group's length
+                    extent = names[param[at]] if at in param else None
+                else:
+                    pos = iter(range(at, at + count))
 
-            def replace(v):
-                j = next(at)
-                if j not in param:
-                    return v
-                value[names[param[j]]] = index_dtype.type(v)
-                return p.Variable(names[param[j]])
-            exprs = {id(node): _offsets_marked(node.expr, replace) for node, _ in sites}
-            lifted[gi] = Lifted(exprs, value)
+                    def replace(v, pos=pos):
+                        j = next(pos)
+                        return p.Variable(names[param[j]]) if j in param else v
+                    exprs[id(node)] = _offsets_marked(node.expr, replace)
+                at += count
+            lifted[gi] = Lifted(exprs, value, extent)
     return keys, lifted
 
 
@@ -217,11 +271,13 @@ def _offsets_marked(expr, offset):
     return rec(expr)
 
 
-def instance(info, name, args_map, names_map, nodes):
+def instance(info, name, args_map, names_map, nodes, scalars=None):
     """The ``KernelInfo`` of a group that launches ``info``'s function (the
     first group of its key) with its own buffers: ``args_map`` maps the
-    first group's buffers to this one's, ``names_map`` the names its steps
-    and facts use (placeholders by their users' names)."""
+    first group's buffers (and integer arguments) to this one's,
+    ``names_map`` the names its steps and facts use (placeholders by their
+    users' names); ``scalars``: the integer arguments' values (a grid that
+    depends on them is this group's)."""
     def rename(v):
         if isinstance(v, str):
             return names_map.get(v, v)
@@ -229,8 +285,12 @@ def instance(info, name, args_map, names_map, nodes):
             return type(v)(rename(x) for x in v)
         return v
     from .schedule import rename_arrays
+    gsize = info.gsize
+    if info.grid:
+        gsize = launch_grid(info.grid, {a: scalars[args_map.get(a, a)] for a in info.args
+                                        if args_map.get(a, a) in scalars})
     return dataclasses.replace(
-        info, name=name, entry=info.entry or info.name,
+        info, name=name, entry=info.entry or info.name, gsize=gsize,
         args=tuple(args_map.get(a, a) for a in info.args),
         schedule=tuple(rename_arrays(s, names_map) for s in info.schedule),
         facts={k: rename(v) for k, v in info.facts.items()}, nodes=nodes)
@@ -307,6 +367,26 @@ def forget():
         _CODE.clear()
 
 
+def _int_or_expr(x):
+    try:
+        return int(x)
+    except TypeError:           # an expression in the kernel's integer arguments
+        return x
+
+
+def symbolic_grid(gsize) -> tuple:
+    """``gsize`` where it depends on the kernel's integer arguments, else ()."""
+    return tuple(gsize) if any(not isinstance(g, int) for g in gsize) else ()
+
+
+def launch_grid(gsize, values) -> tuple:
+    """``gsize`` evaluated with the integer arguments' ``values``."""
+    if not symbolic_grid(gsize):
+        return tuple(gsize)
+    from pymbolic import evaluate
+    return tuple(int(evaluate(g, {k: int(v) for k, v in values.items()})) for g in gsize)
+
+
 def generate(kp) -> Generated:
     """Device code of one assembled kernel (``assemble.KernelPlan``):
     loopy's preprocessing, the form's adjustment after it, code generation."""
@@ -316,7 +396,7 @@ def generate(kp) -> Generated:
     knl = tu[kp.name]
     gsize, lsize = knl.get_grid_size_upper_bounds_as_exprs(tu.callables_table)
     return Generated(kp.name, "\n\n".join(str(dp.ast) for dp in result.device_programs),
-                     tuple(result.device_preambles), tuple(int(x) for x in gsize),
+                     tuple(result.device_preambles), tuple(_int_or_expr(x) for x in gsize),
                      tuple(int(x) for x in lsize),
                      tuple((kp.aliases or {}).get(a.name, a.name) for a in knl.args),
                      # a plain str: unpickling a disk-cache entry then imports no

@@ -256,6 +256,58 @@ def test_steps_that_differ_in_an_offset_are_one_kernel(program, inputs, small, l
     assert seen[large][0] > seen[small][0] and seen[large][1] == seen[small][1], seen
 
 
+def syr2k(alpha, beta, C, A, B):
+    """NPBench's syr2k: row ``i`` writes ``C[i, :i + 1]``, a length each step."""
+    for i in range(A.shape[0]):
+        C[i, :i + 1] *= beta
+        for k in range(A.shape[1]):
+            C[i, :i + 1] += (A[:i + 1, k] * alpha * B[i, k] + B[:i + 1, k] * alpha * A[i, k])
+    return C
+
+
+def test_rows_of_another_length_each_step_are_one_kernel(device_target, generated,
+                                                          monkeypatch, tmp_path):
+    """Rows of a length each step (``C[i, :i + 1] = ...``) are one kernel
+    whose length is an argument, launched on a grid of that length: the
+    kernels of 12 rows and of 24 are the same few; NumPy's numbers."""
+    from polyarray.targets import cache
+    monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
+    cache.clear_memory_layers()
+    seen = {}
+    for n in (12, 24):
+        rng = np.random.default_rng(n)
+        A, B, C = rng.random((n, 5)), rng.random((n, 5)), rng.random((n, n))
+        want = syr2k(1.5, 1.2, C.copy(), A, B)
+        f = pa.jit(syr2k, target=device_target)
+        assert_same(np.asarray(f(1.5, 1.2, C.copy(), A, B)), want)
+        prog = f.lower(1.5, 1.2, C, A, B)
+        ks = list(prog.kernels.values())
+        seen[n] = len({k.entry or k.name for k in ks})
+        assert any(k.grid for k in ks), "no length passed as an argument"
+    assert seen[24] == seen[12] <= 4, seen
+
+    # rows of 250 .. 650 elements: grids of 1, 2 and 3 work-groups of 256, one kernel
+    a, b = np.random.default_rng(1).random((5, 700)), np.random.default_rng(2).random(700)
+    pa_a, pa_b = pa.asarray(a), pa.asarray(b)
+    outs = [pa_a[i, :250 + 100 * i] * 2 + pa_b[:250 + 100 * i] for i in range(5)]
+    prog = pa.compile(outs, target=device_target)
+    for i, got in enumerate(prog()):
+        n = 250 + 100 * i
+        assert_same(np.asarray(got), a[i, :n] * 2 + b[:n])
+    # a reduction over each row's length stays per length
+    def normalized(x):
+        out = np.zeros_like(x)
+        for i in range(1, x.shape[0]):
+            v = x[i, :i] * 2
+            out[i, :i] = v / v.sum()
+        return out
+    x = np.random.default_rng(3).random((12, 12)) + 0.5
+    assert_same(np.asarray(pa.jit(normalized, target=device_target)(x)), normalized(x))
+    ks = list(prog.kernels.values())
+    assert len(ks) == 5 and len({k.entry or k.name for k in ks}) == 1 \
+        and {k.gsize for k in ks} == {(1,), (2,), (3,)}, [(k.name, k.gsize) for k in ks]
+
+
 def _fdtd_lowered(tmax, target):
     from polyarray.codegen import lower_program
     ex, ey, hz = (pa.placeholder(n, (9, 11), np.float64) for n in ("ex", "ey", "hz"))
@@ -280,14 +332,21 @@ def test_only_the_offsets_that_differ_are_arguments():
 
 
 def test_offset_arguments_cuda_source_compiles_with_nvcc(tmp_path):
-    """The CUDA source of a loop whose kernels take offsets by value
-    compiles with nvcc; no GPU needed."""
+    """The CUDA source of loops whose kernels take offsets and lengths by
+    value compiles with nvcc; no GPU needed."""
     import loopy as lp
     from test_cuda_codegen import NVCC, _nvcc, _trouble
     if NVCC is None:
         pytest.skip("nvcc (the CUDA compiler) is not on PATH")
     L = _fdtd_lowered(12, lp.CudaTarget())
     assert L.scalars
+    r = _nvcc(L.source, str(tmp_path), "offsets")
+    assert not _trouble(r), _trouble(r)
+    from polyarray.codegen import lower_program
+    C, A, B = (pa.placeholder(nm, sh, np.float64) for nm, sh in
+               (("C", (12, 12)), ("A", (12, 5)), ("B", (12, 5))))
+    L = lower_program([syr2k(1.5, 1.2, C, A, B).node], lp.CudaTarget())
+    assert any(k.grid for k in L.kernels)
     r = _nvcc(L.source, str(tmp_path), "offsets")
     assert not _trouble(r), _trouble(r)
 

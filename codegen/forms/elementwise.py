@@ -31,6 +31,9 @@ def build(asm, name, group, choice):
     """The kernel ``choice`` (an elementwise Choice) names."""
     params, form, rule = choice.params, choice.form, choice.rule
     layout = params["layout"]
+    lifted = getattr(asm.plan, "lifted", None)
+    if lifted is not None and lifted.extent:
+        return _any_length(asm, name, group, lifted.extent)
     if layout == "ilp":
         return _ilp(asm, name, group, params["wg"], params["ilp"], rule)
     if layout == "transposed":
@@ -47,6 +50,21 @@ def build(asm, name, group, choice):
                                outline=outlinable(asm.user_steps(name)))
     asm.finish(name, kb, [f"{{[i]: 0 <= i < {group.size}}}"], written,
                (WorkGroup(params["wg"]),), form, rule, facts=facts(group))
+
+
+ANY_LENGTH_WG = 256     # work-items per group of a kernel whose length is an argument
+
+
+def _any_length(asm, name, group, n):
+    """The flat layout over a length passed as the integer argument ``n``
+    (rows of another length each step: ``reuse.lift_offsets``)."""
+    from ..policy import Form
+    kb = KernelBuilder(asm.plan, asm.buffers, ["i"])
+    written = elementwise_body(asm, kb, group, p.Variable("i"), ["i"],
+                               outline=outlinable(asm.user_steps(name)))
+    asm.finish(name, kb, [f"{{[i]: 0 <= i < {n}}}"], written, (WorkGroup(ANY_LENGTH_WG),),
+               Form.ELEMENTWISE, "elementwise: the length an argument (rows of many lengths)",
+               facts=facts(group))
 
 
 def outlinable(user):

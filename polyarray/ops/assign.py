@@ -47,7 +47,7 @@ from .shapes import expand_dims, reshape
 from .memo import memoized
 
 _RECORDS = weakref.WeakKeyDictionary()    # node made here -> how (_Columns | _Region)
-_READ_DEPTH = 8                            # records looked through per read
+_READ_DEPTH = 64                           # records looked through per read
 
 
 @dataclass(frozen=True)

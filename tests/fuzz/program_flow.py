@@ -33,9 +33,10 @@ def _body(g, depth):
 
 def st_loop(g):
     """A Python ``for`` loop of a few iterations: a recurrence along an axis
-    (``x[i] += x[i - 1]``), columns (``x[:, i] = x[:, i - 1] * 0.5 + y``), or
-    time steps of other statements (``for _ in range(n)``)."""
-    r = g.ints(0, 3)
+    (``x[i] += x[i - 1]``), columns (``x[:, i] = x[:, i - 1] * 0.5 + y``), rows
+    of another length each step (``x[i, :i + 1] = ...``), or time steps of
+    other statements (``for _ in range(n)``)."""
+    r = g.ints(0, 4)
     names = [n for n, v in g.env.items() if isinstance(v, np.ndarray) and v.ndim >= 1
              and v.shape[0] >= 2 and v.dtype.kind in "fi" and v.flags.writeable]
     if r == 0 and names:
@@ -59,6 +60,14 @@ def st_loop(g):
         return Stmt("loop", [f"for i in range(1, {min(L, 4)}):",
                              f"    {a}[:, i] = {a}[:, i - 1] * {col}{extra}"],
                     {"loop columns"})
+    if r == 3 and two and min(g.env[two[0]].shape) >= 3:
+        a = two[0]
+        n = min(g.env[a].shape[0], g.env[a].shape[1] - 1, 6)
+        op = g.choice(["+=", "*=", "="])
+        rhs = g.choice([f"{a}[i, :i + 1] * 0.5 + 1", f"{a}[i - 1, :i + 1] - {a}[i, :i + 1]",
+                        f"{a}[i - 1, 1:i + 2] * 2"])
+        return Stmt("loop", [f"for i in range(1, {n}):", f"    {a}[i, :i + 1] {op} {rhs}"],
+                    {"loop ragged rows"})
     steps = "n" if "n" in g.statics else str(int(g.ints(2, 4)))
     body = _body(g, 1)
     if not body:
