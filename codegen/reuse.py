@@ -48,13 +48,15 @@ def group_key(group, plan, buffers):
 
 
 class _Listing:
-    """A group's computation written out: one line per node, and the same
-    with the group's 1-D extent ``n`` as ``N`` where it is no more than the
-    extent of a 1-D value (``extent``: None where a node's code depends on it)."""
+    """A group's computation written out: one line per node (``lines``),
+    and the same with the group's 1-D length ``n`` as ``N`` where it is no
+    more than the length of a 1-D value (``alines``; None where a node's
+    code depends on it, or the group has no such length)."""
 
-    def __init__(self, head, n):
+    def __init__(self, head, size, n):
         self.n = n
-        self.lines, self.alines = [head.format(n)], [head.format("N")] if n else None
+        self.lines = [head.format(size)]
+        self.alines = [head.format("N")] if n else None
 
     def shape(self, shape, abstract):
         return "(N,)" if abstract and shape == (self.n,) else str(shape)
@@ -91,7 +93,7 @@ def group_skeleton(group, plan, buffers):
     liftable = group.kind == "elementwise"
     n1 = group.size if liftable and not group.apart and all(
         u.shape == (group.size,) for u in units) else None
-    listing = _Listing(f"{group.kind} {{}} {group.apart}\n", n1)
+    listing = _Listing(f"{group.kind} {{}} {group.apart}\n", group.size, n1)
 
     def buffer_ref(node, abstract=False):
         k = slots.setdefault(buffers[id(node)], len(slots))
