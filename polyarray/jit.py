@@ -272,22 +272,26 @@ class Jitted:
             with kernel_budget(self.max_kernels):
                 prog = _compile(outputs, target=target, **options) if outputs else None
         except TooManyKernels:
-            return self._too_many_kernels(aliases), None
+            return self._too_many_kernels(aliases, tuple(written)), None
         return _Trace(prog, shape, tuple(written), aliases), None
 
-    def _too_many_kernels(self, aliases):
+    def _too_many_kernels(self, aliases, written=None):
         _LOG.warning(
             "pa.jit(%s): its program needs more than %d new kernels (a loop whose every "
             "step is a kernel of its own: shrinking slices, other offsets); this signature "
             "runs with NumPy on the host from now on (pa.jit(..., max_kernels=...) sets the "
             "limit)", getattr(self.fun, "__name__", "?"), self.max_kernels)
-        return _Trace(None, None, (), aliases, host="kernels")
+        # the arguments the trace wrote, where it got that far (a host call then
+        # copies and writes back those alone)
+        return _Trace(None, None, written, aliases, host="kernels")
 
-    def _on_host(self, sig, leaves, aliases):
+    def _on_host(self, sig, leaves, aliases, written=None):
         """The call run by NumPy itself on the host (the fallback of a
         function whose graph breaks need too many programs): NumPy arrays as
         they are (NumPy writes them in place), device arrays as host copies
-        written back where the function changed them."""
+        written back where the function changed them: ``written``, the
+        arguments its trace wrote, where the trace got that far (else every
+        device argument is compared with a copy of itself)."""
         hosts, before = [], {}
         for k, (_, value, _) in enumerate(leaves):
             if aliases[k] != k:
@@ -296,10 +300,15 @@ class Jitted:
                 hosts.append(value)
             else:
                 host = _host_copy(value)
-                before[k] = host.copy()
+                if written is None:
+                    before[k] = host.copy()
                 hosts.append(host)
         args, kwargs = self._arguments(sig, iter(hosts))
         result = self.fun(*args, **kwargs)
+        if written is not None:
+            for k in written:
+                if aliases[k] == k and not isinstance(leaves[k][1], (np.ndarray, np.generic)):
+                    _write_back(leaves[k][1], hosts[k])
         for k, old in before.items():
             if not np.array_equal(hosts[k], old, equal_nan=hosts[k].dtype.kind in "fc"):
                 _write_back(leaves[k][1], hosts[k])
@@ -322,7 +331,7 @@ class Jitted:
             entry, results = self._trace(sig, leaves, key[1], key[2])
             self.programs[key] = entry
         if entry.host:
-            results = self._on_host(sig, leaves, key[2])
+            results = self._on_host(sig, leaves, key[2], entry.written)
         return entry, leaves, results
 
     def __call__(self, *args, **kwargs):
@@ -576,6 +585,12 @@ def _write_back(arg, value):
     elif mod == "torch":
         import torch
         owner.copy_(torch.as_tensor(value, device=owner.device))
+    elif mod in ("pycuda", "opencl") and isinstance(value, np.ndarray):     # a host result
+        if not owner.flags.c_contiguous:
+            raise NotImplementedError(f"pa.jit: writing back into a non-contiguous "
+                                      f"{'pycuda GPUArray' if mod == 'pycuda' else 'pyopencl array'}"
+                                      " is not supported; pass a contiguous one")
+        owner.set(np.ascontiguousarray(value.reshape(owner.shape), dtype=owner.dtype))
     elif mod == "pycuda":
         import pycuda.driver as drv
         if not (owner.flags.c_contiguous and value.flags.c_contiguous):

@@ -262,6 +262,44 @@ def test_a_program_of_too_many_kernels_runs_on_the_host(target, caplog):
         assert "NumPy on the host" in f.report()
 
 
+def test_a_host_fallback_writes_back_only_what_the_trace_wrote(monkeypatch):
+    """Device arguments of a program run on the host: host copies, the
+    argument the trace wrote written back (NumPy's values), the other one
+    not compared with a copy of itself nor written."""
+    from polyarray import targets
+    ok, reason = targets.availability("opencl")
+    if not ok:
+        pytest.skip(f"opencl: {reason}")
+    import pyopencl as cl
+    import pyopencl.array as cla
+    import sys
+    from polyarray.targets.opencl import select_device
+    jit_module = sys.modules["polyarray.jit"]       # (pa.jit is the function)
+    queue = cl.CommandQueue(select_device()[0])
+
+    def shrinking_with(A, B):
+        for i in range(A.shape[0] - 1):
+            A[i + 1:, i] -= A[i + 1:, :i + 1].sum(axis=1) * B[i, 0]
+        return A.sum()
+    A, B = np.random.default_rng(4).random((12, 12)), np.full((12, 2), 0.5)
+    want_A = A.copy()
+    want = shrinking_with(want_A, B)
+    dA, dB = cla.to_device(queue, A), cla.to_device(queue, B)
+    written = []
+    real = jit_module._write_back
+    monkeypatch.setattr(jit_module, "_write_back",
+                        lambda dest, value: written.append(dest) or real(dest, value))
+    f = pa.jit(shrinking_with, target="opencl", max_kernels=4)
+    got = f(dA, dB)
+    assert "NumPy on the host" in f.report()
+    assert_same(np.asarray(got.get() if hasattr(got, "get") else got), np.asarray(want))
+    assert_same(dA.get(), want_A)
+    assert_same(dB.get(), B)
+    assert written == [dA], written
+    got = f(dA, dB)                 # a second call: the host path alone
+    assert written == [dA, dA]
+
+
 def triangular_solve(L, b):
     x = np.zeros_like(b)
     for i in range(b.shape[0]):
