@@ -603,9 +603,11 @@ def _write_back(arg, value):
             raise NotImplementedError("pa.jit: writing back into a non-contiguous pyopencl "
                                       "array is not supported; pass a contiguous one")
         if owner.nbytes:
+            # the program ran on polyarray's queue: the copy on the caller's waits for it
+            wait = [cl.enqueue_marker(value.queue)] if value.queue is not owner.queue else None
             cl.enqueue_copy(owner.queue, owner.base_data, value.base_data,
                             byte_count=owner.nbytes, dst_offset=owner.offset,
-                            src_offset=value.offset)
+                            src_offset=value.offset, wait_for=wait)
     else:
         raise TypeError(f"pa.jit: the function writes to an argument of type "
                         f"{type(owner).__name__}, which polyarray cannot write back into")

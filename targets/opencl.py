@@ -208,9 +208,12 @@ class OpenCLExecutable(DeviceExecutable):
         for pname, bname in self._inputs:
             v = bindings[pname]
             if type(v) is cla_array or isinstance(v, cla_array):
-                if v.queue is not q and v.context != self.ctx:
-                    raise TypeError(f"binding for placeholder {pname!r} lives on another "
-                                    "OpenCL context than this program's device")
+                if v.queue is not q:
+                    if v.context != self.ctx:
+                        raise TypeError(f"binding for placeholder {pname!r} lives on another "
+                                        "OpenCL context than this program's device")
+                    # what the caller's queue has still to do to it comes first
+                    cl.enqueue_barrier(q, wait_for=[cl.enqueue_marker(v.queue)])
                 bufs[bname] = v.base_data if not v.offset else self._offset_binding(v, owned)
             else:
                 if zero:

@@ -186,6 +186,35 @@ def test_device_arguments_are_written_on_the_device(device_target):
     assert_same(y.get(), np.ones(6, np.float32))
 
 
+def test_arrays_of_the_callers_own_queue_are_read_and_written_in_order():
+    """pyopencl arrays made on the caller's own queue: the program waits for
+    what that queue has to do first, and the write-back on that queue waits
+    for the program (a race there read and wrote stale memory)."""
+    from polyarray import targets
+    ok, reason = targets.availability("opencl")
+    if not ok:
+        pytest.skip(f"opencl: {reason}")
+    import pyopencl as cl
+    import pyopencl.array as cla
+    from polyarray.targets.opencl import select_device
+    queue = cl.CommandQueue(select_device()[0])
+
+    def bump(u, v):
+        u += v
+        u[2] += 1
+
+    f = pa.jit(bump, target="opencl")
+    for k in range(20):
+        u0, v0 = np.arange(4096, dtype=np.float64) + k, np.full(4096, 0.5)
+        u, v = cla.to_device(queue, u0), cla.to_device(queue, v0)
+        u *= 2.0                        # pending on the caller's queue
+        f(u, v)
+        want = u0 * 2 + v0
+        want[2] += 1
+        assert_same(u.get(), want)
+        assert_same(v.get(), v0)
+
+
 def test_out_of_reductions_casts_unsafely_and_functions_take_out(target):
     """Reductions write ``out=`` with NumPy's "unsafe" cast (floats into
     integers truncate), through ``np.<name>`` and the methods; the other
