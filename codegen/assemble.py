@@ -8,6 +8,7 @@ schedule: the user's steps for that kernel if any, else the default.
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -180,7 +181,8 @@ class Assembler:
             args.append(lp.GlobalArg(ERROR_BUFFER, np.int64, shape=(1,), is_input=False,
                                      is_output=True))
         params = getattr(kb, "params", None) or {}      # offsets passed by value
-        used |= {n for n in params if any(n in str(d) for d in domains)}    # lengths
+        named = {w for d in domains for w in re.findall(r"\w+", str(d))}
+        used |= named & set(params)                                        # lengths
         args += [lp.ValueArg(n, params[n]) for n in sorted(used & set(params))]
         knl = lp.make_kernel(domains, kb.instructions, args + list(kb.temporaries.values()),
                              name=name, target=self.target, lang_version=(2018, 2),
