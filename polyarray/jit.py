@@ -504,9 +504,10 @@ def _memory(value):
             return ("cuda", lo, lo + value.nbytes, value.shape, value.strides,
                     value.dtype.str)
         if library == "opencl":
-            lo = (value.base_data.int_ptr if value.base_data is not None else 0) + value.offset
-            return ("opencl", lo, lo + value.nbytes, value.shape, value.strides,
-                    value.dtype.str)
+            # a cl_mem is a handle, not an address: offsets compare within one buffer
+            handle = value.base_data.int_ptr if value.base_data is not None else 0
+            return (f"opencl {handle}", value.offset, value.offset + value.nbytes,
+                    value.shape, value.strides, value.dtype.str)
     except Exception:          # noqa: BLE001  (an array whose memory we cannot read)
         return None
     return None

@@ -213,6 +213,12 @@ def test_arrays_of_the_callers_own_queue_are_read_and_written_in_order():
         want[2] += 1
         assert_same(u.get(), want)
         assert_same(v.get(), v0)
+    # two buffers of a megabyte each: their handles are bytes apart, their memory is not
+    big_u, big_v = (cla.to_device(queue, np.full(2**17, x)) for x in (1.0, 2.0))
+    f(big_u, big_v)
+    want = np.full(2**17, 3.0)
+    want[2] += 1
+    assert_same(big_u.get(), want)
 
 
 def test_out_of_reductions_casts_unsafely_and_functions_take_out(target):
