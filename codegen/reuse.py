@@ -2,12 +2,14 @@
 
 A traced loop (``for t in range(T): A[1:-1] = f(A)``) gives a kernel per
 step that differs from the last one only in which buffers it reads and
-writes.  ``group_key`` describes a plan group's computation with its
+writes.  ``group_skeleton`` describes a plan group's computation with its
 buffers abstracted to slots (numbered in order of first use, outputs first;
 shapes and dtypes kept): every inlined node's ``local_digest`` with its
-children as positions in the listing or slots.  Groups with one key are
-one kernel: the first is built, and the others launch its function with
-their own buffers (``KernelInfo.entry``, ``instance``).
+children as positions in the listing or slots; the constant offsets that
+differ between groups of one skeleton, and a 1-D group's length, are
+integer kernel arguments (``lift_offsets``).  Groups with one key are one
+kernel: the first is built, and the others launch its function with their
+own buffers and arguments (``KernelInfo.entry``, ``instance``).
 
 Scratch buffers that a form adds (the partials of a split reduction) are
 shared by the groups of one key: a group's kernels write and read them
@@ -37,14 +39,6 @@ import pymbolic.primitives as p
 from polyarray.codegen.ir import nodes as N
 from .classify import stacked_recurrence
 from .passes import is_input
-
-
-def group_key(group, plan, buffers):
-    """``(key, slots)`` of a plan group (the one ``plan.building`` names):
-    a digest of its computation with buffers as slots, and the buffer names
-    in slot order.  O(the group's inlined region)."""
-    key, slots, offsets, _ = group_skeleton(group, plan, buffers)
-    return _with_offsets(key, offsets), slots
 
 
 class _Listing:
@@ -79,10 +73,14 @@ class _Listing:
 
 
 def group_skeleton(group, plan, buffers):
-    """``(key, slots, offsets, sites)``: ``group_key`` with the constant
-    offsets of the subscripts of an elementwise group's index expressions
-    (``x[t]``, ``x[_0 + 5]``: ``offsets``) left out of the key, and the
-    inlined nodes that hold them, ``(node, how many)`` in order (``sites``).
+    """``(key, slots, offsets, sites)`` of a plan group (the one
+    ``plan.building`` names): a digest of its computation with buffers as
+    slots, and the buffer names in slot order; the constant offsets of the
+    subscripts of an elementwise group's index expressions (``x[t]``,
+    ``x[_0 + 5]``: ``offsets``) are left out of the key
+    (``lift_offsets`` puts back those that stay constants), and ``sites``
+    are the inlined nodes that hold them, ``(node, how many)`` in order.
+    O(the group's inlined region).
     A flat group of 1-D values whose code does not depend on their length
     ``n`` (``C[i, :i + 1] = f(A[:i + 1, k], ...)``, a row of another length
     each step) has ``n`` as its first offset, and its key leaves it out."""
@@ -151,7 +149,11 @@ def group_skeleton(group, plan, buffers):
                                 or any(n1 in c.shape for c in kids) else line)
                     continue
                 before = len(offsets)
-                text = N.expression_text(_offsets_marked(node.expr, mark))
+                marked = _offsets_marked(node.expr, mark)
+                if len(offsets) == before and listing.alines is None:
+                    listing.add(f"{node.local_digest} {refs}\n")   # no line needs its text
+                    continue
+                text = N.expression_text(marked)
                 # (its ``op`` is a label: ``getitem[3]`` names the offset)
                 body = f"{node.dtype.str} {node.op == N.WRITTEN} {text} " \
                     f"{[k for k, _ in node.bindings]}"
@@ -209,8 +211,7 @@ def lift_offsets(skeletons, index_dtype) -> tuple:
     them as integer arguments (``c<group>_<k>``, one per distinct column of
     values, after the buffers in the slots); ``keys``: ``gi -> (key,
     slots)``; ``lifted``: ``gi -> Lifted``.  Where they are too many, or no
-    offset differs, each group keeps its offsets as constants (the key
-    ``group_key`` gives)."""
+    offset differs, each group keeps its offsets as constants."""
     classes = {}
     for gi, (key, _, offsets, _) in skeletons.items():
         classes.setdefault((key, len(offsets)), []).append(gi)
@@ -219,9 +220,8 @@ def lift_offsets(skeletons, index_dtype) -> tuple:
         columns = [tuple(skeletons[gi][2][j] for gi in members) for j in range(n)]
         varying = [j for j, col in enumerate(columns) if len(set(col)) > 1]
         distinct = list(dict.fromkeys(columns[j] for j in varying))
-        sites = skeletons[members[0]][3]
         if len(members) < 2 or not varying or len(distinct) > MAX_LIFTED \
-                or len(sites) > MAX_SITES:
+                or len(skeletons[members[0]][3]) > MAX_SITES:
             varying = []
         param = {j: distinct.index(columns[j]) for j in varying}
         for gi in members:
@@ -438,5 +438,5 @@ def device_code(kernels) -> str:
 
 
 __all__ = ["Generated", "GroupCode", "Lifted", "code_key", "context", "device_code", "forget",
-           "generate", "generate_all", "group_key", "group_skeleton", "instance", "lift_offsets",
+           "generate", "generate_all", "group_skeleton", "instance", "lift_offsets",
            "loopy_objects", "lookup", "remember"]
