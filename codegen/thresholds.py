@@ -151,6 +151,14 @@ MAX_INLINE_COPIES = 8
 # 1.54 / 1.14 / 1.88 s.
 MAX_COPY_LEVELS = 1
 MAX_RECOMPUTED = 8
+# ... and a computing node held by more than MAX_HOLDING_KERNELS kernels is recomputed by
+# each only when its inlined expression has at most MAX_RECOMPUTED nodes.  An elementwise
+# chain carried through a time loop (NPBench's nbody: ``vel += acc * dt / 2`` each step,
+# read by the step's position update and energy sum) would otherwise be inlined from its
+# first step into every later step's kernels: each kernel different, the work and the
+# source growing with the step (nbody, 100 particles, 30 steps: 221 kernels and 14 s of
+# lowering and builds on PoCL, the last energy sum 49 KB of OpenCL).
+MAX_HOLDING_KERNELS = 8
 # A node read through more nested index maps than this (a flip of a flip of ..., a roll
 # of a roll: each nests the index expression once more) gets a buffer: loopy and
 # pymbolic recurse on expressions, and 3000 nested flips passed Python's recursion limit
@@ -231,7 +239,7 @@ __all__ = ["WG", "ELEMENTWISE_ILP", "ILP_MIN_GROUPS", "ILP_MAX_BUFFERS", "MANY_O
            "MMA_MIN", "GROUP_ROW", "ROW_GROUP", "ROW_UNROLL", "ROW_FUSE_MAX",
            "CPU_VECTOR_BYTES", "CPU_MATMUL_ROWS", "CPU_MATMUL_VECTORS",
            "CPU_MATMUL_WORK", "MAX_INLINE", "MAX_INLINE_DEPTH", "MAX_INLINE_COPIES",
-           "MAX_COPY_LEVELS", "MAX_RECOMPUTED", "MAX_INDEX_DEPTH", "MAX_INDEX_GROWTH", "REPEAT_MIN", "MAX_REPEATED_INLINE",
+           "MAX_COPY_LEVELS", "MAX_RECOMPUTED", "MAX_HOLDING_KERNELS", "MAX_INDEX_DEPTH", "MAX_INDEX_GROWTH", "REPEAT_MIN", "MAX_REPEATED_INLINE",
            "INLINE_REDUCTION_MAX",
            "HEAVY_TERMS", "OUTLINE_DEFAULT", "OUTLINE_MIN", "NOINLINE_OPS",
            "NOINLINE_MIN_CALLS", "OPENCL_NOINLINE_OPS", "OPENCL_NOINLINE_REGION_RESULTS"]

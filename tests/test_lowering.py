@@ -563,6 +563,41 @@ def test_cheap_values_read_at_two_offsets_stay_fused():
     assert len(lower(e[1:] - e[:-1]).kernels) == 2
 
 
+def _carried_chain(v, a, steps):
+    """A velocity carried through a time loop (NPBench's nbody): each step
+    adds to it and sums its energy, which reads it."""
+    energy = []
+    for k in range(steps):
+        v = v + a * (0.5 + k % 2)
+        energy.append((v * v).sum())
+    return v, energy
+
+
+def test_a_chain_carried_through_a_loop_is_not_recomputed_by_every_step(target):
+    """Inlined, each step's sum would recompute ``v`` from its first step:
+    every kernel different and longer than the last.  Held by more than
+    ``policy.MAX_HOLDING_KERNELS`` kernels, the chain gets a buffer at
+    intervals, so the sums repeat a few forms and the source stops growing
+    with the steps."""
+    from polyarray.codegen import policy
+    v, a = (pa.placeholder(n, (300,), np.float64) for n in "va")
+    short, long_ = (lower([out[0], *out[1]])
+                    for s in (3 * policy.MAX_HOLDING_KERNELS, 6 * policy.MAX_HOLDING_KERNELS)
+                    for out in [_carried_chain(v, a, s)])
+    # twice the steps: twice the launches, the same distinct kernels (24 and 48
+    # steps inlined were 25 and 40 kernels, 61 and 118 KB of OpenCL)
+    assert len(long_.kernels) > len(short.kernels) > 3 * policy.MAX_HOLDING_KERNELS
+    assert long_.source.count("__kernel") == short.source.count("__kernel") <= 12
+    assert len(long_.source) < 1.1 * len(short.source)
+    rng = np.random.default_rng(3)
+    v0, a0 = rng.random(300), rng.random(300)
+    out = _carried_chain(v, a, 40)
+    got = pa.compile([out[0], *out[1]], target=target)(v=v0, a=a0)
+    want = _carried_chain(v0, a0, 40)
+    assert_same(got[0], want[0])
+    assert_same(np.array(got[1:]), np.array(want[1]))
+
+
 def test_a_scalar_chain_added_to_a_matrix_is_computed_once(target):
     """NPBench's go_fast: ``trace += tanh(a[i, i])``, then ``a + trace``.
     Inlined into the matrix's kernel, every element would redo the chain

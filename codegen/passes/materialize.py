@@ -14,7 +14,8 @@
   materialized where its readers' kernels would hold it more than
   ``MAX_INLINE_COPIES`` times, read it at two or more gathered indices,
   hold it more times than its readers when it is not small
-  (``MAX_RECOMPUTED``) or at a second level (a stencil loop's steps), or
+  (``MAX_RECOMPUTED``) or at a second level (a stencil loop's steps), be
+  held by more than ``MAX_HOLDING_KERNELS`` kernels when it is not small, or
   evaluate each of its elements several times when it is large (a scalar
   chain added to a matrix); any node whose index would nest too deep or
   grow too much (``MAX_INDEX_DEPTH``, ``MAX_INDEX_GROWTH``).  A node read at
@@ -134,6 +135,10 @@ def _many_copies(order, mat, sizes):
       be copied so at a second level (``policy.MAX_COPY_LEVELS``): fusion
       must not multiply work, and each step of a stencil loop would
       multiply the last one's copies;
+    * more than ``policy.MAX_HOLDING_KERNELS`` kernels would hold it and its
+      inlined expression has more than ``policy.MAX_RECOMPUTED`` nodes: a
+      chain carried through a loop's steps would otherwise be recomputed
+      from its first step in every later step's kernels;
     * (any node) it would be read through more than ``policy.MAX_INDEX_DEPTH``
       nested index maps (views of views, pieces of pieces), or through maps
       whose index expressions hold the reader's index more than
@@ -191,6 +196,8 @@ def _many_copies(order, mat, sizes):
                     copies > policy.MAX_INLINE_COPIES
                     or level > policy.MAX_COPY_LEVELS
                     or (level and sizes[nid][0] > policy.MAX_RECOMPUTED)
+                    or (len(reach) > policy.MAX_HOLDING_KERNELS
+                        and sizes[nid][0] > policy.MAX_RECOMPUTED)
                     or (gathers > 1 and nid in gathering)
                     or (rep >= policy.REPEAT_MIN
                         and sizes[nid][0] > policy.MAX_REPEATED_INLINE)):
