@@ -363,3 +363,29 @@ def test_an_integer_selection_and_other_masks_take_the_break(target):
     got = pa.jit(f, target=target)(a0.copy(), x0.copy())
     for g, w in zip(got, want):
         assert_same(np.asarray(g), w)
+
+
+def _energy_per_step(x, v, steps):
+    """A time loop that stores one value per step (NPBench's nbody stores
+    two energies): array work with a single-element write at its end."""
+    e = np.empty(steps)
+    for k in range(steps):
+        v = v - 0.01 * np.sin(x) * np.cos(x) + 0.001 * np.tanh(v)
+        x = x + 0.01 * v - 0.0001 * x * x + 0.0002 * np.exp(-x * x)
+        e[k] = 0.5 * np.sum(v * v) + np.sum(x * x)
+    return x, e
+
+
+def test_a_loop_storing_a_value_per_step_stays_traced(target, caplog):
+    """More than 1024 single-element writes, but each step is array work
+    (16 or more arrays made per element written): traced, not run with NumPy."""
+    steps = 1100
+    rng = np.random.default_rng(6)
+    x0, v0 = rng.random(5), rng.random(5)
+    f = pa.jit(_energy_per_step, static_argnums=2, target=target)
+    with caplog.at_level(logging.WARNING, logger="polyarray.jit"):
+        got = f(x0, v0, steps)
+    for g, w in zip(got, _energy_per_step(x0, v0, steps)):
+        assert_same(g, w)
+    assert "single-element writes" not in caplog.text
+    assert "NumPy on the host" not in f.report()
