@@ -207,6 +207,8 @@ class _Builder:
             try:
                 with np.errstate(all="ignore"):
                     want = eval(code, env_np)           # noqa: S307
+            except MemoryError:         # the reference cannot hold it here: not a case
+                return None
             except Exception as err:                    # noqa: BLE001  NumPy refuses
                 try:
                     eval(code, env_pa)                  # noqa: S307
