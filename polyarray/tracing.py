@@ -172,14 +172,13 @@ class Session:
         """The NumPy value of ``node`` (which depends on the inputs), after
         the work traced so far has run; None where ``node`` depends on no
         placeholder (the caller evaluates it as usual)."""
-        roots, nodes = self._live_roots()
-        depends = _depends_on_placeholders(nodes + [node])
-        if not depends[id(node)]:
+        if not node.reads_placeholder:
             return None
+        roots, _ = self._live_roots()
         line = eager.user_line()
         self.breaks.append(line)
         _LOG.debug("pa.jit: graph break at %s (%s needs a value)", line, what)
-        computed = [r for r in roots if depends[id(r._node)] and r._node not in self.inputs]
+        computed = [r for r in roots if r._node.reads_placeholder and r._node not in self.inputs]
         outputs, seen = [], set()
         for n in [r._node for r in computed] + [node]:
             if id(n) not in seen and not _bound_placeholder(n, self.bindings):
@@ -248,14 +247,6 @@ class Session:
 
 def _bound_placeholder(node, bindings) -> bool:
     return isinstance(node, N.Placeholder) and not node.shared and node.name in bindings
-
-
-def _depends_on_placeholders(nodes) -> dict:
-    """id(node) -> whether it reads a placeholder (one walk of the union)."""
-    out = {}
-    for n in N.topological_order(nodes):
-        out[id(n)] = isinstance(n, N.Placeholder) or any(out[id(c)] for c in n.children())
-    return out
 
 
 def _host(value) -> np.ndarray:

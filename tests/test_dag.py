@@ -177,3 +177,22 @@ def test_show_of_a_program_lists_its_dag_and_kernels():
     text = buf.getvalue()
     assert "argmin(" in text and "-> output 0" in text
     assert "<kernel k0_argmin (thread [" in text        # one kernel: the sum is inlined
+
+
+def test_remembered_builds_tell_scalars_of_other_types_apart():
+    """An operation traced again gives the node built the first time
+    (``ops/memo``), and only where NumPy's result would be the same: 0.0 and
+    -0.0, 2 and 2.0 (on integers) are other arguments; a slice of NumPy
+    integers is the slice of the same Python integers."""
+    x = pa.placeholder("x", (6,), np.float32)
+    i = pa.placeholder("i", (6,), np.int64)
+    assert (x + 1).node is (x + 1).node
+    assert (x * 0.0).node is not (x * -0.0).node
+    assert (i * 2).dtype == np.int64 and (i * 2.0).dtype == np.float64
+    assert x[1:4].node is x[1:4].node is x[np.int64(1):np.int32(4)].node
+    assert x[1:4].node is not x[1:5].node and x[::2].node is not x[::-2].node
+    assert x[2].node is x[2].node and x[2].node is not x[-2].node
+    x0 = np.arange(6, dtype=np.float32)
+    got = pa.compile([x * -0.0, x * 0.0, x[np.int64(1)::2]], target="numpy")(x=x0)
+    assert np.signbit(got[0]).all() and not np.signbit(got[1]).any()
+    assert got[2].tolist() == [1, 3, 5]

@@ -222,7 +222,19 @@ class Node:
                 return existing
             _INTERN[key] = node
         object.__setattr__(node, "_hash", hash(key))
+        object.__setattr__(node, "_reads_placeholder", isinstance(node, Placeholder) or any(
+            c.reads_placeholder for c in node.children()))
         return node
+
+    @property
+    def reads_placeholder(self) -> bool:
+        """Whether a placeholder lies below (or is) this node: made with the
+        node from its children's, so a graph break asks it without a walk."""
+        found = self.__dict__.get("_reads_placeholder")
+        if found is None:           # a node made without ``make``
+            found = any(isinstance(n, Placeholder) for n in topological_order([self]))
+            object.__setattr__(self, "_reads_placeholder", found)
+        return found
 
     # digests are made when first asked for (a compile's cache key, a pickle),
     # not with every node: a loop of column writes makes a concatenation of all

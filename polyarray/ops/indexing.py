@@ -26,6 +26,12 @@ _BAD_INDEX = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
 
 
 def _format_item(item):
+    if type(item) is int:               # the common cases first: an ABC check is slow
+        return str(item)
+    if type(item) is slice and all(type(v) is int or v is None
+                                   for v in (item.start, item.stop, item.step)):
+        parts = ["" if v is None else str(v) for v in (item.start, item.stop, item.step)]
+        return ":".join(parts[:2] if item.step is None else parts)
     if item is None:
         return "None"
     if item is Ellipsis:
@@ -48,6 +54,8 @@ def _format_key(key):
 
 def _classify(item):
     """Return ('int'|'slice'|'none'|'ellipsis'|'array'|'bool', value)."""
+    if type(item) is int:
+        return "int", item
     if item is None:
         return "none", None
     if item is Ellipsis:

@@ -39,35 +39,41 @@ class _NoKey(Exception):
 
 
 def _tuple_key(value):
-    return ("T",) + tuple(map(_key, value))
+    return ("T",) + tuple([_key(v) for v in value])
 
 
-def _slice_key(value):
-    return ("s", _key(value.start), _key(value.stop), _key(value.step))
-
-
-# exact types first (the common arguments): nodes stand for themselves (hashed
-# once, equal only to themselves); scalars carry their type, so 1, 1.0 and
-# True differ, and floats their bits, so -0.0 and 0.0 differ
-_BY_TYPE = {
-    str: lambda v: v,
-    int: lambda v: ("i", v),
-    bool: lambda v: ("b", v),
-    float: lambda v: ("f", v.hex()),
-    type(None): lambda v: ("None",),
-    type(Ellipsis): lambda v: ("...",),
-    tuple: _tuple_key,
-    slice: _slice_key,
-}
-for _cls in (N.Placeholder, N.DataWrapper, N.IndexLambda, N.Reduce, N.Einsum, N.Reshape,
-             N.Concatenate, N.RawKernelOutput):
-    _BY_TYPE[_cls] = lambda v: v
+_NONE = ("None",)
+_NODE_TYPES = frozenset((N.Placeholder, N.DataWrapper, N.IndexLambda, N.Reduce, N.Einsum,
+                         N.Reshape, N.Concatenate, N.RawKernelOutput))
+_PLAIN = (int, type(None))
 
 
 def _key(value):
-    by_type = _BY_TYPE.get(type(value))
-    if by_type is not None:
-        return by_type(value)
+    """Exact types first, in the order a traced loop passes them (nodes,
+    integers, slices, tuples): this runs for every argument of every
+    operation traced.  Nodes stand for themselves (hashed once, equal only
+    to themselves); scalars carry their type, so 1, 1.0 and True differ,
+    and floats their bits, so -0.0 and 0.0 differ."""
+    t = type(value)
+    if t in _NODE_TYPES or t is str:
+        return value
+    if t is int:
+        return ("i", value)
+    if t is slice:
+        a, b, c = value.start, value.stop, value.step
+        if type(a) in _PLAIN and type(b) in _PLAIN and type(c) in _PLAIN:
+            return ("s", a, b, c)
+        return ("s", _key(a), _key(b), _key(c))
+    if t is tuple:
+        return _tuple_key(value)
+    if t is float:
+        return ("f", value.hex())
+    if value is None:
+        return _NONE
+    if t is bool:
+        return ("b", value)
+    if value is Ellipsis:
+        return ("...",)
     if isinstance(value, N.Node):
         return value
     if value is np._NoValue:
