@@ -86,9 +86,39 @@ class CudaExecutable(DeviceExecutable):
         # device results: GPUArrays whose get() and export read deferred checks
         self._result_type = _result_type()
         self._inputs = list(self.lowered.inputs.items())
+        self._replay, self._calls = None, 0
+        self._replayable = self._can_replay()
         self._ready = True
-        if self.out_mode == "device" and not any(o[4] for o in self._outs):
+        if self.out_mode == "device" and not any(o[4] for o in self._outs) \
+                and not self._replayable:
             self.fast_call = self._make_fast_call()
+
+    def _can_replay(self):
+        """Whether calls after the first replay a CUDA graph of the launches
+        (``cuda_graphs.Replay``): many launches, buffers small enough to hold."""
+        from .cuda_graphs import REPLAY_MAX_BYTES, REPLAY_MIN_LAUNCHES
+        if len(self._launches) < REPLAY_MIN_LAUNCHES:
+            return False
+        buffers = self.lowered.buffers
+        held = sum(nbytes for _, nbytes in self._allocs) + sum(
+            max(buffers[b].size, 1) * buffers[b].storage.itemsize for _, b in self._inputs)
+        return held <= REPLAY_MAX_BYTES
+
+    def _replayed(self, bindings):
+        """This call through the program's graph: its buffers, or None where
+        it cannot be (the first call, another thread, a strided input)."""
+        self._calls += 1
+        if self._calls < 2:
+            return None
+        if self._replay is None:
+            from .cuda_graphs import Replay
+            try:
+                self._replay = Replay(self)
+            except Exception as e:      # noqa: BLE001  a launch the capture refuses
+                log.debug("polyarray: no CUDA graph for this program (%s)", e)
+                self._replayable = False
+                return None
+        return self._replay.run(self, bindings)
 
     def _make_fast_call(self):
         """A launcher generated for this program (as pyopencl generates its
@@ -194,14 +224,17 @@ class CudaExecutable(DeviceExecutable):
             self._prepare()
         cuda_driver.in_this_thread()        # a thread of its own (a dask worker's)
         live = []
-        bufs = self.buffers(bindings, live)
-        pack = self._pack_args
-        for launch, fmt, args, grid, block in self._launches:
-            launch(grid, block, pack(fmt, *[bufs[a] for a in args]), 0, None)
+        bufs = self._replayed(bindings) if self._replayable else None
+        held = bufs is not None             # the graph's buffers: results copied out
+        if not held:
+            bufs = self.buffers(bindings, live)
+            pack = self._pack_args
+            for launch, fmt, args, grid, block in self._launches:
+                launch(grid, block, pack(fmt, *[bufs[a] for a in args]), 0, None)
         results = []
         for name, shape, dtype, sdt, copy, nbytes, attrs in self._outs:
             buf = bufs[name]
-            if copy:
+            if copy or (held and self.out_mode == "device"):
                 new = self._alloc(max(nbytes, 1), live)
                 if nbytes:
                     self._drv.memcpy_dtod_async(new, buf, nbytes)

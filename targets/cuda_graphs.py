@@ -1,4 +1,5 @@
-"""Many calls of one CUDA program as replayed CUDA graphs (``prog.repeat``).
+"""CUDA graphs: many calls of one program (``prog.repeat``), and one call
+of a program of many launches replayed (``Replay``).
 
 A training step is a few small kernels; launched one by one from Python it
 costs microseconds of host time each, more than the kernels themselves.
@@ -23,12 +24,20 @@ from .foreign import _check, _libcuda
 _RELAXED = 2                # CU_STREAM_CAPTURE_MODE_RELAXED
 _NON_BLOCKING = 1           # CU_STREAM_NON_BLOCKING
 STEPS_PER_GRAPH = 64        # even; a graph of 64 steps instantiates in ~1 ms
+# A program of at least REPLAY_MIN_LAUNCHES launches whose buffers (inputs,
+# temporaries, outputs) take at most REPLAY_MAX_BYTES is replayed as a graph
+# from its second call on (``Replay``): launched one by one, NPBench's nbody at
+# preset L (6311 small kernels a call) took 72 ms on an H200, 11 us a launch
+REPLAY_MIN_LAUNCHES = 64
+REPLAY_MAX_BYTES = 256 << 20
 
 
 class Graph:
-    """An instantiated CUDA graph of the launches ``record(stream)`` makes."""
+    """An instantiated CUDA graph of the launches ``record(stream)`` makes;
+    ``launch_on``: the stream it is launched on (the capture's by default;
+    ``0``, the legacy stream, orders it after the synchronous copies)."""
 
-    def __init__(self, stream, record):
+    def __init__(self, stream, record, launch_on=None):
         lib, h = _libcuda(), ctypes.c_void_p(stream.handle)
         graph, self.exe = ctypes.c_void_p(), ctypes.c_void_p()
         _check(lib.cuStreamBeginCapture_v2(h, _RELAXED), "cuStreamBeginCapture")
@@ -42,7 +51,8 @@ class Graph:
                    "cuGraphInstantiate")
         finally:
             lib.cuGraphDestroy(graph)
-        self._launch, self._stream = lib.cuGraphLaunch, h
+        self._launch = lib.cuGraphLaunch
+        self._stream = h if launch_on is None else ctypes.c_void_p(launch_on)
 
     def launch(self):
         _check(self._launch(self.exe, self._stream), "cuGraphLaunch")
@@ -114,4 +124,70 @@ def run_repeated(exe, bindings, n, carry):
     return results
 
 
-__all__ = ["Graph", "run_repeated", "STEPS_PER_GRAPH"]
+class Replay:
+    """The launches of one CUDA program captured once as a graph, replayed
+    at each call: a program of hundreds of small kernels (a time loop's
+    steps) costs a few microseconds of host time per launch, more than the
+    kernels; a graph is one host launch (``policy.REPLAY_MIN_LAUNCHES``).
+
+    A graph's kernels take fixed pointers, so the program's buffers are
+    held from call to call (at most ``policy.REPLAY_MAX_BYTES`` of them):
+    each call copies its inputs into the held ones, replays, and copies the
+    outputs out (device results get buffers of their own: a later call
+    overwrites the held ones).  Only the thread that captured it replays a
+    graph (another thread, a dask worker's, launches as usual)."""
+
+    def __init__(self, exe):
+        import threading
+        drv = exe._drv
+        self.thread = threading.get_ident()
+        buffers = exe.lowered.buffers
+        self.held = {}
+        for pname, bname in exe._inputs:
+            b = buffers[bname]
+            self.held[bname] = exe._alloc(max(b.size, 1) * b.storage.itemsize, [])
+        for name, nbytes in exe._allocs:
+            self.held[name] = exe._alloc(nbytes, [])
+        self.inputs = [(pname, bname, self.held[bname],
+                        buffers[bname].size * buffers[bname].storage.itemsize)
+                       for pname, bname in exe._inputs]
+        bufs = dict(exe._fixed)
+        bufs.update(self.held)
+        pack = exe._pack_args
+
+        def record(stream):
+            for launch, fmt, args, grid, block in exe._launches:
+                launch(grid, block, pack(fmt, *[bufs[a] for a in args]), 0, stream)
+
+        drv.Context.synchronize()
+        self.graph = Graph(drv.Stream(flags=_NON_BLOCKING), record, launch_on=0)
+        self.bufs = bufs
+
+    def run(self, exe, bindings):
+        """Copy the inputs in and replay; the buffer of each output (held:
+        read or copied before the next call)."""
+        import threading
+        if threading.get_ident() != self.thread:
+            return None
+        drv, gpuarray = exe._drv, exe._gpuarray
+        for pname, bname, dst, nbytes in self.inputs:
+            v = bindings[pname]
+            if isinstance(v, gpuarray):
+                if nbytes:
+                    drv.memcpy_dtod_async(dst, v.gpudata, nbytes)
+            elif type(v).__name__ == "CudaView":
+                if not v.c_contiguous:
+                    return None
+                if nbytes:
+                    drv.memcpy_dtod_async(dst, v.ptr, nbytes)
+            else:
+                from .device_common import host_array
+                arr = host_array(v)
+                if nbytes:
+                    drv.memcpy_htod(dst, arr)
+        self.graph.launch()
+        return self.bufs
+
+
+__all__ = ["Graph", "Replay", "run_repeated", "STEPS_PER_GRAPH", "REPLAY_MIN_LAUNCHES",
+           "REPLAY_MAX_BYTES"]

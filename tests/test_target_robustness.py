@@ -358,3 +358,31 @@ def test_device_leaf_refuses_pickling():
     with pytest.raises(TypeError, match="cannot pickle another library's torch device "
                                         r"array of shape \(4,\) read in place"):
         pickle.dumps(view)
+
+
+def _many_launches(x, w, xp=pa, steps=70):
+    """A loop of reductions: a kernel per step."""
+    for k in range(steps):
+        x = x * 0.5 + xp.roll(x, 1) * (x * w).sum() * 1e-3
+    return x, x.max()
+
+
+@pytest.mark.parametrize("out", ["numpy", "device"])
+def test_a_program_of_many_launches_called_again_keeps_each_result(target, out):
+    """On CUDA, calls after the first replay a CUDA graph of the program's
+    launches over buffers it holds (``cuda_graphs.Replay``): each call's
+    inputs are its own, and a device result stays what its call computed
+    after later calls reuse the held buffers."""
+    x = pa.placeholder("x", (300,), np.float64)
+    w = pa.placeholder("w", (300,), np.float64)
+    options = {} if target == "numpy" else {"out": out}
+    prog = pa.compile(list(_many_launches(x, w)), target=target, **options)
+    rng = np.random.default_rng(8)
+    inputs = [(rng.random(300), rng.random(300)) for _ in range(4)]
+    got = [prog(x=a, w=b) for a, b in inputs]
+    for (a, b), g in zip(inputs, got):
+        for gi, want in zip(g, _many_launches(a, b, np)):
+            assert_same(np.asarray(gi.get() if hasattr(gi, "get") else gi), want)
+    if target == "cuda":
+        exe = prog._exe
+        assert len(exe._launches) >= 64 and exe._replay is not None
