@@ -86,7 +86,7 @@ class CudaExecutable(DeviceExecutable):
         # device results: GPUArrays whose get() and export read deferred checks
         self._result_type = _result_type()
         self._inputs = list(self.lowered.inputs.items())
-        self._replay, self._calls = None, 0
+        self._replay = None
         self._replayable = self._can_replay()
         self._ready = True
         if self.out_mode == "device" and not any(o[4] for o in self._outs) \
@@ -94,7 +94,7 @@ class CudaExecutable(DeviceExecutable):
             self.fast_call = self._make_fast_call()
 
     def _can_replay(self):
-        """Whether calls after the first replay a CUDA graph of the launches
+        """Whether calls replay a CUDA graph of the launches
         (``cuda_graphs.Replay``): many launches, buffers small enough to hold."""
         from .cuda_graphs import REPLAY_MAX_BYTES, REPLAY_MIN_LAUNCHES
         if len(self._launches) < REPLAY_MIN_LAUNCHES:
@@ -106,10 +106,9 @@ class CudaExecutable(DeviceExecutable):
 
     def _replayed(self, bindings):
         """This call through the program's graph: its buffers, or None where
-        it cannot be (the first call, another thread, a strided input)."""
-        self._calls += 1
-        if self._calls < 2:
-            return None
+        it cannot be (another thread, a strided input).  The graph is made
+        at the first call: its instantiation costs milliseconds, where the
+        first call's compile costs seconds."""
         if self._replay is None:
             from .cuda_graphs import Replay
             try:

@@ -26,8 +26,9 @@ _NON_BLOCKING = 1           # CU_STREAM_NON_BLOCKING
 STEPS_PER_GRAPH = 64        # even; a graph of 64 steps instantiates in ~1 ms
 # A program of at least REPLAY_MIN_LAUNCHES launches whose buffers (inputs,
 # temporaries, outputs) take at most REPLAY_MAX_BYTES is replayed as a graph
-# from its second call on (``Replay``): launched one by one, NPBench's nbody at
-# preset L (6311 small kernels a call) took 72 ms on an H200, 11 us a launch
+# (``Replay``): launched one by one, NPBench's nbody at
+# preset L (6311 small kernels a call) took 72 ms on an H200, 11 us a launch; the graph is
+# made at the program's first call
 REPLAY_MIN_LAUNCHES = 64
 REPLAY_MAX_BYTES = 256 << 20
 

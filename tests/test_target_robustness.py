@@ -369,7 +369,7 @@ def _many_launches(x, w, xp=pa, steps=70):
 
 @pytest.mark.parametrize("out", ["numpy", "device"])
 def test_a_program_of_many_launches_called_again_keeps_each_result(target, out):
-    """On CUDA, calls after the first replay a CUDA graph of the program's
+    """On CUDA, calls replay a CUDA graph of the program's
     launches over buffers it holds (``cuda_graphs.Replay``): each call's
     inputs are its own, and a device result stays what its call computed
     after later calls reuse the held buffers."""
