@@ -237,12 +237,14 @@ def _refuse_many_shapes(outputs, budget):
 
 
 def _group_keys(plan, buffers, budget, index_dtype) -> tuple:
-    """``(keys, lifted)``: each group's key and slots, found before any
+    """``(keys, lifted, budget)``: each group's key and slots, found before any
     kernel is generated, with the constant offsets that differ among groups
     of one skeleton as kernel arguments (``reuse.lift_offsets``);
     ``TooManyKernels`` at once where more than ``budget`` are distinct (a
     group an earlier program generated counts here too: the refusal comes
-    before generating the first kernel, not after the budget's worth)."""
+    before generating the first kernel, not after the budget's worth); the
+    budget is raised for a program that repeats its kernels
+    (``repeating_budget``)."""
     from . import reuse
     skeletons, raws = {}, 0
     for gi, g in enumerate(plan.groups):
@@ -255,9 +257,28 @@ def _group_keys(plan, buffers, budget, index_dtype) -> tuple:
             skeletons[gi] = reuse.group_skeleton(g, plan, buffers)
     plan.building = None
     keys, lifted = reuse.lift_offsets(skeletons, index_dtype)
+    budget = repeating_budget(budget, raws + len({k for k, _ in keys.values()}), len(keys) + raws)
     if budget is not None and raws + len({k for k, _ in keys.values()}) > budget:
         raise TooManyKernels(f"this program needs more than {budget} new kernels")
-    return keys, lifted
+    return keys, lifted, budget
+
+
+# A program whose launches repeat its distinct kernels LAUNCHES_PER_NEW_KERNEL
+# times or more on average is a loop of a few step forms, not one whose every
+# step is a kernel of its own: it may generate up to REPEATING_MAX_KERNELS.
+# NPBench's cavity_flow at preset L: 6333 launches of 71 distinct kernels (the
+# first steps' forms differ as the boundary updates settle) went to NumPy on the
+# host under a flat 64.
+LAUNCHES_PER_NEW_KERNEL = 8
+REPEATING_MAX_KERNELS = 256
+
+
+def repeating_budget(budget, distinct, launches):
+    """The new-kernel budget of a program of ``launches`` launches of
+    ``distinct`` kernels, under the caller's ``budget`` (None: any)."""
+    if budget is None or launches < LAUNCHES_PER_NEW_KERNEL * distinct:
+        return budget
+    return max(budget, REPEATING_MAX_KERNELS)
 
 
 @without_loopy_caches
@@ -342,7 +363,8 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     first_of, launches = {}, []     # key -> (group, slots, kernels); per group, in order
     fresh, kept = {}, {}            # group -> (code key, plans, checks, buffers) / GroupCode
     rep = {}                        # group -> its kernels, as its instances launch them
-    keys, lifted = _group_keys(plan, buffers, budget, idx_dt) if ctx is not None else ({}, {})
+    keys, lifted, budget = _group_keys(plan, buffers, budget, idx_dt) if ctx is not None \
+        else ({}, {}, budget)
     scalars = {name: v for lift in lifted.values() for name, v in lift.values.items()}
     for gi, g in enumerate(plan.groups):
         if g.size == 0:

@@ -498,3 +498,38 @@ def test_many_reduction_shapes_are_refused_before_planning(monkeypatch):
     with kernel_budget(8):
         lower_program(few + small[:2], lp.CudaTarget())
     assert planned
+
+
+def _step_forms(x, steps):
+    """Each step: a sum, then an update reading ``x`` at another offset:
+    a few kernel forms, launched once per step."""
+    import polyarray as pa
+    for k in range(steps):
+        x = x * 0.5 + pa.roll(x, 1) * (x * x).sum() * 1e-3
+    return x
+
+
+def test_a_loop_repeating_its_kernels_may_build_more_than_the_budget():
+    """pa.jit's budget of new kernels catches loops whose every step is a
+    kernel of its own; a program that launches each of its kernels 8 times or
+    more on average (``codegen.LAUNCHES_PER_NEW_KERNEL``) is a loop of a few
+    step forms and may build up to ``REPEATING_MAX_KERNELS`` (cavity_flow at
+    preset L: 71 forms in 6333 launches)."""
+    import loopy as lp
+    import numpy as np
+    import polyarray as pa
+    from polyarray import codegen
+    from polyarray.codegen import TooManyKernels, kernel_budget, lower_program
+    assert codegen.repeating_budget(64, 71, 6333) == codegen.REPEATING_MAX_KERNELS
+    assert codegen.repeating_budget(64, 71, 500) == 64
+    assert codegen.repeating_budget(None, 71, 6333) is None
+    x = pa.placeholder("x", (300,), np.float64)
+    looped = lower_program([_step_forms(x, 40).node], lp.OpenCLTarget())
+    forms = looped.source.count("__kernel")
+    assert len(looped.kernels) >= 8 * forms and forms >= 2
+    with kernel_budget(1):
+        lower_program([_step_forms(x, 40).node], lp.OpenCLTarget())
+    few = lower_program([_step_forms(x, 3).node], lp.OpenCLTarget())
+    assert 8 * few.source.count("__kernel") > len(few.kernels) and few.source.count("__kernel") >= 2
+    with kernel_budget(1), pytest.raises(TooManyKernels):
+        lower_program([_step_forms(x, 3).node], lp.OpenCLTarget())
