@@ -26,9 +26,9 @@ _NON_BLOCKING = 1           # CU_STREAM_NON_BLOCKING
 STEPS_PER_GRAPH = 64        # even; a graph of 64 steps instantiates in ~1 ms
 # A program of at least REPLAY_MIN_LAUNCHES launches whose buffers (inputs,
 # temporaries, outputs) take at most REPLAY_MAX_BYTES is replayed as a graph
-# (``Replay``): launched one by one, NPBench's nbody at
-# preset L (6311 small kernels a call) took 72 ms on an H200, 11 us a launch; the graph is
-# made at the program's first call
+# (``Replay``, made at the program's first call).  Launched one by one,
+# NPBench's nbody at preset L (6311 small kernels a call) took 72 ms on an
+# H200, 11 us a launch; replayed, 26 ms
 REPLAY_MIN_LAUNCHES = 64
 REPLAY_MAX_BYTES = 256 << 20
 
@@ -129,10 +129,10 @@ class Replay:
     """The launches of one CUDA program captured once as a graph, replayed
     at each call: a program of hundreds of small kernels (a time loop's
     steps) costs a few microseconds of host time per launch, more than the
-    kernels; a graph is one host launch (``policy.REPLAY_MIN_LAUNCHES``).
+    kernels; a graph is one host launch (``REPLAY_MIN_LAUNCHES``).
 
     A graph's kernels take fixed pointers, so the program's buffers are
-    held from call to call (at most ``policy.REPLAY_MAX_BYTES`` of them):
+    held from call to call (at most ``REPLAY_MAX_BYTES`` of them):
     each call copies its inputs into the held ones, replays, and copies the
     outputs out (device results get buffers of their own: a later call
     overwrites the held ones).  Only the thread that captured it replays a
