@@ -33,7 +33,7 @@ TRAINING = [training.gradient, training.logistic_regression, training.compile_gr
 ALL = [w.fused_chain, w.softmax, w.reductions, *TRAINING[:2], w.matmul, w.hermite,
        w.compile_and_dispatch, TRAINING[2], TRAINING[3], w.opencl_vs_cuda, w.transpose, gathers]
 QUICK = {"gathers": [gathers], "dispatch": [w.compile_and_dispatch],
-         "compile": [compile_rows, w.compile_and_dispatch],   # issue 18
+         "compile": [compile_rows, w.compile_and_dispatch],
          "schedules": [w.hermite, w.transpose, w.matmul],
          "training": TRAINING,
          "state": [training.logistic_regression_shared],
@@ -41,8 +41,8 @@ QUICK = {"gathers": [gathers], "dispatch": [w.compile_and_dispatch],
          "reductions": [w.softmax, w.reductions],
          "rest": [*TRAINING[:2], w.hermite, w.compile_and_dispatch, TRAINING[2],
                   w.opencl_vs_cuda, w.transpose],
-         "shapes": shapes.selected(),    # issue 15's sweep: long, so not in ALL
-         "dask": [dask_chunks.workload]}  # issue 19: needs dask + distributed, so not in ALL
+         "shapes": shapes.selected(),    # the shape sweep: long, so not in ALL
+         "dask": [dask_chunks.workload]}  # needs dask + distributed, so not in ALL
 
 
 def main(argv=None):

@@ -1,4 +1,4 @@
-"""Where a compile's time goes, by stage (issue 18).
+"""Where a compile's time goes, by stage.
 
     python -m benchmarks.compile_profile [--target cuda|opencl] [--ops 10 200 2000]
                                          [--cprofile N]

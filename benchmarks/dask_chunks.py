@@ -1,4 +1,4 @@
-"""Issue 19: polyarray over Dask (``pa.dask.evaluate``), one device per worker.
+"""polyarray over Dask (``pa.dask.evaluate``), one device per worker.
 
     python -m benchmarks.dask_chunks --device opencl --workers 2          # the CPU goal
     python -m benchmarks.dask_chunks --device cuda --workers 1 --cases chain,sum \\

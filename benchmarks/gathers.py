@@ -1,4 +1,4 @@
-"""Gather workloads (issue 13): lazy ``x[idx]`` with run-time index checks,
+"""Gather workloads: lazy ``x[idx]`` with run-time index checks,
 against the peers and against the same gather without checks
 (``pa.take(..., mode="clip")``), so the checks' cost is measured.  Indices
 are in range, so clipping changes nothing: negative ones would be clipped

@@ -1,4 +1,4 @@
-"""Issue 6's goals, judged from a run's rows: met or not, with the gap."""
+"""The suite's goals, judged from a run's rows: met or not, with the gap."""
 from __future__ import annotations
 
 
@@ -40,7 +40,7 @@ def judge(rows):
         blas = {k: v for k, v in r["peers_s"].items() if k in ("cupy", "torch")}
         if blas:
             frac = min(blas.values()) / r["polyarray_s"]
-            out.append(("5: default matmul >= 0.5 of cuBLAS (0.75 tuned: issue 5)", frac >= 0.5,
+            out.append(("5: default matmul >= 0.5 of cuBLAS (0.75 tuned)", frac >= 0.5,
                         f"{frac:.2f} of cuBLAS"))
     for r in _rows(rows, "7."):
         us = r["polyarray_s"] * 1e6
@@ -59,6 +59,6 @@ def judge(rows):
 
 
 def print_goals(rows):
-    print("\ngoals (issue 6):")
+    print("\ngoals:")
     for goal, met, detail in judge(rows):
         print(f"  {'MET    ' if met else 'NOT MET'} {goal}: {detail}")

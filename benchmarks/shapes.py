@@ -1,4 +1,4 @@
-"""Issue 15's shape sweep: ``python -m benchmarks --device cuda --only shapes``
+"""The shape sweep: ``python -m benchmarks --device cuda --only shapes``
 (``--device opencl`` on a CPU).
 
 Contractions of every shape the issue names (square f32 including ragged

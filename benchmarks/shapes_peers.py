@@ -2,7 +2,7 @@
 spellings of the functions their frameworks name differently, one row
 measured (polyarray compiled, checked against NumPy and timed, then its peers
 through ``peers.run_peers`` on the same rotating inputs), and the
-per-family summary against issue 15's goals, whose headline is the WORST
+per-family summary against the sweep's goals, whose headline is the WORST
 row of each family, not the best."""
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def _rate(flop_s):
 
 @dataclass(frozen=True)
 class Goal:
-    """One of issue 15's goals: ``text``, met when every row it ``applies``
+    """One of the sweep's goals: ``text``, met when every row it ``applies``
     to reaches ``at`` of the peers ``versus`` (the fastest of them; empty:
     the best peer) or, with ``bandwidth``, of the copy bandwidth."""
     text: str

@@ -97,7 +97,7 @@ def logistic_regression(b):
                f"{len(prog.kernels)} kernel(s) per step")
 
 
-# ---- 4b. the same loop with shared variables (issue 17) ----
+# ---- 4b. the same loop with shared variables ----
 
 def _logreg_data(b):
     rng = b.rng

@@ -179,7 +179,7 @@ def without_loopy_caches(fn):
     loopy's keys (``LoopyKeyBuilder``) hash ``np.uint64(0)``,
     ``np.float64(0)`` and ``0`` alike, so a kernel that differs from a cached
     one only in a constant's type got the cached kernel's code (a uint64
-    product rounded through double: fuzzer seeds 85 and 167 of session 8)."""
+    product rounded through double: fuzzer seeds 85 and 167)."""
     from functools import wraps
 
     @wraps(fn)

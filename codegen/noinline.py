@@ -4,7 +4,7 @@ nvcc inlines a ``static inline`` helper at each call.  For most helpers that
 is what we want, but some carry a slow path whose code is large (``sinf``'s
 range reduction for huge arguments, ``powf``'s extended-precision log): a
 chain of 2000 fused ops with 500 ``sin`` calls took nvcc 24.5 s, nearly all
-in that inlined code, and 1.2 s with ``sin`` compiled once (issue 18).  A
+in that inlined code, and 1.2 s with ``sin`` compiled once.  A
 helper of ``policy.NOINLINE_OPS`` called at least ``NOINLINE_MIN_CALLS``
 times in one source is declared ``__noinline__``: the numbers are the same
 (the same function runs; only its call is not expanded), the source shows it,

@@ -97,7 +97,7 @@ MATMUL_VECTOR = 4
 MATMUL_VECTOR_8 = 2     # 8-byte types: 2 x 8 bytes per shared load
 # float64 products on CUDA (forms/mma_matmul.py): work-group tiles (rows, columns) of
 # warp tiles (rows, columns) on the FP64 tensor cores, K in steps of MMA_DEPTH; products
-# narrower than MMA_MIN keep the 16 x 16 tiles.  H100 sweep (session 8, ratio to cuBLAS
+# narrower than MMA_MIN keep the 16 x 16 tiles.  H100 sweep (ratio to cuBLAS
 # DGEMM at 1000^3 / 2048^3 / 4096^3): 64 x 64 of 8 warps of 32 x 16, depth 16: 0.46 /
 # 0.49 / 0.53 (the best worst case); of 4 warps of 32 x 32: 0.26 / 0.51 / 0.53; 128 x 64
 # and 128 x 128: 0.16-0.40 (registers: one work-group per SM); depth 32 past 48 KB of
@@ -203,7 +203,7 @@ OUTLINE_MIN = int(os.environ.get("POLYARRAY_OUTLINE_MIN", OUTLINE_DEFAULT))
 # power and arctan2 alike (56-96 KB); exp 13 KB, log 31 KB, sqrt 20 KB stay inlined.
 # float64: sin 60 KB, exp 41 KB, log 88 KB, power 84 KB, tanh 104 KB, arctan2 126 KB,
 # expm1 77 KB, arctan 57 KB (sqrt 31 KB); exp2, log2, log10, arcsin, arccos, sinh, cosh and
-# log1p were not measured (listed with their measured relatives).  The 2000-op chain of issue 18: nvcc 24.5 s ->
+# log1p were not measured (listed with their measured relatives).  The 2000-op chain of the compile benchmark: nvcc 24.5 s ->
 # 1.2 s; 200 ops 1.31 s -> 0.30 s.  Below NOINLINE_MIN_CALLS calls in a source a call
 # is not worth saving.
 NOINLINE_OPS = {

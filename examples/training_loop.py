@@ -1,4 +1,4 @@
-"""A training loop whose weights never leave the device (issue 17).
+"""A training loop whose weights never leave the device.
 
 Logistic regression with L2 regularization, written as Theano's tutorial
 writes it: the weights are shared variables (``pa.shared``), one step is a

@@ -2,7 +2,7 @@
 or nvcc, and a cache of cubins).
 
 A program of several generated kernels is built as several modules by
-concurrent compiles (issue 18: a program's kernels do not depend on
+concurrent compiles (a program's kernels do not depend on
 each other).  Each piece is the shared prelude (loopy's macros and our
 helper functions) plus some of the kernels.  An nvcc run costs about 0.45 s
 before its first kernel on the H100's host (a program of 40 small kernels:
@@ -179,6 +179,6 @@ def _build_error(source, e):
 def _pool(workers):
     """A thread pool for concurrent builds, imported where a program has
     several pieces: ``concurrent.futures`` costs a one-kernel program's cold
-    compile 1-2 ms to import (issue 18)."""
+    compile 1-2 ms to import."""
     from concurrent.futures import ThreadPoolExecutor
     return ThreadPoolExecutor(workers)

@@ -4,7 +4,7 @@ else an nvcc process; the cubins are cached on disk by us.
 Why not pycuda's ``SourceModule``: an nvcc run costs about 0.45 s before its
 first kernel (nvcc, cicc and ptxas start as processes), and pycuda's own
 cache runs ``nvcc --version`` once per process, 81 ms of a disk hit on the
-H100's host (issue 18).  NVRTC is the same front end, NVVM and ptxas as a
+H100's host.  NVRTC is the same front end, NVVM and ptxas as a
 library: a small kernel compiles in about 20 ms on that host (the first in
 a process about 0.13 s).  The options mean the same to both (``-arch=sm_XY``
 gives a cubin; fused multiply-add, precise division and square root are

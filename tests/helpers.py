@@ -12,7 +12,7 @@ ALL_DTYPES = [np.dtype(t) for t in (
     np.uint32, np.uint64, np.float16, np.float32, np.float64)]
 FLOATS = [np.dtype(t) for t in (np.float16, np.float32, np.float64)]
 INTS = [d for d in ALL_DTYPES if d.kind in "iu"]
-# the dtypes every device target must cover (issue 3)
+# the dtypes every device target must cover
 CORE_DTYPES = [np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64, np.bool_)]
 
 TOLERANCES = pa.testing.TOLERANCES      # (rtol, atol relative to the largest value)

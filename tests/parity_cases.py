@@ -246,7 +246,7 @@ case("getitem_data_mask", lambda xp, a: a[xp.asarray(np.array([True, False, True
 
 
 def _setitem(xp, a, key, value):
-    """``t[key] = value`` on a copy of ``a`` (issue 17), returning ``t``."""
+    """``t[key] = value`` on a copy of ``a``, returning ``t``."""
     t = xp.array(a[...])
     t[key] = value
     return t

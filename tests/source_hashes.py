@@ -1,6 +1,6 @@
 """Record the generated source of every program a run builds, in both C
 dialects, to prove a refactoring leaves code generation byte-identical
-(issue 14).  A pytest plugin and a script:
+.  A pytest plugin and a script:
 
     python -m pytest -q -p source_hashes tests/      # writes $POLYARRAY_SOURCE_HASHES
     python tests/source_hashes.py bench OUT           # the benchmark suite's DAGs

@@ -25,7 +25,7 @@ def test_quick_suite_runs_every_workload(tmp_path):
     assert "FAILED" not in r.stdout, r.stdout
     data = json.loads(out.read_text())
     rows = {row["workload"]: row for row in data["rows"]}
-    # workloads 1-8 of issue 6 (9 compares OpenCL with CUDA: GPU machines only)
+    # workloads 1-8 of the suite (9 compares OpenCL with CUDA: GPU machines only)
     for prefix in ("1. 10-op chain", "2. softmax", "2. sum all", "2. sum axis=0",
                    "2. sum axis=1", "3. gradient", "4. logistic regression", "5. matmul",
                    "6. hermite", "7. host time per call", "8. compile chain+sum (8-op): cold",

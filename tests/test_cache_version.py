@@ -1,7 +1,7 @@
 """``cache.code_version``: the digest of the code generator's files, which
 keys every cached program.  A new process reads it from the disk cache,
 keyed by the folder's path and checked against one ``stat`` of each folder
-and file, instead of listing the folders and reading and hashing the files (issue 18: the disk-hit path)."""
+and file, instead of listing the folders and reading and hashing the files (the disk-hit path)."""
 import os
 
 import polyarray.codegen as codegen

@@ -1,5 +1,5 @@
-"""``pa.check`` / ``prog.check`` / ``pa.testing.assert_targets_agree`` (issue 17,
-part 5): one DAG on every target against the NumPy reference, in one call.
+"""``pa.check`` / ``prog.check`` / ``pa.testing.assert_targets_agree``:
+one DAG on every target against the NumPy reference, in one call.
 
 Every row's verdict is ``pa.testing``'s (per-dtype tolerances, integers and
 booleans exact, NaN where NumPy has NaN); unavailable targets are skipped rows

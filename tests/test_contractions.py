@@ -1,4 +1,4 @@
-"""Contractions of any shape, batch and dtype (issue 15), against NumPy.
+"""Contractions of any shape, batch and dtype, against NumPy.
 
 The GPU forms (padded register tiles with guarded reads and a predicated
 store, batches on a grid axis, one buffer read twice) run here on PoCL with
@@ -30,8 +30,8 @@ def operands(rng, dtype, shape_a, shape_b, ta, tb):
     lo, hi = (-4, 5) if np.dtype(dtype).kind in "iu" else (None, None)
     if np.dtype(dtype).itemsize == 8 and np.dtype(dtype).kind in "iu":
         # the whole range: a product rounded through double anywhere (the
-        # guarded reads of ragged tiles once were: fuzzer seeds 85 and 167,
-        # session 8) differs; NumPy's 64-bit products wrap, as ours do
+        # guarded reads of ragged tiles once were: fuzzer seeds 85 and 167)
+        # differs; NumPy's 64-bit products wrap, as ours do
         info = np.iinfo(dtype)
         lo, hi = int(info.min), int(info.max)
     va = random_array(rng, shape_a[:-2] + shape_a[-2:][::-1] if ta else shape_a, dtype, lo, hi)

@@ -77,7 +77,7 @@ def test_the_compiler_is_chosen_by_name_and_a_missing_one_is_said(monkeypatch):
 
 
 def _chain(x, op, n, binary=False):
-    """``n`` calls of ``op``, each value used twice (issue 18's chain)."""
+    """``n`` calls of ``op``, each value used twice (the compile benchmark's chain)."""
     vals = [x * 0.5, x * 0.25, x]
     for _ in range(n):
         a, b = vals[-1], vals[-3]

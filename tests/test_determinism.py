@@ -66,7 +66,7 @@ def test_ilp_order_follows_loop_priorities_then_names():
 
 
 def test_one_program_per_computation_whatever_the_einsum_letters():
-    """Issue 18: ``pa.dot(x, y)`` wrote ``ab,bc->ac`` and ``x @ y``
+    """``pa.dot(x, y)`` wrote ``ab,bc->ac`` and ``x @ y``
     ``ik,kj->ij``, so the same product compiled twice.  Letters are renamed
     in order of first appearance: one node, one program key."""
     import numpy as np

@@ -1,4 +1,4 @@
-"""Every public callable of polyarray says what it computes (issue 16, item 7),
+"""Every public callable of polyarray says what it computes,
 and docs/numpy_differences.md names only functions that exist.
 
 The public callables: everything in ``dir(pa)`` that is callable, does not

@@ -72,7 +72,7 @@ def test_lazy_truth_value_refused():
     with pytest.raises(ValueError, match="more than one element is ambiguous"):
         bool(a > 0)
     with pytest.raises(ValueError, match="could not convert string to float"):
-        a[0] = "one"                # x[i] = v is a functional update (issue 17)
+        a[0] = "one"                # x[i] = v is a functional update
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""The frontend gives the right answer or a clear error that names the input
-(issue 13): exact sizes, ndarray subclasses, ``arange``, byte order, integer
+"""The frontend gives the right answer or a clear error that names the input:
+exact sizes, ndarray subclasses, ``arange``, byte order, integer
 axes, index-array dtypes, a placeholder named ``self`` and float16 on device
 targets."""
 import inspect

@@ -1,4 +1,4 @@
-"""Fused reductions over broadcasts (issue 15, item 4): a small reduction
+"""Fused reductions over broadcasts: a small reduction
 whose result only feeds another reduction is unrolled into that
 reduction's kernel (``passes/materialize.py``, ``KernelBuilder.map_reduce``),
 so nearest-centre search is one kernel that never stores the (points,

@@ -1,4 +1,4 @@
-"""Zero-copy interop (issue 16): other libraries' CUDA arrays in and out of
+"""Zero-copy interop: other libraries' CUDA arrays in and out of
 the CUDA target, pointer-checked, and DLPack's machinery on the host.
 
 The GPU tests skip where there is no CUDA device, and per library where it

@@ -1,4 +1,4 @@
-"""``pa.jit`` (issue 16): plain NumPy functions, unchanged, traced once per
+"""``pa.jit``: plain NumPy functions, unchanged, traced once per
 signature and compiled for the target; they agree with NumPy."""
 from __future__ import annotations
 

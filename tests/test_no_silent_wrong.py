@@ -1,4 +1,4 @@
-"""Regression tests for issue 13's silently wrong results, on every target
+"""Regression tests for silently wrong results found before, on every target
 and, on OpenCL, both reduction layouts (CPU and GPU):
 
 * 8- and 16-bit integers wrap before any use (reductions, casts,
@@ -462,7 +462,7 @@ def test_gather_through_a_concatenation_with_any_index_dtype(index_dtype):
 def test_power_one_half_is_sqrt_at_minus_inf_and_minus_zero(layout, dtype):
     """NumPy computes ``x ** 0.5`` with an exponent of one value (a Python or
     NumPy scalar, a one-element array) as sqrt: NaN at -inf, -0.0 at -0.0,
-    where C's pow gives inf and 0 (fuzzer seed 106, session 8).  An array of
+    where C's pow gives inf and 0 (fuzzer seed 106).  An array of
     exponents keeps pow's answers in both."""
     xv = np.array([-np.inf, -0.0, np.inf, 4.0, -4.0, 0.25, np.nan, 2.0], dtype=np.float64)
     if np.dtype(dtype).kind == "f":

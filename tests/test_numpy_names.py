@@ -1,4 +1,4 @@
-"""Issue 16, "NumPy code unchanged": NumPy's everyday names that polyarray
+"""NumPy code unchanged: NumPy's everyday names that polyarray
 lacked, NumPy's keywords it refused, and the array API's spellings, each
 against NumPy on every target (dtypes compared, integers and bools exact);
 the errors and the names themselves are in test_numpy_names_api.py.

@@ -1,4 +1,4 @@
-"""Issue 16: the errors of the NumPy names polyarray gained (NumPy's types
+"""The errors of the NumPy names polyarray gained (NumPy's types
 and words, raised when the node is built, naming what is wrong), eager
 functions refusing placeholders, and every name (NumPy's, the array API's,
 ``pa.linalg``'s) present with NumPy's parameter order.  Nothing compiles."""

@@ -1,4 +1,4 @@
-"""NumPy code unchanged (issue 16): NumPy's functions, ufuncs and operators
+"""NumPy code unchanged: NumPy's functions, ufuncs and operators
 build lazy nodes on polyarray arrays; concrete expressions evaluate eagerly
 as one program; nothing ever becomes an object array."""
 from __future__ import annotations

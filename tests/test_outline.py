@@ -1,4 +1,4 @@
-"""Outlined regions (codegen/outline.py, issue 18): an elementwise kernel's
+"""Outlined regions (codegen/outline.py): an elementwise kernel's
 chain of temporaries printed as one C function with loopy's semantics.
 
 Outlining is forced (``policy.OUTLINE_MIN = 0``) on programs whose shared

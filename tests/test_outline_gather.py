@@ -1,4 +1,4 @@
-"""Gathers at an index computed inside an outlined region (issue 18).
+"""Gathers at an index computed inside an outlined region.
 
 ``t[(abs(v) * 10).astype(int32) % 64]`` in a long chain once kept the
 whole kernel's thousands of loopy instructions (a compile-time cliff); the

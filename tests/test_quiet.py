@@ -1,4 +1,4 @@
-"""Quiet, logged compiles (issue 16): a successful compile prints nothing on
+"""Quiet, logged compiles: a successful compile prints nothing on
 any target, even under ``warnings.simplefilter("error")``; what loopy and
 the device compilers say goes to the ``polyarray`` logger; a failed device
 build says what the compiler said; ``python -m polyarray`` describes the

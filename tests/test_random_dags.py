@@ -1,5 +1,5 @@
 """Differential testing: random DAGs evaluated by NumPy and by each target
-must agree (issue 13, item 7).
+must agree.
 
 The DAGs come from ``fuzz.make_case(seed)`` (tests/fuzz/): every integer width,
 bool, float32/64, with values that overflow 8- and 16-bit intermediates;
@@ -62,7 +62,7 @@ def test_random_dag_matches_numpy(target_name, seed, pick):
                           f"output {k} = {case.outputs[k].code}")
 
 
-# -- the generator itself: reproducible, and as wide as issue 13 asks -----------
+# -- the generator itself: reproducible, and as wide as it must be -----------
 
 def test_random_dag_is_reproducible():
     for seed in (0, 1, 12345):

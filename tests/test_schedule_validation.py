@@ -1,4 +1,4 @@
-"""Issue 13 for schedules: every accepted ``schedule=`` is either right or a
+"""Schedules: every accepted ``schedule=`` is either right or a
 clear ScheduleError raised at ``compile``, before any device compiler runs --
 never a bare TypeError, a minutes-long unroll in loopy/PoCL/nvcc, or an
 INVALID_WORK_GROUP_SIZE at the call.  (OpenCL on PoCL; CUDA source only, no

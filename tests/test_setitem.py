@@ -1,4 +1,4 @@
-"""``x[key] = v`` on lazy arrays (issue 17): NumPy's results, casts and errors
+"""``x[key] = v`` on lazy arrays: NumPy's results, casts and errors
 on every target, old handles unchanged, and the Hermite recurrence written
 with ``out[:, i] = ...`` fused into the one kernel of its ``stack`` form."""
 import math

@@ -1,4 +1,4 @@
-"""Shared variables (issue 17): ``pa.shared``, ``pa.compile(..., updates=)``
+"""Shared variables: ``pa.shared``, ``pa.compile(..., updates=)``
 and ``prog.repeat``, on every target, against NumPy loops.
 
 Theano's semantics: every expression of a call, the updates included, sees

@@ -1,4 +1,4 @@
-"""Issue 14's leftovers: one structural digest (the compile key is made of
+"""Structure: one structural digest (the compile key is made of
 the nodes' own digests), one placeholder walk, the node printers as Mappers,
 and ``prog.kernels`` after a disk-cache hit without lowering."""
 import subprocess

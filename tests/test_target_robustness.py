@@ -1,4 +1,4 @@
-"""Targets either give the right answer or a clear error (issue 13): an
+"""Targets either give the right answer or a clear error: an
 unusable cache directory, malformed cache entries, buffers too big for the
 device, and device-array bindings at offsets OpenCL cannot sub-buffer."""
 import gc

@@ -1,4 +1,4 @@
-"""Tuning made practical (issue 15): a time budget with successive halving,
+"""Tuning made practical: a time budget with successive halving,
 later compiles of a tuned DAG using the tuning cache (and the opt-outs), and
 candidates from the facts each builder records, for the matmul forms that
 codegen's facts describe (batched, split-K, one buffer read twice)."""

@@ -227,7 +227,7 @@ def guard_reads(knl, guards):
     ``x < M && y < K ? a[x, y] : 0`` wherever the kernel reads ``a`` (in
     its local-memory copies, after ``Prefetch``).  The 0 has ``a``'s dtype:
     an untyped one made loopy type ``uint64 ? : 0`` as double, rounding
-    every uint64 product (fuzzer seeds 85 and 167 of session 8)."""
+    every uint64 product (fuzzer seeds 85 and 167)."""
     if not guards:
         return knl
     from loopy.symbolic import IdentityMapper

@@ -1,4 +1,4 @@
-"""Seed-reproducible random DAGs for differential testing (issue 13, item 7).
+"""Seed-reproducible random DAGs for differential testing.
 
 ``random_dag(seed) -> (outputs, bindings)`` builds a random polyarray
 program from one integer seed; ``make_case(seed)`` returns the same program

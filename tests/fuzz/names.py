@@ -62,7 +62,7 @@ HOSTILE_PAIRS = [("x", "p_x"), ("i", "p_i"), ("t0", "p_t0"), ("v1", "p_v1"),
 
 UNICODE_NAMES = ["π", "δx", "ñ", "x_α"]
 
-# names placeholder() may refuse with a clear error (issue 13 allows it)
+# names placeholder() may refuse with a clear error (which is allowed)
 REFUSABLE = {"self"}
 
 HOSTILE_NAMES = sorted(set(C_NAMES + GENERATED_NAMES + PYTHON_NAMES))

@@ -276,7 +276,7 @@ def op_nested_reduce(b):
 
 
 def op_setitem(b):
-    """``t[key] = v`` on a copy (issue 17): an integer or a slice (steps, negative)
+    """``t[key] = v`` on a copy: an integer or a slice (steps, negative)
     along one axis, a scalar or a same-kind entry broadcast to the region; then,
     sometimes, another index set from the first (a chain read through)."""
     a = b.pick(lambda e: e.ndim >= 1 and all(n > 0 for n in e.shape))
