@@ -117,6 +117,8 @@ class CudaExecutable(DeviceExecutable):
                 log.debug("polyarray: no CUDA graph for this program (%s)", e)
                 self._replayable = False
                 return None
+            log.info("polyarray: %d launches captured as one CUDA graph, replayed at each call",
+                     len(self._launches))
         return self._replay.run(self, bindings)
 
     def _make_fast_call(self):
