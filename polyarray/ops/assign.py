@@ -48,6 +48,10 @@ from .memo import memoized
 
 _RECORDS = weakref.WeakKeyDictionary()    # node made here -> how (_Columns | _Region)
 _READ_DEPTH = 64                           # records looked through per read
+# a read spanning at most this many segments of a columns record is read piece
+# by piece (a stencil's edges and interior); more (the columns a loop wrote one
+# by one) stay one read of the concatenation, which the recurrence pass knows
+_SPLIT_SEGMENTS = 4
 
 
 @dataclass(frozen=True)
@@ -159,11 +163,39 @@ def _read_through(node, key, sig, depth):
             break
         if rec.sig == sig:
             return node, rec.value
+        inside = _inside(rec.sig, sig)
+        if inside is not None:                # within the written region: the value's part
+            return node, _read(rec.value, inside, depth)
         write, want = _axes(rec.sig), _axes(sig)
         if not any(_disjoint(w, r) for (_, w, _), (_, r, _) in zip(write, want)):
             break
         node = rec.base
     return node, None
+
+
+def _inside(written, sig):
+    """The key into a region's value that reads ``sig`` where ``sig`` lies
+    inside the ``written`` region (step-1 ranges and integers, no new
+    axes), else None."""
+    if any(kind == "none" for kind, _ in written) or any(kind == "none" for kind, _ in sig):
+        return None
+    key = []
+    for (wk, w), (rk, r) in zip(written, sig):
+        if wk == "int":
+            if rk != "int" or r != w:
+                return None
+            continue
+        if w.step != 1:
+            return None
+        if rk == "int":
+            if not w.start <= r < w.stop:
+                return None
+            key.append(r - w.start)
+            continue
+        if r and not (w.start <= min(r) and max(r) < w.stop):
+            return None
+        key.append(_range_key(range(r.start - w.start, r.stop - w.start, r.step)))
+    return tuple(key)
 
 
 def _range_key(r):
@@ -179,7 +211,11 @@ def _read_columns(node, rec, key, sig, depth):
         return node, None
     start, stop, kind, piece = rec.segs[bisect.bisect_right(rec.starts, want[0]) - 1]
     if not start <= want[-1] < stop:
-        return node, None
+        last = bisect.bisect_left(rec.starts, want[-1] + 1) - 1
+        first = bisect.bisect_right(rec.starts, want[0]) - 1
+        if is_int or want.step != 1 or last - first + 1 > _SPLIT_SEGMENTS:
+            return node, None
+        return node, _read_segments(rec, sig, want, depth)
     if kind == "base":
         below, found = _read_through(rec.base, key, sig, depth)
         return node, found if found is not None else _constant_read(below, key)
@@ -192,6 +228,46 @@ def _read_columns(node, rec, key, sig, depth):
     items[a] = want[0] - start if is_int else _range_key(
         range(want.start - start, want.stop - start, want.step))
     return node, _read_piece(piece, items, depth)
+
+
+def _read_segments(rec, sig, want, depth):
+    """A step-1 range along a columns record's axis that spans several
+    segments, read as the concatenation of each segment's part, each read
+    through its own updates: a piece of the array underneath that later
+    writes covered is no longer read (a stencil's boundary rows and columns
+    written after its interior leave nothing of the step before).  Recorded
+    as columns, so that reads of it resolve the same way."""
+    a = rec.axis
+    out_axis = sum(1 for kind, _ in sig[:a] if kind == "range")
+    parts, segs = [], []
+    first = bisect.bisect_right(rec.starts, want.start) - 1
+    for start, stop, kind, piece in rec.segs[first:]:
+        if start >= want.stop:
+            break
+        sub = range(max(start, want.start), min(stop, want.stop))
+        subsig = sig[:a] + (("range", sub),) + sig[a + 1:]
+        key = _as_key(subsig)
+        if kind == "base":
+            below, found = _read_through(rec.base, key, subsig, depth)
+            part = found if found is not None else _constant_read(below, key)
+        elif kind == "col":
+            items = list(key)
+            del items[a]
+            part = expand_dims(_read_piece(piece, items, depth), out_axis)
+        else:
+            items = list(key)
+            items[a] = slice(sub.start - start, sub.stop - start)
+            part = _read_piece(piece, items, depth)
+        segs.append((sub.start - want.start, sub.stop - want.start, "block", part))
+        parts.append(part)
+    if len(parts) == 1:
+        return parts[0]
+    shape = list(parts[0].shape)
+    shape[out_axis] = len(want)
+    out = N.Concatenate.make(tuple(shape), parts[0].dtype, tuple(parts), out_axis)
+    _RECORDS.setdefault(out, _Columns(None, out_axis, tuple(s[:4] for s in segs),
+                                      tuple(s[0] for s in segs), tuple(parts)))
+    return out
 
 
 def _read_piece(piece, items, depth):
@@ -329,8 +405,16 @@ def _base_piece(base, a, s, e):
     """Indices ``s:e`` of the base along ``a``; one wide, as ``stack`` holds a
     column (``pa.ones`` gives ``expand_dims(full(...))``, as ``ones_like``)."""
     if e - s == 1:
-        return expand_dims(_constant_read(base, (slice(None),) * a + (s,)), a)
-    return _constant_read(base, (slice(None),) * a + (slice(s, e),))
+        return expand_dims(_through(base, (slice(None),) * a + (s,)), a)
+    return _through(base, (slice(None),) * a + (slice(s, e),))
+
+
+def _through(node, key):
+    """``node[key]`` read through its updates (a piece kept as a base piece
+    reads only what later writes left of it), a constant's as a constant."""
+    if node in _RECORDS:
+        return _read(node, key, _READ_DEPTH)
+    return _constant_read(node, key)
 
 
 def _constant_read(node, key):
