@@ -239,6 +239,8 @@ def _read_segments(rec, sig, want, depth):
     as columns, so that reads of it resolve the same way."""
     a = rec.axis
     out_axis = sum(1 for kind, _ in sig[:a] if kind == "range")
+    depth //= 2             # each split halves what its pieces may look through:
+    #                         nested splits stay a few levels, never exponential
     parts, segs = [], []
     first = bisect.bisect_right(rec.starts, want.start) - 1
     for start, stop, kind, piece in rec.segs[first:]:
