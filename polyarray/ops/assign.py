@@ -236,12 +236,14 @@ def _read_segments(rec, sig, want, depth):
     through its own updates: a piece of the array underneath that later
     writes covered is no longer read (a stencil's boundary rows and columns
     written after its interior leave nothing of the step before).  Recorded
-    as columns, so that reads of it resolve the same way."""
+    as columns, so that reads of it resolve the same way.  None where no
+    piece of the array below resolved to a value written: the split would
+    only add pieces (and kernels) for nothing."""
     a = rec.axis
     out_axis = sum(1 for kind, _ in sig[:a] if kind == "range")
     depth //= 2             # each split halves what its pieces may look through:
     #                         nested splits stay a few levels, never exponential
-    parts, segs = [], []
+    parts, segs, based, resolved = [], [], False, False
     first = bisect.bisect_right(rec.starts, want.start) - 1
     for start, stop, kind, piece in rec.segs[first:]:
         if start >= want.stop:
@@ -251,6 +253,7 @@ def _read_segments(rec, sig, want, depth):
         key = _as_key(subsig)
         if kind == "base":
             below, found = _read_through(rec.base, key, subsig, depth)
+            based, resolved = True, resolved or found is not None
             part = found if found is not None else _constant_read(below, key)
         elif kind == "col":
             items = list(key)
@@ -264,6 +267,8 @@ def _read_segments(rec, sig, want, depth):
         parts.append(part)
     if len(parts) == 1:
         return parts[0]
+    if based and not resolved:
+        return None         # no piece of the array below became a value: one read
     shape = list(parts[0].shape)
     shape[out_axis] = len(want)
     out = N.Concatenate.make(tuple(shape), parts[0].dtype, tuple(parts), out_axis)
