@@ -86,16 +86,7 @@ class Selected(Array):
         return None
 
     def _apply(self, name, others, reflected=False):
-        if self._made:
-            return None
-        nodes = [self._operand(o) for o in others]
-        if any(n is None for n in nodes):
-            return None
-        args = nodes[::-1] + [self._full._node] if reflected else [self._full._node] + nodes
-        result = elementwise.apply_ufunc(name, *args)
-        if result.dtype.kind not in "fcb":
-            return None
-        return Selected(Array(result), self._mask)
+        return _kept(name, [*others[::-1], self] if reflected else [self, *others])
 
     def write_into(self, x: Array, key) -> bool:
         """``x[key] = self`` as ``where(mask, self, x)`` where ``key`` is this
@@ -103,10 +94,8 @@ class Selected(Array):
         if self._made or node_of(key) is not self._mask._node or x.shape != self._full.shape:
             return False
         from .array import setitem
-        from .ops.elementwise import astype
-        from .ops.elementwise import where
-        value = astype(self._full._node, x.dtype)
-        setitem(x, Ellipsis, where(self._mask._node, value, x._node))
+        value = elementwise.astype(self._full._node, x.dtype)
+        setitem(x, Ellipsis, elementwise.where(self._mask._node, value, x._node))
         return True
 
 
@@ -148,12 +137,23 @@ del _name, _d
 def apply_ufunc(ufunc, inputs):
     """NumPy's elementwise ``ufunc`` on selections under one mask (and
     scalars), kept in place; None where it cannot be."""
-    first = next(i for i in inputs if isinstance(i, Selected))
-    if first._made or ufunc.nout != 1 or ufunc.__name__ not in _KEPT_UFUNCS \
-            or not all(first._same_mask(i) or first._operand(i) is not None for i in inputs):
+    if ufunc.nout != 1 or ufunc.__name__ not in _KEPT_UFUNCS:
         return None
-    nodes = [i._full._node if isinstance(i, Selected) else first._operand(i) for i in inputs]
-    result = elementwise.apply_ufunc(ufunc.__name__, *nodes)
+    return _kept(ufunc.__name__, inputs)
+
+
+def _kept(name, inputs):
+    """The elementwise operation ``name`` on ``inputs`` (selections under
+    the first one's mask, scalars) as a selection under that mask; None
+    where an input is anything else or the result is not floating point
+    or boolean."""
+    first = next(i for i in inputs if isinstance(i, Selected))
+    if first._made:
+        return None
+    nodes = [first._operand(i) for i in inputs]     # (first's own: its full values)
+    if any(n is None for n in nodes):
+        return None
+    result = elementwise.apply_ufunc(name, *nodes)
     return Selected(Array(result), first._mask) if result.dtype.kind in "fcb" else None
 
 
