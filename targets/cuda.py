@@ -19,8 +19,8 @@ from .cache import DiskCache, code_version, key_digest
 from . import cuda_driver, cuda_interop, foreign
 from .cuda_build import NVCC_OPTIONS, build_module   # noqa: F401  (tests import them here)
 from .deferred_checks import checked_array_type
-from .device_common import (DeviceExecutable, arg_format, host_array, lower_or_load,
-                            on_host, valid_lowered_entry)
+from .device_common import (DeviceExecutable, allocation_bytes, arg_format, host_array,
+                            lower_or_load, on_host, valid_lowered_entry)
 
 _CACHE = DiskCache("cuda", valid=valid_lowered_entry)
 _driver, _pool = cuda_driver.driver, cuda_driver.pool
@@ -101,7 +101,7 @@ class CudaExecutable(DeviceExecutable):
             return False
         buffers = self.lowered.buffers
         held = sum(nbytes for _, nbytes in self._allocs) + sum(
-            max(buffers[b].size, 1) * buffers[b].storage.itemsize for _, b in self._inputs)
+            allocation_bytes(buffers[b]) for _, b in self._inputs)
         return held <= REPLAY_MAX_BYTES
 
     def _replayed(self, bindings):

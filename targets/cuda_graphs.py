@@ -16,10 +16,12 @@ capture; the captured kernels take fixed pointers.
 from __future__ import annotations
 
 import ctypes
+import threading
 
 import numpy as np
 
-from .foreign import _check, _libcuda
+from .device_common import allocation_bytes, host_array
+from .foreign import CudaView, _check, _libcuda
 
 _RELAXED = 2                # CU_STREAM_CAPTURE_MODE_RELAXED
 _NON_BLOCKING = 1           # CU_STREAM_NON_BLOCKING
@@ -139,14 +141,12 @@ class Replay:
     graph (another thread, a dask worker's, launches as usual)."""
 
     def __init__(self, exe):
-        import threading
         drv = exe._drv
         self.thread = threading.get_ident()
         buffers = exe.lowered.buffers
         self.held = {}
         for pname, bname in exe._inputs:
-            b = buffers[bname]
-            self.held[bname] = exe._alloc(max(b.size, 1) * b.storage.itemsize, [])
+            self.held[bname] = exe._alloc(allocation_bytes(buffers[bname]), [])
         for name, nbytes in exe._allocs:
             self.held[name] = exe._alloc(nbytes, [])
         self.inputs = [(pname, bname, self.held[bname],
@@ -167,7 +167,6 @@ class Replay:
     def run(self, exe, bindings):
         """Copy the inputs in and replay; the buffer of each output (held:
         read or copied before the next call)."""
-        import threading
         if threading.get_ident() != self.thread:
             return None
         drv, gpuarray = exe._drv, exe._gpuarray
@@ -176,13 +175,12 @@ class Replay:
             if isinstance(v, gpuarray):
                 if nbytes:
                     drv.memcpy_dtod_async(dst, v.gpudata, nbytes)
-            elif type(v).__name__ == "CudaView":
+            elif type(v) is CudaView:
                 if not v.c_contiguous:
                     return None
                 if nbytes:
                     drv.memcpy_dtod_async(dst, v.ptr, nbytes)
             else:
-                from .device_common import host_array
                 arr = host_array(v)
                 if nbytes:
                     drv.memcpy_htod(dst, arr)

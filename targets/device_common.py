@@ -143,6 +143,12 @@ def host_array(arr):
     return arr.view(np.uint8) if arr.dtype == np.bool_ else arr
 
 
+def allocation_bytes(spec) -> int:
+    """Bytes a buffer (``BufferSpec``) is allocated on the device: at least
+    one, so that an empty buffer still has an address."""
+    return max(spec.size, 1) * spec.storage.itemsize
+
+
 class DeviceExecutable(Executable):
     """What the OpenCL and CUDA executables share: the data leaves, the
     buffers a call allocates, how each output is returned, and ``kernels``
@@ -162,7 +168,7 @@ class DeviceExecutable(Executable):
         self.placeholders = sorted(N.placeholders(outputs, order).items())
         self._data_arrays = {name: datas[k].data for name, k in L.data.items()}
         # buffers allocated per call: (name, bytes)
-        self._allocs = [(name, max(b.size, 1) * b.storage.itemsize)
+        self._allocs = [(name, allocation_bytes(b))
                         for name, b in L.buffers.items() if b.role in ("temp", "output")]
         # arguments passed by value (raw kernels' scalars): name -> NumPy scalar
         self._scalars = dict(getattr(L, "scalars", None) or {})
