@@ -257,8 +257,9 @@ def _group_keys(plan, buffers, budget, index_dtype) -> tuple:
             skeletons[gi] = reuse.group_skeleton(g, plan, buffers)
     plan.building = None
     keys, lifted = reuse.lift_offsets(skeletons, index_dtype)
-    budget = repeating_budget(budget, raws + len({k for k, _ in keys.values()}), len(keys) + raws)
-    if budget is not None and raws + len({k for k, _ in keys.values()}) > budget:
+    distinct = raws + len({k for k, _ in keys.values()})
+    budget = repeating_budget(budget, distinct, len(keys) + raws)
+    if budget is not None and distinct > budget:
         raise TooManyKernels(f"this program needs more than {budget} new kernels")
     return keys, lifted, budget
 

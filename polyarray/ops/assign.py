@@ -209,13 +209,13 @@ def _read_columns(node, rec, key, sig, depth):
     (_, want, is_int) = _axes(sig)[a]
     if not want:
         return node, None
-    start, stop, kind, piece = rec.segs[bisect.bisect_right(rec.starts, want[0]) - 1]
+    first = bisect.bisect_right(rec.starts, want[0]) - 1
+    start, stop, kind, piece = rec.segs[first]
     if not start <= want[-1] < stop:
         last = bisect.bisect_left(rec.starts, want[-1] + 1) - 1
-        first = bisect.bisect_right(rec.starts, want[0]) - 1
         if is_int or want.step != 1 or last - first + 1 > _SPLIT_SEGMENTS:
             return node, None
-        return node, _read_segments(rec, sig, want, depth)
+        return node, _read_segments(rec, sig, want, first, depth)
     if kind == "base":
         below, found = _read_through(rec.base, key, sig, depth)
         return node, found if found is not None else _constant_read(below, key)
@@ -230,9 +230,9 @@ def _read_columns(node, rec, key, sig, depth):
     return node, _read_piece(piece, items, depth)
 
 
-def _read_segments(rec, sig, want, depth):
+def _read_segments(rec, sig, want, first, depth):
     """A step-1 range along a columns record's axis that spans several
-    segments, read as the concatenation of each segment's part, each read
+    segments (from segment ``first`` on), read as the concatenation of each segment's part, each read
     through its own updates: a piece of the array underneath that later
     writes covered is no longer read (a stencil's boundary rows and columns
     written after its interior leave nothing of the step before).  Recorded
@@ -244,7 +244,6 @@ def _read_segments(rec, sig, want, depth):
     depth //= 2             # each split halves what its pieces may look through:
     #                         nested splits stay a few levels, never exponential
     parts, segs, based, resolved = [], [], False, False
-    first = bisect.bisect_right(rec.starts, want.start) - 1
     for start, stop, kind, piece in rec.segs[first:]:
         if start >= want.stop:
             break
