@@ -264,7 +264,9 @@ class Jitted:
                 e.args[0] if isinstance(e.args[0], str) else
                 f"its graph breaks needed more than {self.max_break_programs} new programs",
                 f": {where}" if where else "")
-            return _Trace(None, None, (), aliases, host=True), None
+            # the trace stopped part way: which arguments the function writes
+            # is not known (None: the host call compares each with a copy)
+            return _Trace(None, None, None, aliases, host=True), None
         except TooManyKernels:
             return self._too_many_kernels(aliases), None
         self.last_breaks = []
@@ -421,6 +423,7 @@ def _to_callers(result, leaves):
             return {k: up(v) for k, v in x.items()}
         if not isinstance(x, np.ndarray) or any(x is v for _, v, _ in leaves):
             return x
+        x = np.require(x, requirements="C")  # (a view of an argument's copy: x[::-1])
         if library == "cupy":
             import cupy
             return cupy.asarray(x)
@@ -591,7 +594,7 @@ def _write_back(arg, value):
             raise NotImplementedError(f"pa.jit: writing back into a non-contiguous "
                                       f"{'pycuda GPUArray' if mod == 'pycuda' else 'pyopencl array'}"
                                       " is not supported; pass a contiguous one")
-        owner.set(np.ascontiguousarray(value.reshape(owner.shape), dtype=owner.dtype))
+        owner.set(np.require(value.reshape(owner.shape), owner.dtype, "C"))  # (0-d kept)
     elif mod == "pycuda":
         import pycuda.driver as drv
         if not (owner.flags.c_contiguous and value.flags.c_contiguous):

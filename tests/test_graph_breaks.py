@@ -319,6 +319,39 @@ def test_element_by_element_code_runs_on_the_host(caplog):
     assert "single-element writes" in caplog.text
 
 
+def test_element_by_element_code_on_device_arrays_writes_them_back(target):
+    """The host path of code that works element by element, called with
+    device arrays: the arguments it writes hold NumPy's values after the
+    call, on their device, the first call and the next."""
+    if target == "numpy":
+        pytest.skip("device arrays: the numpy target has none")
+    from polyarray import targets
+    ok, reason = targets.availability("opencl")
+    if not ok:
+        pytest.skip(f"opencl: {reason}")
+    import pyopencl as cl
+    import pyopencl.array as cla
+    from polyarray.targets.opencl import select_device
+    queue = cl.CommandQueue(select_device()[0])
+
+    def solve_in_place(L, x):           # NPBench's trisolv: writes x, returns None
+        for i in range(x.shape[0]):
+            x[i] = (x[i] - L[i, :i] @ x[:i]) / L[i, i]
+    n = 1100                            # past the 1024 single-element writes traced
+    rng = np.random.default_rng(6)
+    L = np.tril(rng.random((n, n))) + n * np.eye(n)
+    b = rng.random(n)
+    want = b.copy()
+    solve_in_place(L, want)
+    f = pa.jit(solve_in_place, target="opencl")
+    for _ in range(2):
+        dL, dx = cla.to_device(queue, L), cla.to_device(queue, b)
+        assert f(dL, dx) is None
+        assert "NumPy on the host" in f.report()
+        np.testing.assert_allclose(dx.get(), want, rtol=1e-12)
+        assert_same(dL.get(), L)
+
+
 def _rescale(r, w):
     """NPBench's nbody idiom: the selected values transformed and written
     back under the same mask, twice, and a selection read as NumPy has it."""
