@@ -605,7 +605,11 @@ def setitem(x: Array, key, value) -> None:
     _refuse_read_only(x, "assignment destination is read-only")
     if type(value).__name__ == "Selected" and value.write_into(x, key):
         return                      # x[mask] = f(x[mask]): in place (polyarray.masked)
-    nodes, current, new_value = _unwrap_key(key), x._node, node_of(value)
+    # the value first: reading it may take a graph break (a lazily masked
+    # selection), which rebinds the function's arrays; x's node is read after
+    new_value = node_of(value)
+    nodes = _unwrap_key(key)
+    current = x._node
     if not V.is_advanced(nodes):
         try:
             if assign.getitem(current, nodes) is new_value:

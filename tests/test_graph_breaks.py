@@ -173,6 +173,28 @@ def test_a_masked_write_reads_its_value_after_the_break(target):
     assert_same(u, u_np)
 
 
+def test_a_write_whose_value_takes_a_break_writes_where_the_break_left_it(target):
+    """A write whose value takes a graph break (a selection by a mask from
+    the data) writes into the destination as the break left it: here a
+    ``pa.fori_loop`` result, bound outside any program."""
+    def f(a, b):
+        t = pa.fori_loop(0, 3, lambda i, v: v * 0.5 + 1, a)
+        s = b[b > 0.5]                   # a selection: its mask needs a value
+        t.ravel()[:3] = s * 3            # the break comes while writing into t
+        return t * 2
+
+    def f_numpy(a, b):
+        t = a.copy()
+        for _ in range(3):
+            t = t * 0.5 + 1
+        s = b[b > 0.5]
+        t.ravel()[:3] = s * 3
+        return t * 2
+    a = np.arange(6.0).reshape(2, 3)
+    b = np.array([0.25, 0.75, 1.0, 0.0, 2.0])
+    assert_same(np.asarray(pa.jit(f, target=target)(a, b)), f_numpy(a, b))
+
+
 def test_an_argument_written_with_another_arguments_old_value(target):
     def f(B, y):
         y[:] = B                  # y's new value is B's argument, unchanged...
