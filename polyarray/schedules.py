@@ -4,7 +4,7 @@
     prog = pa.compile(out, target="opencl", schedule={"k0_*": [WorkGroup(128)]})
     print(prog.kernels["k0_elementwise"].loop_nest())
 
-See ``codegen/schedule/`` for each step and ``docs/DESIGN.md`` for the model.
+See ``codegen/schedule/`` for each step and ``docs/design/schedules.md`` for the model.
 ``Coalesce`` is a deprecated alias of ``WorkGroup`` (kept for old code).
 """
 import numpy as np

@@ -1,5 +1,5 @@
 """pa.raw_kernel: hand-written CUDA / OpenCL kernels as DAG nodes, launched in
-order with the fused kernels around them (docs/DESIGN.md, "Raw kernels")."""
+order with the fused kernels around them (docs/design/user-kernels.md, "Raw kernels")."""
 import os
 import shutil
 import subprocess

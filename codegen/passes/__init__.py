@@ -8,7 +8,7 @@ by ``make_plan``:
 4. ``epilogue``: an elementwise kernel that only transforms a reduction's
    or a matrix product's result is computed in its store (given a device).
 
-See docs/DESIGN.md, "Materialization and fusion"."""
+See docs/design/fusion.md."""
 from __future__ import annotations
 
 from polyarray.codegen.ir import nodes as N

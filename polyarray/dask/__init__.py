@@ -2,7 +2,7 @@
 
 Dask schedules (threads, processes or a ``distributed`` cluster: one device
 per worker); each task runs one compiled polyarray program on host NumPy
-blocks.  ``docs/DESIGN.md`` ("Dask") says how the DAG is cut.  Dask is
+blocks.  ``docs/design/dask.md`` says how the DAG is cut.  Dask is
 imported only when called, so polyarray imports without it.
 """
 from __future__ import annotations
