@@ -16,4 +16,7 @@ def packages():
     return found
 
 
-setup(packages=packages(), package_dir=MOVED)
+# py.typed: the package has inline type hints (PEP 561); numpy_differences.md:
+# what `python -m polyarray differences` prints, and error messages cite
+setup(packages=packages(), package_dir=MOVED,
+      package_data={"polyarray": ["py.typed", "numpy_differences.md"]})

@@ -28,50 +28,52 @@ from numpy import (bool_, int8, int16, int32, int64, uint8, uint16, uint32,   # 
 
 from .array import Array
 from .ufunc import ufunc
-from .api import (array, asarray, placeholder, zeros, ones, full, empty,
-                  arange, linspace, eye, identity, tri, zeros_like, ones_like, full_like,
-                  empty_like)
-from .api import (exp, expm1, log, log1p, log2, log10, sqrt, square,
-                  sin, cos, tan, arcsin, arccos, arctan, arctan2, sinh,
-                  cosh, tanh, arcsinh, arccosh, arctanh, absolute, abs,
-                  sign, floor, ceil, trunc, rint, round, around,
-                  maximum, minimum, where, clip, power, isnan, isinf,
-                  isfinite, logical_and, logical_or, logical_xor,
-                  logical_not, astype, add, subtract, multiply, divide,
-                  true_divide, floor_divide, remainder, negative,
-                  positive, equal, not_equal, less, less_equal, greater,
-                  greater_equal, bitwise_and, bitwise_or, bitwise_xor,
-                  invert, broadcast_shapes)
-from .api_reductions import (sum, prod, mean, max, min, amax, amin, any, all, var,
+from .api.creation import (array, asarray, placeholder, zeros, ones, full, empty, arange,
+                           linspace, eye, identity, tri, zeros_like, ones_like, full_like,
+                           empty_like)
+from .api.elementwise import (exp, expm1, log, log1p, log2, log10, sqrt, square,
+                              sin, cos, tan, arcsin, arccos, arctan, arctan2, sinh,
+                              cosh, tanh, arcsinh, arccosh, arctanh, absolute, abs,
+                              sign, floor, ceil, trunc, rint, round, around,
+                              maximum, minimum, where, clip, power, isnan, isinf,
+                              isfinite, logical_and, logical_or, logical_xor,
+                              logical_not, astype, add, subtract, multiply, divide,
+                              true_divide, floor_divide, remainder, negative,
+                              positive, equal, not_equal, less, less_equal, greater,
+                              greater_equal, bitwise_and, bitwise_or, bitwise_xor,
+                              invert)
+from .api.elementwise import (signbit, deg2rad, rad2deg, radians, degrees, reciprocal,
+                              cbrt, exp2, hypot, copysign, logaddexp, fmax, fmin, heaviside,
+                              float_power, left_shift, right_shift, bitwise_left_shift,
+                              bitwise_right_shift, nan_to_num, isclose, allclose)
+from .api.elementwise import conj, conjugate, real, imag
+from .api.reductions import (sum, prod, mean, max, min, amax, amin, any, all, var,
                              std, argmax, argmin)
-from .api import dot, matmul, vdot, inner, outer, tensordot, einsum
-from .api_shapes import (reshape, transpose, permute_dims, matrix_transpose,
+from .api.reductions import (nansum, nanprod, nanmax, nanmin, nanmean, ptp, average,
+                             count_nonzero)
+from .api.matrices import (dot, matmul, vdot, inner, outer, tensordot, einsum, kron,
+                           diag, diagonal, trace, tril, triu, cross, vecdot)
+from .api.shapes import (reshape, transpose, permute_dims, matrix_transpose,
                          broadcast_to, broadcast_arrays, expand_dims, squeeze,
                          concatenate, concat, stack, flip, moveaxis, swapaxes, ravel)
-from .api_shapes import NonConcreteBooleanIndexError, take
-from .api_more import (signbit, deg2rad, rad2deg, radians, degrees, reciprocal,  # noqa: F401
-                       cbrt, exp2, hypot, copysign, logaddexp, fmax, fmin, heaviside,
-                       float_power, left_shift, right_shift, bitwise_left_shift,
-                       bitwise_right_shift, nan_to_num, isclose, allclose)
-from .api_arrange import (atleast_1d, atleast_2d, atleast_3d, hstack, vstack,  # noqa: F401
-                          dstack, column_stack, unstack, meshgrid, tile, repeat, kron,
-                          roll, diff, pad, take_along_axis, diag, diagonal, trace, tril,
-                          triu, cross, vecdot)
-from .api_more import (nansum, nanprod, nanmax, nanmin, nanmean, ptp, average,  # noqa: F401
-                       count_nonzero, nonzero, argwhere, flatnonzero, unique,
-                       unique_values, unique_counts, unique_inverse, unique_all)
-from .api_more import result_type, can_cast, finfo, iinfo, isdtype   # noqa: F401
-from .api_more import conj, conjugate, real, imag                    # noqa: F401
-from .ops.eager import LazyValueError, ConcretizationError     # noqa: F401
+from .api.arrange import (atleast_1d, atleast_2d, atleast_3d, hstack, vstack,
+                          dstack, column_stack, unstack, meshgrid, tile, repeat,
+                          roll, diff, pad)
+from .api.indexing import take, take_along_axis, nonzero, argwhere, flatnonzero
+from .api.ordering import (sort, argsort, searchsorted, isin, unique, unique_values,
+                           unique_counts, unique_inverse, unique_all)
+from .api.scans import cumsum, cumprod, cumulative_sum, cumulative_prod
+from .api.dtypes import result_type, can_cast, finfo, iinfo, isdtype
+from .api.custom import elementwise_kernel, reduction_kernel
+from .api.raw import raw_kernel, RawKernel
+from .ops.elementwise import broadcast_shapes
+from .ops.indexing import NonConcreteBooleanIndexError
+from .ops.eager import LazyValueError, ConcretizationError
 from . import linalg                           # noqa: F401  (the public namespace)
-from .sorting import (sort, argsort, searchsorted, cumsum, cumprod, cumulative_sum,
-                      cumulative_prod, isin)
 from .program import (Program, compile, set_default_target, get_default_target,
                       target)
 from .show import show, format_dag
 from .shared import shared, SharedVariable      # noqa: F401
-from .custom import elementwise_kernel, reduction_kernel     # noqa: F401
-from .raw import raw_kernel, RawKernel         # noqa: F401
 from . import reevaluation as _reevaluation    # noqa: E402
 _reevaluation.install()
 from .protocols import (Device, get_array_module, array_namespace, from_dlpack,  # noqa: E402
@@ -116,6 +118,52 @@ bool = bool_    # noqa: A001
 
 
 ndarray = _numpy_names.ndarray     # NumPy's name: isinstance and np.ndarray(shape) work
+
+
+# what ``from polyarray import *`` binds, and what ``dir(polyarray)`` lists: the
+# functions, types and constants above and the public namespaces; the
+# implementation's modules (api, ops, program...) stay importable, unlisted
+__all__ = [
+    "abs", "absolute", "acos", "acosh", "add", "all", "allclose", "amax", "amin", "any",
+    "arange", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh",
+    "argmax", "argmin", "argsort", "argwhere", "around", "array", "Array",
+    "array_namespace", "asarray", "asin", "asinh", "astype", "atan", "atan2", "atanh",
+    "atleast_1d", "atleast_2d", "atleast_3d", "available_targets", "average", "bitwise_and",
+    "bitwise_invert", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift",
+    "bitwise_xor", "bool", "bool_", "broadcast_arrays", "broadcast_shapes", "broadcast_to",
+    "can_cast", "cbrt", "ceil", "check", "CheckReport", "clip", "column_stack", "compile",
+    "concat", "concatenate", "ConcretizationError", "conj", "conjugate", "copysign", "cos",
+    "cosh", "count_nonzero", "cross", "cumprod", "cumsum", "cumulative_prod",
+    "cumulative_sum", "dask", "deg2rad", "degrees", "Device", "diag", "diagonal", "diff",
+    "divide", "dot", "dstack", "e", "einsum", "elementwise_kernel", "empty", "empty_like",
+    "equal", "exp", "exp2", "expand_dims", "expm1", "eye", "finfo", "flatnonzero", "flip",
+    "float16", "float32", "float64", "float_power", "floor", "floor_divide", "fmax", "fmin",
+    "fori_loop", "format_dag", "from_dlpack", "full", "full_like", "get_array_module",
+    "get_default_target", "greater", "greater_equal", "heaviside", "hstack", "hypot",
+    "identity", "iinfo", "imag", "inf", "inner", "int16", "int32", "int64", "int8",
+    "invert", "isclose", "isdtype", "isfinite", "isin", "isinf", "isnan", "jit", "Jitted",
+    "kron", "LazyValueError", "left_shift", "less", "less_equal", "linalg", "linspace",
+    "log", "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not",
+    "logical_or", "logical_xor", "matmul", "matrix_transpose", "max", "maximum", "mean",
+    "memory_stats", "meshgrid", "min", "minimum", "moveaxis", "multiply", "nan",
+    "nan_to_num", "nanmax", "nanmean", "nanmin", "nanprod", "nansum", "ndarray", "negative",
+    "newaxis", "NonConcreteBooleanIndexError", "nonzero", "not_equal", "ones", "ones_like",
+    "outer", "pad", "permute_dims", "pi", "placeholder", "positive", "pow", "power",
+    "print_environment_info", "prod", "Program", "ptp", "rad2deg", "radians", "ravel",
+    "raw_kernel", "RawKernel", "real", "reciprocal", "reduction_kernel", "remainder",
+    "repeat", "reshape", "result_type", "right_shift", "rint", "roll", "round",
+    "ScheduleError", "schedules", "searchsorted", "set_default_target", "shared",
+    "SharedVariable", "show", "sign", "signbit", "sin", "sinh", "sort", "sqrt", "square",
+    "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take", "take_along_axis",
+    "tan", "tanh", "target", "tensordot", "testing", "tile", "trace", "transpose", "tri",
+    "tril", "triu", "true_divide", "trunc", "ufunc", "uint16", "uint32", "uint64", "uint8",
+    "unique", "unique_all", "unique_counts", "unique_inverse", "unique_values", "unstack",
+    "var", "vdot", "vecdot", "vstack", "where", "while_loop", "zeros", "zeros_like",
+]
+
+
+def __dir__():
+    return list(__all__)
 
 
 def __getattr__(name):

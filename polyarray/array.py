@@ -78,7 +78,7 @@ class Array:
     ``x`` before the write keep their values.  ``==`` is elementwise,
     so arrays are unhashable: use ``x.node`` as a key.  Make one with
     ``pa.array``, ``pa.asarray`` or ``pa.placeholder``.  See
-    docs/numpy_differences.md."""
+    ``python -m polyarray differences``."""
     __slots__ = ("_node", "_flags", "_strides", "__weakref__")    # the last two:
     # set on a few roots only (see "NumPy's views and writes")
 

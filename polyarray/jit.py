@@ -639,7 +639,7 @@ def _outputs(result, returned):
             return ("arg", k), []
         return "array", [result]
     if isinstance(result, (np.ndarray, np.generic, int, float, bool)):
-        from .api import asarray
+        from .api.creation import asarray
         return "array", [asarray(result)]
     raise TypeError(f"a pa.jit function must return arrays (or lists, tuples, dicts of "
                     f"them, or None), got {type(result).__name__}")

@@ -9,13 +9,17 @@ module, not this one)."""
 from __future__ import annotations
 
 from .array import Array, node_of
-from .api import matmul as _matmul, tensordot as _tensordot
-from .api_shapes import matrix_transpose
-from .api_arrange import vecdot as _vecdot
+from .api.matrices import matmul as _matmul, tensordot as _tensordot, vecdot as _vecdot
+from .api.shapes import matrix_transpose
 from .ops import matrices as M
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "vecdot", "matrix_transpose", "diagonal",
            "trace", "outer", "tensordot", "matmul", "cross"]
+
+
+def __dir__():
+    """Its functions alone (the names it imports stay unlisted)."""
+    return list(__all__)
 
 
 def norm(x, ord=None, axis=None, keepdims=False) -> Array:     # noqa: A002

@@ -82,7 +82,7 @@ def _flatten(tree, path="val"):
     if isinstance(tree, Array):
         return "leaf", [(path, tree)]
     if isinstance(tree, (np.ndarray, np.generic, bool, int, float)):
-        from .api import asarray
+        from .api.creation import asarray
         return "leaf", [(path, asarray(tree))]
     raise TypeError(f"loop carry {path} is a {type(tree).__name__}: the carried value "
                     "must be arrays or scalars, in tuples, lists or dicts")
@@ -220,7 +220,7 @@ class _Loop:
         if self.session is not None:
             arrays = self.session.bind_values(self.values, self.kinds)
         else:
-            from .api import asarray
+            from .api.creation import asarray
             arrays = [asarray(v if isinstance(v, np.ndarray) else
                               (v.get() if hasattr(v, "get") else np.asarray(v)))
                       for v in self.values]

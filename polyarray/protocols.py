@@ -212,7 +212,7 @@ def _array_function(self, func, types, args, kwargs):
     if impl is None:
         name = f"{func.__module__.split('._')[0]}.{func.__name__}"
         raise TypeError(f"{name} is not supported on polyarray arrays (it has no polyarray "
-                        "implementation); docs/numpy_differences.md lists what is")
+                        "implementation); `python -m polyarray differences` lists what is")
     return call_with_out(impl, func.__name__, args, kwargs)
 
 

@@ -296,7 +296,7 @@ def _pairs(updates):
 
 
 def _constant(value, var):
-    from .api import asarray
+    from .api.creation import asarray
     return asarray(np.broadcast_to(np.asarray(value, var.dtype), var.shape))
 
 

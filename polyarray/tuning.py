@@ -220,7 +220,7 @@ class _Runner:
     copies) and the untuned program's outputs, computed on the host."""
 
     def __init__(self, program):
-        from .api import placeholder
+        from .api.creation import placeholder
         Program = type(program)         # polyarray.program imports this module
         self.program, self.Program = program, Program
         bindings = random_bindings(program)

@@ -1,11 +1,11 @@
 """Every public callable of polyarray says what it computes,
-and docs/numpy_differences.md names only functions that exist.
+and polyarray/numpy_differences.md names only functions that exist.
 
 The public callables: everything in ``dir(pa)`` that is callable, does not
 start with ``_`` and is not a dtype class; ``pa.linalg.__all__``; and the
 public methods and properties of ``pa.Array``, ``pa.Program`` and
 ``pa.Jitted``.  A new function without a docstring, or a ufunc without its
-line in the summary tables of ``polyarray/api.py`` / ``api_more.py`` (it
+line in the summary tables of ``polyarray/api/elementwise.py`` (it
 would keep the generic "Elementwise ``np.X``."), fails here."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 
 import polyarray as pa
 
-DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
+DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "polyarray",
                    "numpy_differences.md")
 GENERIC = re.compile(r"^Elementwise ``np\.\w+``")
 
@@ -68,7 +68,7 @@ def test_public_callable_has_a_docstring(name):
     first = doc.splitlines()[0]
     assert not GENERIC.match(first), (
         f"{name} keeps the generic first line {first!r}: add it to the ufunc summary "
-        "table (_SUMMARY in polyarray/api.py or polyarray/api_more.py)")
+        "table (_SUMMARY or _COMPOSED_SUMMARY in polyarray/api/elementwise.py)")
 
 
 def _differences_names():
@@ -91,4 +91,4 @@ def test_differences_doc_names_exist():
                 missing.append(f"pa.{dotted}")
                 break
             obj = getattr(obj, part)
-    assert not missing, f"docs/numpy_differences.md names what polyarray lacks: {missing}"
+    assert not missing, f"polyarray/numpy_differences.md names what polyarray lacks: {missing}"

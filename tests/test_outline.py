@@ -104,7 +104,7 @@ def _floats():
     g = pa.maximum(s, np.float32(np.nan)) + w
     outs = {"w": w * w + s, "v": pa.exp(-v) / (v + 2.0) + x.astype(np.float64) * v,
             "g": g - s, "isnan": pa.isnan(g) | (w > s), "minf": pa.where(v > 0, v, -np.inf) + v,
-            # of finite values: a cast of NaN or inf is the device's (docs/numpy_differences.md)
+            # of finite values: a cast of NaN or inf is the device's (polyarray/numpy_differences.md)
             "i": (pa.where(pa.isfinite(s), s, 0.0) * 100).astype(np.int32) + (v > 0), "fl": pa.floor_divide(s, 0.75) + s,
             "mod": pa.remainder(v, -1.5) * v, "nm": pa.logical_not(m) & (s < 0) | m,
             "h": pa.arctan2(s, w) + pa.sign(s), "user": FMA(s, x) * FMA(s, s)}

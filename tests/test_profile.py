@@ -242,5 +242,5 @@ def test_the_modules_shadow_no_function():
     for name in names:
         importlib.import_module(f"polyarray.{name}")
     assert callable(pa.dot) and callable(pa.show)
-    from polyarray import api, api_more
-    assert not any(hasattr(api, n) or hasattr(api_more, n) for n in names)
+    from polyarray.api import elementwise, creation
+    assert not any(hasattr(elementwise, n) or hasattr(creation, n) for n in names)

@@ -80,7 +80,7 @@ def squared_deviations(node):
 
 def chunk_outputs(x, axes):
     """The chunk's sum and M2 over ``axes`` (kept as length 1), from ``x``."""
-    from ..api_reductions import sum as sum_
+    from ..api.reductions import sum as sum_
     from ..array import Array
     xa = Array(x)
     count = math.prod(x.shape[d] for d in axes)

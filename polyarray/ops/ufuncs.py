@@ -24,7 +24,7 @@ from .elementwise import apply_ufunc as U, astype, where, _operand
 _LN2 = math.log(2.0)
 
 
-# the docstring notes every ufunc of polyarray.api and api_more shares
+# the docstring notes every ufunc of polyarray.api.elementwise shares
 UFUNC_NOTE = """Returns a lazy ``pa.Array``; nothing is computed until it is evaluated.
 The result dtype is NumPy's loop dtype (int8, uint8 and bool operands of
 float functions give float16, which only the NumPy target computes).

@@ -397,7 +397,7 @@ def _reduced_then_cast(g, f, a, ax, shape, dtype) -> bool:
     reduction cast to ``dtype``, as polyarray computes it.  Into a dtype
     that cannot hold the values (a narrower integer, bool), NumPy casts
     the partial results (``np.max([300, 50], out=int8)`` is 50, the cast
-    maximum 44); no such statement is drawn (docs/numpy_differences.md)."""
+    maximum 44); no such statement is drawn (polyarray/numpy_differences.md)."""
     try:
         into = g.eval(f"np.{f}({a}, axis={ax}, out=np.zeros({shape!r}, {dtype}))")
         cast = g.eval(f"np.asarray(np.{f}({a}, axis={ax})).astype({dtype})")

@@ -41,7 +41,7 @@ layout is one polyarray knows (an argument's, or C order): NumPy keeps the
 Fortran order of arrays computed from Fortran-ordered or transposed ones
 (its "K" order), polyarray's computed arrays are C-ordered, so
 ``(A.T * 2).reshape(-1)`` is a copy in NumPy and a view in polyarray
-(docs/numpy_differences.md).
+(polyarray/numpy_differences.md).
 
 ``make_program(seed)`` is deterministic: the same seed gives the same
 source and inputs in any process.
@@ -376,7 +376,7 @@ class ProgramBuilder:
         where polyarray makes one: its memory is an argument's (whose
         strides pa.jit records) or C-ordered.  An array NumPy computes from
         a Fortran-ordered or transposed one keeps that order (NumPy's "K"),
-        where polyarray's are C-ordered (docs/numpy_differences.md)."""
+        where polyarray's are C-ordered (polyarray/numpy_differences.md)."""
         v = self.env.get(name)
         if not isinstance(v, np.ndarray):
             return False

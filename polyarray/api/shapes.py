@@ -1,16 +1,14 @@
-"""The shape and indexing functions of ``pa.*`` (``reshape``, ``transpose``,
-``concatenate``, ``take``...), as :mod:`polyarray.api` makes the others:
-each unwraps its arrays, calls the node builder in :mod:`polyarray.ops` and
-wraps the result."""
+"""``pa.*`` shapes (:mod:`polyarray.ops.shapes`): ``reshape``, ``ravel``,
+``transpose``, ``permute_dims``, ``matrix_transpose``, ``moveaxis``,
+``swapaxes``, ``broadcast_to``, ``broadcast_arrays``, ``expand_dims``,
+``squeeze``, ``flip``, ``concatenate``, ``concat``, ``stack``."""
 from __future__ import annotations
 
 import numpy as np
 
-from .array import (Array, mark_read_only, node_of, permuted, read_only_view,
-                    reshaped)
-from .ops import indexing as I, shapes as S
-from .ops.axes import no_out
-from .ops.indexing import NonConcreteBooleanIndexError              # noqa: F401
+from ..array import Array, mark_read_only, node_of, permuted, read_only_view, reshaped
+from ..ops import shapes as S
+from ..ops.axes import no_out
 
 
 # -- shapes ------------------------------------------------------------------
@@ -138,18 +136,3 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind") -> Array
     lazily; ``out=`` must be None."""
     no_out(out, "stack")
     return Array(S.stack([node_of(a) for a in arrays], axis, dtype, casting))
-
-
-# -- indexing ----------------------------------------------------------------
-
-def take(a, indices, axis=None, out=None, mode="raise") -> Array:
-    """Elements of ``a`` (flattened when ``axis`` is None) at ``indices`` along
-    ``axis`` (``np.take``), lazily.
-
-    ``mode="raise"`` (NumPy's default) raises IndexError for an index out of
-    range: now for data indices, when the program runs for lazy ones.
-    ``"wrap"`` wraps them
-    around and ``"clip"`` clips them (negative ones to 0, as NumPy does),
-    with no run-time check.  ``out=`` must be None."""
-    no_out(out, "take")
-    return Array(I.take(node_of(a), node_of(indices), axis, mode))

@@ -1,16 +1,11 @@
-"""The ``pa.*`` functions that rearrange arrays or build matrices from them
-(``atleast_*``, the stacks, ``tile``, ``repeat``, ``roll``, ``diff``, ``pad``,
-``take_along_axis``, diagonals, ``tril``/``triu``, ``cross``, ``vecdot``...),
-under NumPy's names and signatures, as :mod:`polyarray.api_more` makes the
-others: each unwraps its arrays, calls the node builder in
-:mod:`polyarray.ops` (``arrange``, ``padding``, ``matrices``) and wraps the
-result.  ``out=`` is accepted where NumPy has it, and must be None."""
+"""``pa.*`` rearranging (:mod:`polyarray.ops.arrange`, :mod:`polyarray.ops.padding`):
+``atleast_*d``, ``hstack``, ``vstack``, ``dstack``, ``column_stack``,
+``unstack``, ``meshgrid``, ``tile``, ``repeat``, ``roll``, ``diff``, ``pad``."""
 from __future__ import annotations
 
-from .array import Array, node_of, reshaped, view_getitem, wrap as _wrap
-from .ops import arrange as AR, indexing as I, matrices as M, padding as P
-from .ops.axes import no_out
-from .ops.reductions import NoValue
+from ..array import Array, node_of, reshaped, view_getitem, wrap as _wrap
+from ..ops import arrange as AR, padding as P
+from ..ops.reductions import NoValue
 
 
 # -- rearranging -------------------------------------------------------------
@@ -106,11 +101,6 @@ def repeat(a, repeats, axis=None) -> Array:
     return Array(AR.repeat(node_of(a), node_of(repeats), axis))
 
 
-def kron(a, b) -> Array:
-    """Kronecker product of ``a`` and ``b`` (``np.kron``), lazily."""
-    return Array(AR.kron(node_of(a), node_of(b)))
-
-
 def roll(a, shift, axis=None) -> Array:
     """``a`` shifted cyclically by ``shift`` along ``axis`` (flattened when
     None) (``np.roll``), lazily; ``shift`` must be concrete ints."""
@@ -130,60 +120,3 @@ def pad(array, pad_width, mode="constant", **kwargs) -> Array:
     with zeros).  NotImplementedError for linear_ramp, maximum, mean, median,
     minimum, a function as the mode, and ``reflect_type="odd"``."""
     return Array(P.pad(node_of(array), pad_width, mode, **kwargs))
-
-
-def take_along_axis(arr, indices, axis=-1) -> Array:
-    """``arr`` gathered at ``indices`` along ``axis``, the other axes
-    broadcast (``np.take_along_axis``), lazily.
-
-    Data indices are checked now; lazy ones when the program runs
-    (NumPy's IndexError)."""
-    return Array(I.take_along_axis(node_of(arr), node_of(indices), axis))
-
-
-# -- matrices ----------------------------------------------------------------
-
-def diag(v, k=0) -> Array:
-    """A 1-D ``v`` as a square matrix with ``v`` on diagonal ``k``, or
-    diagonal ``k`` of a 2-D ``v`` (``np.diag``), lazily."""
-    return Array(M.diag(node_of(v), k))
-
-
-def diagonal(a, offset=0, axis1=0, axis2=1) -> Array:
-    """Diagonal ``offset`` of the ``axis1``/``axis2`` planes, as the last axis
-    (``np.diagonal``): a read-only view, as NumPy's."""
-    if isinstance(a, Array):
-        return a.diagonal(offset, axis1, axis2)
-    return Array(M.diagonal(node_of(a), offset, axis1, axis2))
-
-
-def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None) -> Array:
-    """Sum along diagonal ``offset`` of the ``axis1``/``axis2`` planes
-    (``np.trace``), lazily; ``out=`` must be None."""
-    no_out(out, "trace")
-    return Array(M.trace(node_of(a), offset, axis1, axis2, dtype))
-
-
-def tril(m, k=0) -> Array:
-    """``m`` with the elements above diagonal ``k`` zeroed (``np.tril``), lazily."""
-    return Array(M.tril(node_of(m), k))
-
-
-def triu(m, k=0) -> Array:
-    """``m`` with the elements below diagonal ``k`` zeroed (``np.triu``), lazily."""
-    return Array(M.triu(node_of(m), k))
-
-
-def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None) -> Array:
-    """Cross product of (arrays of) 3-vectors (``np.cross``), lazily.
-
-    2-vectors, deprecated by NumPy 2.0 and refused by NumPy 2.5, are refused
-    with NumPy 2.5's ValueError whatever NumPy is installed."""
-    return Array(M.cross(node_of(a), node_of(b), axisa, axisb, axisc, axis))
-
-
-def vecdot(x1, x2, /, out=None, *, axis=-1) -> Array:
-    """Dot product of vectors along ``axis``, the other axes broadcast
-    (``np.vecdot``), lazily; ``out=`` must be None."""
-    no_out(out, "vecdot")
-    return Array(M.vecdot(node_of(x1), node_of(x2), axis))

@@ -2,12 +2,12 @@
 
 The frontend only unwraps Arrays, calls the functions that give output
 declarations and launch sizes, and wraps the nodes; the checks are
-``ops.raw``'s, the lowering ``codegen/raw.py``'s (see docs/DESIGN.md,
+``ops.raw``'s, the lowering ``codegen/raw.py``'s (see docs/design/user-kernels.md,
 "Raw kernels")."""
 from __future__ import annotations
 
-from .array import Array, node_of
-from .ops import raw as R
+from ..array import Array, node_of
+from ..ops import raw as R
 
 
 class RawKernel:

@@ -1,12 +1,74 @@
-"""The reduction functions of ``pa.*`` (``sum``, ``max``, ``argmax``,
-``mean``, ``var``...), as :mod:`polyarray.api` makes the others: each unwraps
-its arrays, calls the node builder of the same name in
-:mod:`polyarray.ops.reductions` and wraps the result."""
+"""``pa.*`` reductions and statistics (:mod:`polyarray.ops.reductions`,
+:mod:`polyarray.ops.statistics`): ``sum``, ``prod``, ``max``, ``min``, ``any``,
+``all``, ``argmax``, ``argmin``, ``mean``, ``var``, ``std``, the ``nan*``
+family, ``ptp``, ``average``, ``count_nonzero``."""
 from __future__ import annotations
 
-from .array import Array, into_out, node_of
-from .ops import reductions as R
-from .ops.reductions import NoValue
+from ..array import Array, node_of, wrap as _wrap, into_out
+from ..ops import reductions as R, statistics as T
+from ..ops.axes import no_out
+from ..ops.reductions import NoValue
+
+
+# -- statistics --------------------------------------------------------------
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue,
+           where=True) -> Array:
+    """Sum over ``axis`` treating NaN as zero (``np.nansum``), lazily;
+    ``out=`` must be None."""
+    no_out(out, "nansum")
+    return Array(T.nansum(node_of(a), axis, dtype, keepdims, initial, node_of(where)))
+
+
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue,
+            where=True) -> Array:
+    """Product over ``axis`` treating NaN as one (``np.nanprod``), lazily;
+    ``out=`` must be None."""
+    no_out(out, "nanprod")
+    return Array(T.nanprod(node_of(a), axis, dtype, keepdims, initial, node_of(where)))
+
+
+def nanmax(a, axis=None, out=None, keepdims=False, initial=NoValue, where=True) -> Array:
+    """Maximum over ``axis`` ignoring NaN (``np.nanmax``), lazily; an all-NaN
+    slice gives NaN without NumPy's RuntimeWarning.  ``out=`` must be None."""
+    no_out(out, "nanmax")
+    return Array(T.nanmax(node_of(a), axis, keepdims, initial, node_of(where)))
+
+
+def nanmin(a, axis=None, out=None, keepdims=False, initial=NoValue, where=True) -> Array:
+    """Minimum over ``axis`` ignoring NaN (``np.nanmin``), lazily; an all-NaN
+    slice gives NaN without NumPy's RuntimeWarning.  ``out=`` must be None."""
+    no_out(out, "nanmin")
+    return Array(T.nanmin(node_of(a), axis, keepdims, initial, node_of(where)))
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True) -> Array:
+    """Mean over ``axis`` of the non-NaN values (``np.nanmean``), lazily; an
+    all-NaN slice gives NaN without a warning.  ``out=`` must be None."""
+    no_out(out, "nanmean")
+    return Array(T.nanmean(node_of(a), axis, dtype, keepdims, node_of(where)))
+
+
+def ptp(a, axis=None, out=None, keepdims=False) -> Array:
+    """Range ``max - min`` over ``axis`` (``np.ptp``), lazily; bool arrays are
+    refused, as NumPy's subtract refuses them.  ``out=`` must be None."""
+    no_out(out, "ptp")
+    return Array(T.ptp(node_of(a), axis, keepdims))
+
+
+def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    """Weighted average over ``axis`` (``np.average``), lazily.
+
+    Weights that sum to zero raise ZeroDivisionError when they are data, as
+    in NumPy; lazy weights cannot be checked when built, and give inf or
+    NaN instead."""
+    return _wrap(T.average(node_of(a), axis, node_of(weights), returned, keepdims))
+
+
+def count_nonzero(a, axis=None, *, keepdims=False) -> Array:
+    """Number of nonzero values over ``axis`` (``np.count_nonzero``), as a lazy
+    int64 array (NumPy returns a Python int when ``axis`` is None)."""
+    return Array(R.count_nonzero(node_of(a), axis, keepdims))
 
 
 def _result(out, name, node) -> Array:

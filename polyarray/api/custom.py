@@ -6,8 +6,8 @@ On the numpy target they run the Python ``reference`` given here.
 The parsing, type rules and nodes live in ``ops/custom.py``."""
 from __future__ import annotations
 
-from .array import Array, node_of
-from .ops import custom as X
+from ..array import Array, node_of
+from ..ops import custom as X
 
 
 def _wrap(nodes):

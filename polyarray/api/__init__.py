@@ -1,0 +1,28 @@
+"""The ``pa.*`` functions, one face module per concept, named as the node
+builders' modules in :mod:`polyarray.ops` that they call:
+
+=============  ==============================================================
+``creation``   array, asarray, placeholder, zeros/ones/full/empty(_like), arange,
+               linspace, eye, identity, tri
+``elementwise`` the ufuncs and composed ufuncs, where, clip, round, astype,
+               isclose/allclose, nan_to_num, real/imag/conj
+``reductions`` sum, prod, max, min, any, all, argmax/argmin, mean, var, std, the
+               nan* family, ptp, average, count_nonzero
+``matrices``   einsum, matmul, dot, tensordot, vdot, inner, outer, kron, cross,
+               vecdot, diag, diagonal, trace, tril, triu
+``shapes``     reshape, ravel, transpose, permute_dims, moveaxis, swapaxes,
+               broadcast_to/arrays, expand_dims, squeeze, flip, concatenate, stack
+``arrange``    atleast_*d, hstack/vstack/dstack/column_stack, unstack, meshgrid,
+               tile, repeat, roll, diff, pad
+``indexing``   take, take_along_axis, nonzero, argwhere, flatnonzero
+``ordering``   sort, argsort, searchsorted, isin, unique and its family
+``scans``      cumsum, cumprod, cumulative_sum, cumulative_prod
+``dtypes``     result_type, can_cast, finfo, iinfo, isdtype
+``custom``     elementwise_kernel, reduction_kernel (CuPy-style user kernels)
+``raw``        raw_kernel, RawKernel (a user's CUDA or OpenCL source)
+=============  ==============================================================
+
+Each function unwraps its array arguments (``pa.Array`` -> node), calls the
+node builder of the same name, and wraps the result in an ``Array``;
+NumPy's rules and errors live in the builders.  ``pa.linalg`` is
+:mod:`polyarray.linalg`."""

@@ -1,0 +1,117 @@
+"""``pa.*`` products and matrix functions (:mod:`polyarray.ops.linalg`,
+:mod:`polyarray.ops.matrices`): ``einsum``, ``matmul``, ``dot``, ``tensordot``,
+``vdot``, ``inner``, ``outer``, ``kron``, ``cross``, ``vecdot``, ``diag``,
+``diagonal``, ``trace``, ``tril``, ``triu``."""
+from __future__ import annotations
+
+from ..array import Array, node_of
+from ..ops import linalg as L, arrange as AR, matrices as M
+from ..ops.axes import no_out
+
+
+# -- linear algebra ----------------------------------------------------------
+
+def einsum(subscripts, /, *operands, out=None, dtype=None, order="K", casting="safe",
+           optimize=False) -> Array:
+    """Einstein summation over ``operands`` (``np.einsum``), lazily.
+
+    Subscript strings (``...`` broadcasting included) and NumPy's
+    operand-list form; ``dtype`` and ``casting`` as NumPy's.  ``optimize``
+    is accepted and ignored (polyarray schedules contractions itself);
+    ``out=`` must be None."""
+    no_out(out, "einsum")
+    return Array(L.einsum(node_of(subscripts), *map(node_of, operands), dtype=dtype,
+                          casting=casting))
+
+
+def tensordot(a, b, axes=2) -> Array:
+    """Sum of products over the given ``axes`` of ``a`` and ``b``
+    (``np.tensordot``), as one lazy contraction."""
+    return Array(L.tensordot(node_of(a), node_of(b), axes))
+
+
+def dot(a, b, out=None) -> Array:
+    """Dot product of ``a`` and ``b`` (``np.dot``: matrix product for 2-D,
+    sum over the last axis of ``a`` and the second-to-last of ``b`` for N-D),
+    lazily.  ``out=`` must be None."""
+    no_out(out, "dot")
+    return Array(L.dot(node_of(a), node_of(b)))
+
+
+def matmul(x1, x2, /, out=None) -> Array:
+    """Matrix product with broadcast batches, ``x1 @ x2`` (``np.matmul``), lazily.
+
+    Integer products wrap as NumPy's; float sums run in another order than
+    NumPy's BLAS, so the last bits may differ.  ``out=`` must be None."""
+    no_out(out, "matmul")
+    return Array(L.matmul(node_of(x1), node_of(x2)))
+
+
+def vdot(a, b) -> Array:
+    """Dot product of ``a`` and ``b`` flattened (``np.vdot``), as a lazy 0-d array."""
+    return Array(L.vdot(node_of(a), node_of(b)))
+
+
+def inner(a, b) -> Array:
+    """Sum of products over the last axes of ``a`` and ``b`` (``np.inner``), lazily."""
+    return Array(L.inner(node_of(a), node_of(b)))
+
+
+def outer(a, b, out=None) -> Array:
+    """Outer product of ``a`` and ``b`` flattened (``np.outer``), lazily;
+    ``out=`` must be None."""
+    no_out(out, "outer")
+    return Array(L.outer(node_of(a), node_of(b)))
+
+
+def kron(a, b) -> Array:
+    """Kronecker product of ``a`` and ``b`` (``np.kron``), lazily."""
+    return Array(AR.kron(node_of(a), node_of(b)))
+
+
+# -- matrices ----------------------------------------------------------------
+
+def diag(v, k=0) -> Array:
+    """A 1-D ``v`` as a square matrix with ``v`` on diagonal ``k``, or
+    diagonal ``k`` of a 2-D ``v`` (``np.diag``), lazily."""
+    return Array(M.diag(node_of(v), k))
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1) -> Array:
+    """Diagonal ``offset`` of the ``axis1``/``axis2`` planes, as the last axis
+    (``np.diagonal``): a read-only view, as NumPy's."""
+    if isinstance(a, Array):
+        return a.diagonal(offset, axis1, axis2)
+    return Array(M.diagonal(node_of(a), offset, axis1, axis2))
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None) -> Array:
+    """Sum along diagonal ``offset`` of the ``axis1``/``axis2`` planes
+    (``np.trace``), lazily; ``out=`` must be None."""
+    no_out(out, "trace")
+    return Array(M.trace(node_of(a), offset, axis1, axis2, dtype))
+
+
+def tril(m, k=0) -> Array:
+    """``m`` with the elements above diagonal ``k`` zeroed (``np.tril``), lazily."""
+    return Array(M.tril(node_of(m), k))
+
+
+def triu(m, k=0) -> Array:
+    """``m`` with the elements below diagonal ``k`` zeroed (``np.triu``), lazily."""
+    return Array(M.triu(node_of(m), k))
+
+
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None) -> Array:
+    """Cross product of (arrays of) 3-vectors (``np.cross``), lazily.
+
+    2-vectors, deprecated by NumPy 2.0 and refused by NumPy 2.5, are refused
+    with NumPy 2.5's ValueError whatever NumPy is installed."""
+    return Array(M.cross(node_of(a), node_of(b), axisa, axisb, axisc, axis))
+
+
+def vecdot(x1, x2, /, out=None, *, axis=-1) -> Array:
+    """Dot product of vectors along ``axis``, the other axes broadcast
+    (``np.vecdot``), lazily; ``out=`` must be None."""
+    no_out(out, "vecdot")
+    return Array(M.vecdot(node_of(x1), node_of(x2), axis))
