@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from polyarray.codegen.ir import nodes as N
+from polyarray.ir import nodes as N
 
 log = logging.getLogger("polyarray.codegen")
 

@@ -15,7 +15,7 @@ import numpy as np
 
 import loopy as lp
 
-from polyarray.codegen.ir import nodes as N
+from polyarray.ir import nodes as N
 from .cfuncs import HELPERS_PREAMBLE, storage_dtype
 from .checks import ERROR_BUFFER, callable_for
 from .user_callables import UserCallable

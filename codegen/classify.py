@@ -43,7 +43,7 @@ def stacked_recurrence(n) -> int:
     piece's DAG holds most other pieces' cores (a piece, or the array it
     transforms through at most two one-input steps: ``(H[k] / sqrt(k!))[:, None]``).  Computed at a flat index, each
     element would redo the recurrence up to its column."""
-    from polyarray.codegen.ir import nodes as N
+    from polyarray.ir import nodes as N
     if not isinstance(n, N.Concatenate) or len(n.shape) != 2 or n.axis != 1 \
             or len(n.arrays) < 4 or n.shape[1] > 64:
         return 0

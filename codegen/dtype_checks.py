@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pymbolic.primitives as p
 
-from .ir import nodes as N
-from .ir.mapper import Mapper
+from polyarray.ir import nodes as N
+from polyarray.ir.mapper import Mapper
 
 F16 = np.dtype(np.float16)
 ADVICE = "float16 is not supported on device targets yet; use astype(np.float32)"

@@ -17,9 +17,9 @@ from pymbolic.mapper import Mapper as ExprMapper
 import loopy as lp
 from loopy.kernel.instruction import make_assignment
 
-from polyarray.codegen.ir import nodes as N
-from polyarray.codegen.ir.expr import binding_reads
-from polyarray.codegen.ir.mapper import Mapper
+from polyarray.ir import nodes as N
+from polyarray.ir.expr import binding_reads
+from polyarray.ir.mapper import Mapper
 from .cfuncs import BOOL, U8, clip_index, lower_call, special_constant, storage_dtype
 from .checks import checked_call
 from .pending import Pending, PendingScalar

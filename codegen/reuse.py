@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import pymbolic.primitives as p
 
-from polyarray.codegen.ir import nodes as N
+from polyarray.ir import nodes as N
 from .classify import stacked_recurrence
 from .passes import is_input
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pymbolic.primitives as p
-from polyarray.codegen.ir.expr import called_functions
+from polyarray.ir.expr import called_functions
 
 PREFIX = "pa_u_"
 MARKER = "/* polyarray custom kernel: "

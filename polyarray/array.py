@@ -3,7 +3,7 @@
 An Array wraps one DAG node.  Its shape and dtype are known at once; every
 operator builds a new node.  ``==`` and friends are elementwise, as in NumPy;
 structural identity of two expressions is ``a.node is b.node`` (nodes are
-interned, see :mod:`polyarray.codegen.ir.nodes`).
+interned, see :mod:`polyarray.ir.nodes`).
 
 The methods unwrap their operands, call the node builders of
 :mod:`polyarray.ops` and wrap the result.  ``evaluate`` and ``to_numpy``
@@ -15,7 +15,7 @@ import weakref
 
 import numpy as np
 
-from .codegen.ir import nodes as N
+from .ir import nodes as N
 from .ops import arrange, assign, eager, elementwise, indexing, linalg, matrices
 from .ops import ordering, reductions, scans, shapes, ufuncs, views as V
 from .ops.indexing import NonConcreteBooleanIndexError
@@ -168,7 +168,7 @@ class Array:
         self._node = node
 
     def __repr__(self):
-        from .codegen.ir.printing import describe
+        from .ir.printing import describe
         return describe(self._node)
 
     # -- evaluation: ``evaluate`` and ``to_numpy`` (see the module docstring)

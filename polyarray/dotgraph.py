@@ -24,8 +24,8 @@ import os
 import shutil
 import subprocess
 
-from .codegen.ir import nodes as N
-from .codegen.ir.printing import dag_listing
+from .ir import nodes as N
+from .ir.printing import dag_listing
 
 
 def node_roots(outputs):

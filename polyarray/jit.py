@@ -45,7 +45,7 @@ import numpy as np
 
 from .array import Array, mark_array_0d, mark_read_only, set_strides
 from .masked import settle
-from .codegen.ir import nodes as N
+from .ir import nodes as N
 from .numpy_names import rebound
 from .ops.creation import placeholder as _placeholder
 from .program import compile as _compile, get_default_target

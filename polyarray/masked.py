@@ -24,7 +24,7 @@ import weakref
 import numpy as np
 
 from .array import KEEP_SELECTION, TRACKED, Array, node_of
-from .codegen.ir import nodes as N
+from .ir import nodes as N
 from .ops import elementwise, eager
 
 _ARRAY_NODE = Array._node       # the slot of a materialized selection's node

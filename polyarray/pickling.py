@@ -1,7 +1,7 @@
 """What a pickled (or deep-copied) DAG carries besides its nodes.
 
 The nodes cross as a flat table, interned again where they are loaded
-(``codegen.ir.nodes.dag_table``).  Two things of this process go with
+(``polyarray.ir.nodes.dag_table``).  Two things of this process go with
 them: the shared variables the DAG reads (pickled with their values; a
 loaded one whose name a live variable has takes another name, and the
 DAG's placeholders follow it), and the C functions of the custom kernels
@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 
 from .codegen import user_functions as U
-from .codegen.ir import nodes as N
+from .ir import nodes as N
 from .ops import creation as C
 
 

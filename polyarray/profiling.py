@@ -29,9 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .codegen.ir import nodes as N
-from .codegen.ir.expr import call_name, is_call
-from .codegen.ir.printing import dag_listing
+from .ir import nodes as N
+from .ir.expr import call_name, is_call
+from .ir.printing import dag_listing
 from .dotgraph import members
 from .testing import format_seconds
 

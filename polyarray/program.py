@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from .codegen.ir import nodes as N
+from .ir import nodes as N
 from .array import Array
 from .ops.inputs import binding_array, describe_dtype, python_binding
 from .shared import StateUpdates

@@ -37,7 +37,7 @@ import numpy as np
 
 from .array import TRACKED, Array, live_arrays
 from .codegen import TooManyKernels, kernel_budget, program_key
-from .codegen.ir import nodes as N
+from .ir import nodes as N
 from .ops import eager
 from .ops.creation import array as data_leaf
 from .program import compile as compile_, get_default_target

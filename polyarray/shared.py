@@ -22,7 +22,7 @@ import itertools
 import numpy as np
 
 from .array import Array, node_of
-from .codegen.ir import nodes as N
+from .ir import nodes as N
 from .ops import creation as C, inputs as I
 from .ops.dtypes import check_dtype
 

@@ -1,10 +1,10 @@
-"""``pa.show``: print a DAG (the printing itself is ``codegen.ir.printing``;
+"""``pa.show``: print a DAG (the printing itself is ``polyarray.ir.printing``;
 the Graphviz view is ``polyarray.dotgraph``)."""
 from __future__ import annotations
 
 import sys
 
-from .codegen.ir.printing import describe, format_dag
+from .ir.printing import describe, format_dag
 from .testing import format_seconds
 
 FORMATS = ("text", "dot", "svg", "png")

@@ -31,7 +31,7 @@ import weakref
 import numpy as np
 
 from .array import TRACKED, Array, live_arrays
-from .codegen.ir import nodes as N
+from .ir import nodes as N
 from .ops import eager
 from .ops.creation import placeholder
 from .program import compile as _compile

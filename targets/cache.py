@@ -235,50 +235,58 @@ def _settled(stats) -> bool:
     return all(now - max(st.st_mtime_ns, st.st_ctime_ns) > _QUIET_NS for st in stats)
 
 
-def _unchanged(folder, entries, is_dir) -> bool:
-    for rel, stamp in entries:
+def _unchanged(folders, entries, is_dir) -> bool:
+    for k, rel, stamp in entries:
         try:
-            if _stamp(os.stat(os.path.join(folder, rel)), is_dir) != stamp:
+            if _stamp(os.stat(os.path.join(folders[k], rel)), is_dir) != stamp:
                 return False
         except OSError:
             return False
     return True
 
 
-def _folder_digest(folder) -> str:
-    """The digest of the ``.py`` files under ``folder``.  A new process
-    reads it from the disk cache (keyed by the folder's path and identity,
+def _folder_digest(*folders) -> str:
+    """The digest of the ``.py`` files under ``folders``.  A new process
+    reads it from the disk cache (keyed by the folders' paths and identities,
     so two installs, say Nix's with every mtime 1, have their own) and checks
     each folder's and file's stamp (``_stamp``) with one ``stat``, instead
     of listing the folders and reading and hashing the files (the larger
     part of a 1 ms disk hit)."""
-    root = os.stat(folder)      # the path and the folder's identity: realpath costs a stat a level
-    key = key_digest("code-version", folder, root.st_dev, root.st_ino)
+    # the paths and the folders' identities: realpath costs a stat a level
+    roots = [os.stat(folder) for folder in folders]
+    key = key_digest("code-version", *[(f, r.st_dev, r.st_ino) for f, r in zip(folders, roots)])
     memo = _VERSIONS.get(key)
-    if memo is not None and memo[0][:1] == (("", _stamp(root, True)),) \
-            and _unchanged(folder, memo[0][1:], True) and _unchanged(folder, memo[1], False):
+    if memo is not None and memo[0][:len(roots)] == tuple(
+            (k, "", _stamp(r, True)) for k, r in enumerate(roots)) \
+            and _unchanged(folders, memo[0][len(roots):], True) \
+            and _unchanged(folders, memo[1], False):
         return memo[2]
-    dirs, files, links = _py_files(folder)
-    h = hashlib.sha256()
-    for rel, _ in files:
-        with open(os.path.join(folder, rel), "rb") as f:
-            h.update(rel.encode() + b"\0" + f.read())
+    h, dirs, files, links = hashlib.sha256(), [], [], False
+    for k, folder in enumerate(folders):
+        d, f, link = _py_files(folder)
+        dirs += [(k, rel, st) for rel, st in d]
+        files += [(k, rel, st) for rel, st in f]
+        links = links or link
+        for rel, _ in f:
+            with open(os.path.join(folder, rel), "rb") as fh:
+                h.update(f"{k}:{rel}".encode() + b"\0" + fh.read())
     digest = h.hexdigest()[:16]
     # not kept (the next process hashes again) while a stamp is too recent to
     # trust, or where a link is (a dangling one's target appears unseen)
-    if not links and _settled([st for _, st in dirs + files]):
-        _VERSIONS.put(key, (tuple((rel, _stamp(st, True)) for rel, st in dirs),
-                            tuple((rel, _stamp(st)) for rel, st in files), digest))
+    if not links and _settled([st for _, _, st in dirs + files]):
+        roots_first = sorted(dirs, key=lambda d: (d[1] != "", d[0], d[1]))
+        _VERSIONS.put(key, (tuple((k, rel, _stamp(st, True)) for k, rel, st in roots_first),
+                            tuple((k, rel, _stamp(st)) for k, rel, st in files), digest))
     return digest
 
 
 def code_version() -> str:
-    """Digest of the code generator's own source, so that any change to
-    codegen invalidates cached programs."""
+    """Digest of the code generator's own source and of the IR it reads, so
+    that any change to either invalidates cached programs."""
     global _CODE_VERSION
     if _CODE_VERSION is None:
-        from polyarray import codegen
-        _CODE_VERSION = _folder_digest(os.path.dirname(codegen.__file__))
+        from polyarray import codegen, ir
+        _CODE_VERSION = _folder_digest(*(os.path.dirname(m.__file__) for m in (codegen, ir)))
     # thresholds that make other source text when a test, a sweep or
     # POLYARRAY_OUTLINE_MIN sets them; policy is read only where it was
     # imported (set by a caller)

@@ -156,7 +156,7 @@ class DeviceExecutable(Executable):
 
     def __init__(self, compiled, outputs, lp_target, cpu=False, schedules=None):
         from polyarray.codegen import data_nodes
-        from polyarray.codegen.ir import nodes as N
+        from polyarray.ir import nodes as N
         self.compiled = compiled
         self.lowered = L = compiled.lowered
         self.source = L.source

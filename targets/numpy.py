@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pymbolic.primitives as p
 
-from polyarray.codegen.ir import nodes as N
-from polyarray.codegen.ir.mapper import Mapper
-from polyarray.codegen.ir.printing import format_dag
+from polyarray.ir import nodes as N
+from polyarray.ir.mapper import Mapper
+from polyarray.ir.printing import format_dag
 
 from .base import Executable, Target
 from .numpy_exprs import NumpyExprEvaluator, evaluate_index_lambda

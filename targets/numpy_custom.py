@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pymbolic.primitives as p
 
-from polyarray.codegen.ir import nodes as N
+from polyarray.ir import nodes as N
 from polyarray.codegen.user_functions import (any_registered, is_user_function,
                                                is_user_reduce, lookup, reference_of,
                                                user_calls)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import polyarray as pa
-from polyarray.codegen.ir import nodes as N
+from polyarray.ir import nodes as N
 from helpers import assert_same, subprocess_env
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import polyarray as pa
-from polyarray.codegen.ir import nodes as N
+from polyarray.ir import nodes as N
 from polyarray.hardware import Hardware, measure
 
 M, K, NN, SIZE = 24, 40, 16, 1000

@@ -12,7 +12,7 @@ import pytest
 
 import polyarray as pa
 from helpers import assert_same
-from polyarray.codegen.ir import nodes as N
+from polyarray.ir import nodes as N
 
 
 def _recurrences(prog):

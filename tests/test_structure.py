@@ -12,7 +12,7 @@ import polyarray as pa
 from polyarray import targets
 from polyarray.codegen import program_key
 from polyarray.codegen.dtype_checks import describe_node
-from polyarray.codegen.ir import nodes as N
+from polyarray.ir import nodes as N
 from helpers import subprocess_env
 
 ok, reason = targets.availability("opencl")

@@ -11,7 +11,7 @@ import numpy as np
 import pymbolic.primitives as p
 from loopy.symbolic import Reduction, TypeCast
 
-from polyarray.codegen.ir import nodes as N
+from polyarray.ir import nodes as N
 from ..cfuncs import BOOL, U8, lower_call, storage_dtype
 from ..classify import letter_sizes, parse_subscripts
 from ..lower import KernelBuilder, decompose, interleave

@@ -15,7 +15,7 @@ from __future__ import annotations
 import loopy as lp
 import pymbolic.primitives as p
 
-from polyarray.codegen.ir import nodes as N
+from polyarray.ir import nodes as N
 from ..cfuncs import storage_dtype
 from ..lower import KernelBuilder, _ExprLowerer, decompose
 from ..schedule import WorkGroup

@@ -11,7 +11,7 @@ by ``make_plan``:
 See docs/design/fusion.md."""
 from __future__ import annotations
 
-from polyarray.codegen.ir import nodes as N
+from polyarray.ir import nodes as N
 from .data import Group, Materialized, Plan, Unit, is_input, materialized_deps
 from .epilogue import fuse_epilogues
 from .fuse_rows import fuse_rows

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from polyarray.codegen.ir import nodes as N
+from polyarray.ir import nodes as N
 
 
 @dataclass

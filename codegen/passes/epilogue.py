@@ -16,7 +16,7 @@ The builder then stores T, computed from the accumulated value.
 """
 from __future__ import annotations
 
-from polyarray.codegen.ir import nodes as N
+from polyarray.ir import nodes as N
 from .data import is_input, materialized_deps
 from .group import _reads_identity
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pymbolic.primitives as p
 
-from polyarray.codegen.ir import nodes as N
+from polyarray.ir import nodes as N
 from .. import policy
 from ..lower import KernelBuilder, decompose, linearize
 from .data import Plan, materialized_deps

@@ -7,8 +7,8 @@ is computed in as few kernels as possible).  A raw kernel's launch is a
 group of its own, holding every output of the launch that the DAG reads."""
 from __future__ import annotations
 
-from polyarray.codegen.ir import nodes as N
-from polyarray.codegen.ir.mapper import Mapper
+from polyarray.ir import nodes as N
+from polyarray.ir.mapper import Mapper
 from .data import Group, Unit, is_input, materialized_deps
 
 
@@ -83,7 +83,7 @@ def _reads_identity(node, dep, mat, position):
     ``position``: id -> place in the topological order (a node before
     ``dep`` cannot lead to it).  O(nodes inlined into ``node`` after
     ``dep``)."""
-    from polyarray.codegen.ir.expr import index_vars, read
+    from polyarray.ir.expr import index_vars, read
     on_path = _reaching(node, dep, mat, position)        # id -> node
     for n in [node] + [m for m in on_path.values() if m is not node]:
         if not isinstance(n, N.IndexLambda):

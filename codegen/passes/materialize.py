@@ -40,9 +40,9 @@ import numpy as np
 
 import pymbolic.primitives as p
 
-from polyarray.codegen.ir import nodes as N
-from polyarray.codegen.ir.expr import _children, binding_reads, index_vars
-from polyarray.codegen.ir.mapper import Mapper
+from polyarray.ir import nodes as N
+from polyarray.ir.expr import _children, binding_reads, index_vars
+from polyarray.ir.mapper import Mapper
 from .. import policy
 from ..classify import stacked_recurrence
 from ..lower import INLINE_COMBINE

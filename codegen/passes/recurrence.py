@@ -38,8 +38,8 @@ from dataclasses import dataclass
 import pymbolic.primitives as p
 from pymbolic.mapper.substitutor import substitute
 
-from polyarray.codegen.ir import nodes as N
-from polyarray.codegen.ir.expr import index_var, index_vars
+from polyarray.ir import nodes as N
+from polyarray.ir.expr import index_var, index_vars
 from .reroll import _rewrite
 
 MIN_STEPS = 8           # a shorter run stays unrolled

@@ -28,8 +28,8 @@ import re
 
 import pymbolic.primitives as p
 
-from polyarray.codegen.ir import nodes as N
-from polyarray.codegen.ir.expr import call, index_var, index_vars, read
+from polyarray.ir import nodes as N
+from polyarray.ir.expr import call, index_var, index_vars, read
 
 MIN_TERMS = 8           # a shorter run of same-code terms stays unrolled
 MAX_PERIOD = 4          # kinds of term that may alternate in one run

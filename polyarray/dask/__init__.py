@@ -81,7 +81,7 @@ def evaluate(outputs, /, target=None, split_every=None, **bindings):
     Operations whose blocks need other blocks' data at computed positions
     (gathers, sort, positions as values) raise NotImplementedError."""
     da = _import_dask()
-    from ..codegen.ir import nodes as N
+    from ..ir import nodes as N
     from ..program import _flatten
     if target is not None:
         from polyarray import targets

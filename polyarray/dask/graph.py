@@ -17,7 +17,7 @@ from functools import partial
 import numpy as np
 
 from ..array import Array
-from ..codegen.ir import nodes as N
+from ..ir import nodes as N
 from ..program import compile as compile_program
 from . import moments, tasks
 from .regions import Leaf, align, is_fill

@@ -15,8 +15,8 @@ import math
 import numpy as np
 import pymbolic.primitives as p
 
-from ..codegen.ir import nodes as N
-from ..codegen.ir.expr import is_call
+from ..ir import nodes as N
+from ..ir.expr import is_call
 from .regions import aligned_read
 
 

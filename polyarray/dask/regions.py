@@ -19,8 +19,8 @@ import numpy as np
 import pymbolic.primitives as p
 from pymbolic.mapper import IdentityMapper
 
-from ..codegen.ir import nodes as N
-from ..codegen.ir.expr import _children, broadcast_indices, read
+from ..ir import nodes as N
+from ..ir.expr import _children, broadcast_indices, read
 
 _INDEX = re.compile(r"_(\d+)$")
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..array import Array
-from ..codegen.ir import nodes as N
+from ..ir import nodes as N
 from ..ops.inputs import native_dtype
 from ..program import compile as compile_program
 from . import moments

@@ -15,8 +15,8 @@ import operator
 import numpy as np
 import pymbolic.primitives as p
 
-from ..codegen.ir import nodes as N
-from ..codegen.ir.expr import binding_name, index_var, read
+from ..ir import nodes as N
+from ..ir.expr import binding_name, index_var, read
 from .axes import normalize_axis_index, normalize_axis_tuple
 from .creation import as_node, index_constant
 from .elementwise import apply_ufunc

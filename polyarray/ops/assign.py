@@ -38,8 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 import pymbolic.primitives as p
 
-from ..codegen.ir import nodes as N
-from ..codegen.ir.expr import binding_name, call, index_var, index_vars, read
+from ..ir import nodes as N
+from ..ir.expr import binding_name, call, index_var, index_vars, read
 from .creation import full
 from .indexing import _expand, _format_key, getitem as _getitem
 from .scatter import all_of, fit, full_range, mask_of, range_test, scatter, set_mask, value_node

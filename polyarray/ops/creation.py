@@ -16,8 +16,8 @@ import weakref
 import numpy as np
 import pymbolic.primitives as p
 
-from ..codegen.ir import nodes as N
-from ..codegen.ir.expr import call, cast, index_var
+from ..ir import nodes as N
+from ..ir.expr import call, cast, index_var
 from .dtypes import check_dtype, INDEX_DTYPE
 from .inputs import native_array, plain_ndarray
 from .memo import memoized

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..codegen.ir import nodes as N
+from ..ir import nodes as N
 from ..codegen.user_functions import UserFunction, register
 from .creation import as_node
 from .dtypes import is_python_scalar, scalar_to_dtype

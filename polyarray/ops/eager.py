@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from ..codegen.ir import nodes as N
+from ..ir import nodes as N
 from .creation import array, shared_of
 
 

@@ -10,8 +10,8 @@ import operator
 
 import numpy as np
 
-from ..codegen.ir import nodes as N
-from ..codegen.ir.expr import binding_name, broadcast_indices, call, cast, read
+from ..ir import nodes as N
+from ..ir.expr import binding_name, broadcast_indices, call, cast, read
 from .creation import as_node, array
 from .dtypes import check_dtype, resolve_ufunc, scalar_to_dtype, is_python_scalar
 from .memo import memoized

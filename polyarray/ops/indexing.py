@@ -7,8 +7,8 @@ import numbers
 
 import numpy as np
 
-from ..codegen.ir import nodes as N
-from ..codegen.ir.expr import binding_name, broadcast_indices, call, cast, index_var, read
+from ..ir import nodes as N
+from ..ir.expr import binding_name, broadcast_indices, call, cast, index_var, read
 from .axes import normalize_axis_index
 from .creation import array, index_constant
 from .dtypes import INDEX_DTYPE

@@ -11,7 +11,7 @@ import string
 
 import numpy as np
 
-from ..codegen.ir import nodes as N
+from ..ir import nodes as N
 from .axes import axis_index, axis_list, normalize_axis_index
 from .creation import as_node
 from .dtypes import check_dtype

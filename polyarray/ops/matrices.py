@@ -15,8 +15,8 @@ import operator
 import numpy as np
 import pymbolic.primitives as p
 
-from ..codegen.ir import nodes as N
-from ..codegen.ir.expr import binding_name, broadcast_indices, call, index_var, read
+from ..ir import nodes as N
+from ..ir.expr import binding_name, broadcast_indices, call, index_var, read
 from .axes import axis_index, normalize_axis_index, normalize_axis_tuple
 from .creation import as_node
 from .elementwise import apply_ufunc as U, astype, broadcast_shapes

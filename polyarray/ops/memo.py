@@ -25,7 +25,7 @@ import weakref
 
 import numpy as np
 
-from ..codegen.ir import nodes as N
+from ..ir import nodes as N
 
 _TABLE = {}           # key -> weak reference to the node built
 # the last results built, held strongly: a loop whose iterations rebuild the

@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 import pymbolic.primitives as p
 
-from ..codegen.ir import nodes as N
-from ..codegen.ir.expr import binding_name, binding_reads, call, index_vars, read
+from ..ir import nodes as N
+from ..ir.expr import binding_name, binding_reads, call, index_vars, read
 from .axes import normalize_axis_index
 from .creation import array, as_node, zeros
 from .dtypes import INDEX_DTYPE, check_dtype

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pymbolic.primitives as p
 
-from ..codegen.ir import nodes as N
-from ..codegen.ir.expr import binding_name, call, index_var, read
+from ..ir import nodes as N
+from ..ir.expr import binding_name, call, index_var, read
 from .creation import as_node
 
 _MODES = {"constant": ("constant_values",), "edge": (), "wrap": (), "empty": (),

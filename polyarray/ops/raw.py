@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 
-from polyarray.codegen.ir import nodes as N
+from polyarray.ir import nodes as N
 from .creation import _normalize_shape, as_node
 
 LANGUAGES = ("cuda", "opencl")

@@ -10,8 +10,8 @@ import builtins
 
 import numpy as np
 
-from ..codegen.ir import nodes as N
-from ..codegen.ir.expr import binding_name
+from ..ir import nodes as N
+from ..ir.expr import binding_name
 from .axes import axis_index, normalize_axis_tuple
 from .creation import as_node, full
 from .elementwise import apply_ufunc, astype, broadcast_shapes, where as where_

@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pymbolic.primitives as p
 
-from ..codegen.ir import nodes as N
-from ..codegen.ir.expr import binding_name, call, index_vars, read
+from ..ir import nodes as N
+from ..ir.expr import binding_name, call, index_vars, read
 from .axes import no_out, normalize_axis_index
 from .creation import as_node, full
 from .dtypes import check_dtype

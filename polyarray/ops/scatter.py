@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pymbolic.primitives as p
 
-from ..codegen.ir import nodes as N
-from ..codegen.ir.expr import binding_name, call, cast, index_var, index_vars, read
+from ..ir import nodes as N
+from ..ir.expr import binding_name, call, cast, index_var, index_vars, read
 from .creation import array, full, index_constant
 from .dtypes import INDEX_DTYPE
 from .elementwise import astype, where

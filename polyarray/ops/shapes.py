@@ -1,14 +1,14 @@
 """Shape nodes.  Index remappings (transpose, broadcast, flip, ...) are
 IndexLambdas that read their input at affine indices; ``reshape`` and
-``concatenate`` have nodes of their own (see :mod:`polyarray.codegen.ir.nodes`)."""
+``concatenate`` have nodes of their own (see :mod:`polyarray.ir.nodes`)."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from ..codegen.ir import nodes as N
-from ..codegen.ir.expr import binding_name, broadcast_indices, index_var, read
+from ..ir import nodes as N
+from ..ir.expr import binding_name, broadcast_indices, index_var, read
 from .axes import axis_index, axis_list, normalize_axis_index, normalize_axis_tuple
 from .creation import as_node, _normalize_shape
 from .dtypes import check_dtype

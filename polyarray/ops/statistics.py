@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from ..codegen.ir import nodes as N
+from ..ir import nodes as N
 from .axes import normalize_axis_tuple
 from .creation import as_node, full
 from .elementwise import apply_ufunc as U, astype, where as select

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from ..codegen.ir import nodes as N
+from ..ir import nodes as N
 from .axes import no_out
 from .creation import array, full
 from .dtypes import check_dtype, is_python_scalar, resolve_ufunc, weak_type
