@@ -59,8 +59,8 @@ built = None
 if run:
     prog(x=np.linspace(-1, 1, 4096, dtype=np.float32))
 elif target == "cuda":          # no GPU: the cubin for an H100 (sm_90), where a compiler is
-    from polyarray.targets import cuda_compiler
-    from polyarray.targets.cuda_build import build_cubins
+    from polyarray.targets.cuda import compiler as cuda_compiler
+    from polyarray.targets.cuda.build import build_cubins
     try:
         built = cuda_compiler.compiler_for(prog.source).name
     except cuda_compiler.CudaCompileError:      # neither NVRTC nor nvcc here

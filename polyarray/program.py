@@ -361,7 +361,7 @@ class Program:
         """``n`` calls with the same bindings, each seeing the shared variables
         as the previous one updated them (a training loop in one call);
         returns the last call's outputs.  On CUDA the steps are captured
-        once as a CUDA graph and replayed (``targets/cuda_graphs.py``): one
+        once as a CUDA graph and replayed (``targets/cuda/graphs.py``): one
         host launch per 64 steps.  Waits for the device."""
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ValueError(f"repeat: the number of calls must be a positive integer, "

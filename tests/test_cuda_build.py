@@ -1,4 +1,4 @@
-"""The CUDA build (targets/cuda_compiler.py, targets/cuda_build.py): cubins
+"""The CUDA build (targets/cuda/compiler.py, targets/cuda/build.py): cubins
 from NVRTC or nvcc, cached on disk by us, and large math helpers compiled
 once per source (codegen/noinline.py).  Without a GPU the cubins come from
 nvcc and only the module loader is faked; on a GPU the programs run."""
@@ -10,7 +10,7 @@ import pytest
 import polyarray as pa
 from helpers import assert_same
 from polyarray import targets
-from polyarray.targets import cuda_compiler
+from polyarray.targets.cuda import compiler as cuda_compiler
 from test_quiet import NVCC, _fake_pycuda, needs_nvcc
 
 SOURCE = ('extern "C" __global__ void twice(float *y, const float *x, int n)\n'
@@ -28,7 +28,7 @@ needs_compiler = pytest.mark.skipif(not _any_compiler(),
 @needs_compiler
 def test_a_cubin_is_compiled_once_and_then_read_from_disk(monkeypatch, tmp_path, caplog):
     from polyarray.targets.cache import clear_memory_layers
-    from polyarray.targets.cuda_build import build_module
+    from polyarray.targets.cuda.build import build_module
     _fake_pycuda(monkeypatch, tmp_path)
     built = []
     comp = cuda_compiler.compiler_for(SOURCE)
@@ -110,7 +110,7 @@ def test_large_math_helpers_called_often_are_compiled_once(target, dtype, op):
 
 @needs_nvcc
 def test_a_source_with_large_helpers_compiles_with_nvcc(monkeypatch, tmp_path):
-    from polyarray.targets.cuda_build import build_module
+    from polyarray.targets.cuda.build import build_module
     _fake_pycuda(monkeypatch, tmp_path)
     monkeypatch.setenv("POLYARRAY_CUDA_COMPILER", "nvcc")
     x = pa.placeholder("x", (1000,), np.float32)

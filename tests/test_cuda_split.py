@@ -1,5 +1,5 @@
 """One large outlined region built as several units at once
-(targets/cuda_split.py, ``cuda_build.split_units``): the text keeps every
+(targets/cuda/split.py, ``cuda_build.split_units``): the text keeps every
 statement in order, the units compile as relocatable code and link without a
 GPU (nvcc and nvlink), and on a GPU the split build gives the same bits as
 the whole build."""
@@ -10,7 +10,9 @@ import pytest
 
 import polyarray as pa
 from polyarray import targets
-from polyarray.targets import cuda_build, cuda_compiler, cuda_split
+from polyarray.targets.cuda import build as cuda_build
+from polyarray.targets.cuda import compiler as cuda_compiler
+from polyarray.targets.cuda import split as cuda_split
 from test_quiet import NVCC
 
 _DECL = re.compile(r"^  (?!struct )[\w ]+? (\w+) = (.*);$", re.M)

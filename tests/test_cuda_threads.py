@@ -1,4 +1,4 @@
-"""Which thread pushes and pops the CUDA context (targets/cuda_driver.py),
+"""Which thread pushes and pops the CUDA context (targets/cuda/driver.py),
 with a stand-in for pycuda's per-thread context stacks, so that it runs
 without a GPU (tests/test_interop.py runs the real thing on one).
 
@@ -12,7 +12,7 @@ import types
 
 import pytest
 
-from polyarray.targets import cuda_driver
+from polyarray.targets.cuda import driver as cuda_driver
 
 
 class _Stacks:

@@ -1,4 +1,4 @@
-"""Zero-copy host calls on OpenCL CPU devices (targets/opencl_host.py):
+"""Zero-copy host calls on OpenCL CPU devices (targets/opencl/host.py):
 kernels read the host bindings and write the result arrays themselves.
 The results must be what the copying path and NumPy give, for every kind of
 binding and output the path treats apart."""

@@ -160,7 +160,7 @@ def test_a_program_of_several_kernels_is_built_by_concurrent_nvcc_runs(monkeypat
     """Each generated kernel is its own nvcc run (the prelude plus the
     kernel), in threads; a raw kernel's program is built whole, and a
     failure in any piece is the same BuildError."""
-    from polyarray.targets.cuda_build import build_module, split_kernels
+    from polyarray.targets.cuda.build import build_module, split_kernels
     _fake_pycuda(monkeypatch, tmp_path)
     x = pa.placeholder("x", (100, 30), np.float32)
     prog = pa.compile([pa.exp(x) / pa.exp(x).sum(axis=1, keepdims=True), (x * 2).sum()],

@@ -14,12 +14,14 @@ import sys
 
 import numpy as np
 
-from .base import Target
-from .cache import DiskCache, code_version, key_digest
-from . import cuda_driver, cuda_interop, foreign
-from .cuda_build import NVCC_OPTIONS, build_module   # noqa: F401  (tests import them here)
-from .deferred_checks import checked_array_type
-from .device_common import (DeviceExecutable, allocation_bytes, arg_format, host_array,
+from ..base import Target
+from ..cache import DiskCache, code_version, key_digest
+from .. import foreign
+from . import driver as cuda_driver
+from . import interop as cuda_interop
+from .build import NVCC_OPTIONS, build_module   # noqa: F401  (tests import them here)
+from ..deferred_checks import checked_array_type
+from ..device_common import (DeviceExecutable, allocation_bytes, arg_format, host_array,
                             lower_or_load, on_host, valid_lowered_entry)
 
 _CACHE = DiskCache("cuda", valid=valid_lowered_entry)
@@ -95,8 +97,8 @@ class CudaExecutable(DeviceExecutable):
 
     def _can_replay(self):
         """Whether calls replay a CUDA graph of the launches
-        (``cuda_graphs.Replay``): many launches, buffers small enough to hold."""
-        from .cuda_graphs import REPLAY_MAX_BYTES, REPLAY_MIN_LAUNCHES
+        (``cuda.graphs.Replay``): many launches, buffers small enough to hold."""
+        from .graphs import REPLAY_MAX_BYTES, REPLAY_MIN_LAUNCHES
         if len(self._launches) < REPLAY_MIN_LAUNCHES:
             return False
         buffers = self.lowered.buffers
@@ -110,7 +112,7 @@ class CudaExecutable(DeviceExecutable):
         at the first call: its instantiation costs milliseconds, where the
         first call's compile costs seconds."""
         if self._replay is None:
-            from .cuda_graphs import Replay
+            from .graphs import Replay
             try:
                 self._replay = Replay(self)
             except Exception as e:      # noqa: BLE001  a launch the capture refuses
@@ -289,11 +291,11 @@ class CudaExecutable(DeviceExecutable):
         _DEFERRED.resolve()
 
     def run_repeated(self, bindings, n, carry):
-        """``n`` calls, carried outputs fed back (``cuda_graphs``)."""
+        """``n`` calls, carried outputs fed back (``cuda.graphs``)."""
         if not self._ready:
             self._prepare()
         cuda_driver.in_this_thread()
-        from .cuda_graphs import run_repeated
+        from .graphs import run_repeated
         return run_repeated(self, bindings, n, carry)
 
     def to_device(self, value):
@@ -343,12 +345,12 @@ class CudaTarget(Target):
         _pool()
 
     def memory_stats(self):
-        from .base import pool_stats
+        from ..base import pool_stats
         _driver()
         return pool_stats(_pool())
 
     def import_binding(self, value):
-        """Another library's CUDA array, read in place (``cuda_interop``)."""
+        """Another library's CUDA array, read in place (``cuda.interop``)."""
         return cuda_interop.import_binding(value)
 
     def binding_info(self, value):

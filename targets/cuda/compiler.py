@@ -28,7 +28,7 @@ import shutil
 import subprocess
 import tempfile
 
-from .cache import DiskCache, key_digest
+from ..cache import DiskCache, key_digest
 
 log = logging.getLogger("polyarray.cuda")
 _CUBINS = DiskCache("cubin", valid=lambda v: isinstance(v, bytes) and v[:4] == b"\x7fELF")

@@ -22,7 +22,7 @@ import os
 
 import numpy as np
 
-from . import poison
+from .. import poison
 
 MIN_BYTES = 1 << 16
 

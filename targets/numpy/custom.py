@@ -2,7 +2,7 @@
 runs where the devices run the user's C (``codegen.user_functions``).
 
 An elementwise kernel's call is evaluated inside its IndexLambda
-(``numpy_exprs``).  A reduction kernel is three nodes (map, ``Reduce``,
+(``numpy.exprs``).  A reduction kernel is three nodes (map, ``Reduce``,
 post map); its reference takes the inputs and returns the final outputs,
 so here the map evaluates to its broadcast arguments (``MapArgs``), the
 ``Reduce`` to the reference's outputs (``Results``) and each post map to

@@ -16,7 +16,7 @@ from numpy.lib.stride_tricks import as_strided
 from pymbolic.mapper import Mapper
 
 from polyarray.codegen.user_functions import is_user_function
-from .numpy_custom import call_elementwise
+from .custom import call_elementwise
 
 
 def index_var_number(name: str):

@@ -10,7 +10,7 @@ where few values are live, and gives each segment to a unit of its own as an
 ``extern "C" __device__`` function; the values live across a cut come back
 in a struct (through pointers to the caller's locals they went through
 local memory: the 1000-op chain over 2^22 elements ran 10% slower).  The units are compiled as relocatable code
-(``-rdc=true``) concurrently and linked (``cuda_compiler.linker``).
+(``-rdc=true``) concurrently and linked (``cuda.compiler.linker``).
 
 Every statement is the same text in the same order, with the same types;
 only the function it sits in changes.  The numbers are the same but for one
@@ -159,7 +159,7 @@ def split(source, units, min_statements):
     keeps the kernels and the rest, and is small: with a segment in it, nvcc
     took twice as long over it as over the others); or ``[source]`` where
     nothing is split.  The cuts depend on the arguments and the text alone,
-    never on the machine (``cuda_build`` passes constants), so a program
+    never on the machine (``cuda.build`` passes constants), so a program
     gets the same binary, and the same bits, on every host."""
     min_statements = max(1, int(min_statements))
     found = regions(source)

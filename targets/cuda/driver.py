@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from .deferred_checks import DeferredChecks
+from ..deferred_checks import DeferredChecks
 
 # the CUDA target's device-result calls whose check flags are unread
 DEFERRED = DeferredChecks()
@@ -72,7 +72,7 @@ def in_this_thread():
 
 def driver():
     """(driver module, device), or TargetUnavailableError saying why not."""
-    from . import TargetUnavailableError as Unavailable
+    from .. import TargetUnavailableError as Unavailable
     if "error" in STATE:
         raise Unavailable(f"CUDA is unavailable: {STATE['error']}")
     if "drv" not in STATE:
@@ -114,7 +114,7 @@ def pool():
     if "pool" not in STATE:
         import pycuda.driver as drv
         import pycuda.tools
-        from .poison import poisoned
+        from ..poison import poisoned
         STATE["pool"] = poisoned(pycuda.tools.DeviceMemoryPool(),
                                   lambda buf, n: drv.memset_d8(int(buf), 0xFF, n))
     return STATE["pool"]

@@ -16,10 +16,10 @@ import os
 
 import numpy as np
 
-from .base import Target
-from .cache import DiskCache, code_version, key_digest
-from .deferred_checks import DeferredChecks, checked_array_type
-from .device_common import (CompiledProgram, DeviceExecutable, host_array, lower_or_load,
+from ..base import Target
+from ..cache import DiskCache, code_version, key_digest
+from ..deferred_checks import DeferredChecks, checked_array_type
+from ..device_common import (CompiledProgram, DeviceExecutable, host_array, lower_or_load,
                             on_host, valid_lowered_entry)
 
 log = logging.getLogger("polyarray.opencl")
@@ -116,7 +116,7 @@ class OpenCLExecutable(DeviceExecutable):
             self._flags = np.zeros(self._n_flags, np.int64)
             self._fixed[ERROR_BUFFER] = self._flags_buf = self._upload(self._flags, [])
         self._inputs = list(L.inputs.items())
-        from . import opencl_host
+        from . import host as opencl_host
         self._host = opencl_host if opencl_host.enabled(queue.device) else None
         self._launches = []
         for k in L.kernels:
@@ -203,7 +203,7 @@ class OpenCLExecutable(DeviceExecutable):
         bufs = dict(self._fixed) if self._fixed else {}
         owned = []          # this call's allocations, freed on MemoryError
         device = self.out_mode == "device"
-        zero = None if device else self._host    # CPU devices: zero-copy (opencl_host)
+        zero = None if device else self._host    # CPU devices: zero-copy (opencl.host)
         direct = {}         # results the kernels write in place: name -> (array, buffer)
         for pname, bname in self._inputs:
             v = bindings[pname]
@@ -290,7 +290,7 @@ _DEFERRED = DeferredChecks()
 def _pool_for(queue):
     import pyopencl as cl
     import pyopencl.tools as cltools
-    from .poison import poisoned
+    from ..poison import poisoned
     if queue not in _POOLS:
         _POOLS[queue] = poisoned(cltools.MemoryPool(cltools.ImmediateAllocator(queue)),
                                  lambda buf, n: cl.enqueue_fill_buffer(
@@ -350,7 +350,7 @@ class OpenCLTarget(Target):
         self._device(None)
 
     def memory_stats(self):
-        from .base import pool_stats
+        from ..base import pool_stats
         return pool_stats(_pool_for(self._device(None)[3]))
 
     def _device(self, spec):
@@ -433,7 +433,7 @@ class OpenCLTarget(Target):
             note = build_error_note(source, str(e))
             if not note:
                 raise
-            from .base import BuildError
+            from ..base import BuildError
             raise BuildError(f"{note}\nthe OpenCL compiler said: {e}") from e
         for dev in ctx.devices:
             try:

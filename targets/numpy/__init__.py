@@ -13,9 +13,9 @@ from polyarray.ir import nodes as N
 from polyarray.ir.mapper import Mapper
 from polyarray.ir.printing import format_dag
 
-from .base import Executable, Target
-from .numpy_exprs import NumpyExprEvaluator, evaluate_index_lambda
-from . import numpy_custom
+from ..base import Executable, Target
+from .exprs import NumpyExprEvaluator, evaluate_index_lambda
+from . import custom as numpy_custom
 
 
 def c_array(x) -> np.ndarray:
@@ -175,7 +175,7 @@ class NumpyTarget(Target):
     def import_binding(self, value):
         """Another library's CUDA array: a host copy (the reference reads
         host memory)."""
-        from .foreign import cuda_view, is_foreign_cuda, to_host
+        from ..foreign import cuda_view, is_foreign_cuda, to_host
         return to_host(cuda_view(value)) if is_foreign_cuda(value) else value
 
     def binding_info(self, value):

@@ -18,10 +18,9 @@ from __future__ import annotations
 import ctypes
 import threading
 
-import numpy as np
 
-from .device_common import allocation_bytes, host_array
-from .foreign import CudaView, _check, _libcuda
+from ..device_common import allocation_bytes, host_array
+from ..foreign import CudaView, _check, _libcuda
 
 _RELAXED = 2                # CU_STREAM_CAPTURE_MODE_RELAXED
 _NON_BLOCKING = 1           # CU_STREAM_NON_BLOCKING

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from . import foreign
-from .cuda_driver import DEFERRED, device_ordinal, driver, pool
+from .. import foreign
+from .driver import DEFERRED, device_ordinal, driver, pool
 
 
 def import_binding(value):
@@ -43,10 +43,10 @@ _COPY_SOURCE = "\n".join(
 
 
 def _strided_copy_kernel(itemsize):
-    from .cuda_driver import STATE
+    from .driver import STATE
     if "strided_copy" not in STATE:
-        from .cuda_build import build_module
-        from .cuda_driver import driver
+        from .build import build_module
+        from .driver import driver
         major, minor = driver()[1].compute_capability()
         STATE["strided_copy"] = build_module(_COPY_SOURCE, f"sm_{major}{minor}")
     return STATE["strided_copy"].get_function(f"strided_copy_{itemsize * 8}")

@@ -1,4 +1,4 @@
-"""Building a program's CUDA source into modules (``cuda_compiler``: NVRTC
+"""Building a program's CUDA source into modules (``cuda.compiler``: NVRTC
 or nvcc, and a cache of cubins).
 
 A program of several generated kernels is built as several modules by
@@ -33,7 +33,7 @@ PARALLEL_BUILD_MIN_KERNELS = 2
 MAX_BUILD_THREADS = min(8, os.cpu_count() or 1)
 # an outlined region of at least twice this many statements is built as
 # segments of at least this many (at most SPLIT_MAX_SEGMENTS), in units compiled
-# at once (``cuda_split``): nvcc takes about 0.3 s per 500 statements of the
+# at once (``cuda.split``): nvcc takes about 0.3 s per 500 statements of the
 # chain's region on one core.  Constants, not the machine's cores: the cuts
 # decide the binary, which must not depend on the host.
 SPLIT_MIN_STATEMENTS = max(1, int(os.environ.get("POLYARRAY_SPLIT_MIN_STATEMENTS", 700)))
@@ -84,10 +84,10 @@ class Modules:
 def build_cubins(source, arch, fast_math=False):
     """``[(kernel names, cubin), ...]`` of ``source`` (one entry with no
     names where it is built whole): from the cache or compiled
-    (``cuda_compiler``: NVRTC or nvcc), concurrently when there are several
+    (``cuda.compiler``: NVRTC or nvcc), concurrently when there are several
     pieces.  Needs no GPU.  A failed build raises ``BuildError`` with the
     compiler's output."""
-    from .cuda_compiler import CudaCompileError, cubin
+    from .compiler import CudaCompileError, cubin
     options = [*NVCC_OPTIONS] + (["--use_fast_math"] if fast_math else [])
     pieces = split_kernels(source)
     try:
@@ -102,12 +102,12 @@ def build_cubins(source, arch, fast_math=False):
 
 def split_units(source):
     """The translation units ``source`` is built from: ``[source]``, or
-    its large outlined regions cut into segments (``cuda_split``) where a
+    its large outlined regions cut into segments (``cuda.split``) where a
     linker is found.  A source with the user's C (a raw kernel, a custom
     kernel's ``preamble=``: its definitions would be in every unit) is
     built whole."""
-    from .cuda_compiler import USER_C, linker
-    from .cuda_split import split
+    from .compiler import USER_C, linker
+    from .split import split
     if _REGION_MARK not in source or USER_C.search(source):     # USER_C: raw kernels too
         return [source]
     units = split(source, SPLIT_MAX_SEGMENTS, SPLIT_MIN_STATEMENTS)
@@ -128,7 +128,7 @@ def _one_piece(source, arch, options):
     """The cubin of one piece: compiled whole, or as ``split_units``
     compiled at once as relocatable code and linked; where that fails, for
     any reason, compiled whole (slower beats failed)."""
-    from .cuda_compiler import cubin, linked
+    from .compiler import cubin, linked
     try:
         units = split_units(source)
         if len(units) > 1:
@@ -168,7 +168,7 @@ def build_module(source, arch, fast_math=False):
 
 def _build_error(source, e):
     from polyarray.codegen.user_functions import build_error_note
-    from .base import BuildError
+    from ..base import BuildError
     note = build_error_note(source, e.said)
     return BuildError((note + "\n" if note else "")
                       + f"{e.compiler} could not compile the generated CUDA source (prog.source)"
