@@ -197,7 +197,7 @@ def collector_paused():
     frees what lowering drops).  Lowering allocates millions of small
     objects; each gen-2 collection they trigger walks every object of the
     process (loopy, islpy, numpy and the user's DAG): a third of the
-    issue-18 chain's 2000-op lowering went there.  A collector someone
+    lowering of a chain of 2000 ops went there.  A collector someone
     else paused stays paused; concurrent lowerings may re-enable it early
     (harmless: only the saving is lost)."""
     import gc

@@ -188,7 +188,7 @@ INLINE_REDUCTION_MAX = 16
 HEAVY_TERMS = 4
 # An elementwise kernel (flat or ilp layout, no user schedule) with at least this many
 # scalar temporaries gets them as one generated C function (codegen/outline.py): loopy
-# spent ~3.5 ms per instruction over its passes, so the issue-18 chain of 2000 shared
+# spent ~3.5 ms per instruction over its passes, so a chain of 2000 shared
 # values took 9 s of loopy.  48 is not measured as a crossover: below it loopy's cost is
 # small, and the suite's kernels (none that large) keep loopy's exact code.
 # POLYARRAY_OUTLINE_MIN=0 (read once, at import) outlines every kernel it can, even one

@@ -50,8 +50,8 @@ def test_the_package_ships_its_differences_and_type_marker():
 
 
 # built from pieces, so that this file does not match itself
-_LABEL = re.compile("|".join([r"[Ii]ssue #?[0-9]", r"[Ss]ession [0-9]", "helper" + r"-[0-9]",
-                              r"[Ww]ork period #?[0-9]"]))
+_LABEL = re.compile("|".join([r"[Ii]ssue[-_ ]?#?[0-9]", r"[Ss]ession[-_ ]?#?[0-9]",
+                              "helper" + r"[-_ ]?[0-9]", r"[Ww]ork[- ]period[-_ ]?#?[0-9]"]))
 _TEXT = (".py", ".md", ".ini", ".toml", ".cfg", ".txt", ".sh", ".json", ".rst")
 
 
