@@ -1,0 +1,427 @@
+"""``lower_program``: output nodes to ``Lowered`` (one device source, the
+kernels in launch order, the buffers), as named steps in pipeline order:
+
+1. ``_install_loopy_fixes``: loopy's code generation made deterministic
+   (``schedule/``: ilp order, hash order, exact division);
+2. ``_plan``: dtype checks, the new-kernel budget's early refusal, and
+   ``passes.make_plan`` (materialized nodes grouped into kernels);
+3. ``_name_buffers``: every buffer named, deterministically, in topological
+   order (data, inputs, outputs, temporaries);
+4. ``_build_groups``: per group, the policy's form built by ``forms/`` with
+   its schedule (``assemble.Assembler``); a group that is an earlier group's
+   code on other buffers launches that group's kernels, and one an earlier
+   program generated takes its code (``reuse.py``);
+5. ``_generate``: loopy's code per new kernel (``reuse.generate_all``) and
+   each kernel's launch record;
+6. ``_device_source``: the kernels' code joined as loopy joins a merged
+   program, with the target's edits (helpers not inlined, the error buffer);
+7. ``_finish``: the launch list, checked against the device's limits.
+
+Each step's seconds go to ``Lowered.stages`` (plan, kernels, codegen)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from time import perf_counter as clock
+
+import numpy as np
+
+from polyarray.ir import nodes as N
+from . import (TooManyKernels, _KERNEL_BUDGET, c_name, data_nodes, index_dtype_for, log,
+               without_loopy_caches)
+from .lowered import BufferSpec, KernelInfo, Lowered
+
+
+def _refuse_many_shapes(outputs, budget):
+    """``TooManyKernels`` before planning where the program holds more than
+    ``budget`` reductions and contractions of distinct shapes (each is a
+    kernel root, and kernels of other shapes are other code): durbin's
+    ``np.dot(r[:k], y[:k])`` for every ``k`` is refused at once instead of
+    after planning its thousands of kernels.  Small reductions that may be
+    inlined into others (``policy.INLINE_REDUCTION_MAX`` values) do not
+    count."""
+    from . import policy
+    from .passes.materialize import reduced_count
+    shapes = set()
+    for n in N.topological_order(outputs):
+        if isinstance(n, N.Reduce):
+            if reduced_count(n) > policy.INLINE_REDUCTION_MAX:
+                shapes.add(("reduce", n.op, n.array.shape, n.axes, n.dtype.str))
+        elif isinstance(n, N.Einsum):
+            shapes.add(("einsum", n.subscripts, tuple(o.shape for o in n.operands),
+                        n.dtype.str))
+        else:
+            continue
+        if len(shapes) > budget:
+            raise TooManyKernels(f"this program needs more than {budget} new kernels "
+                                 f"(more than {budget} reductions and products of distinct "
+                                 "shapes)")
+
+
+def _group_keys(plan, buffers, budget, index_dtype) -> tuple:
+    """``(keys, lifted, budget)``: each group's key and slots, found before any
+    kernel is generated, with the constant offsets that differ among groups
+    of one skeleton as kernel arguments (``reuse.lift_offsets``);
+    ``TooManyKernels`` at once where more than ``budget`` are distinct (a
+    group an earlier program generated counts here too: the refusal comes
+    before generating the first kernel, not after the budget's worth); the
+    budget is raised for a program that repeats its kernels
+    (``repeating_budget``)."""
+    from . import reuse
+    skeletons, raws = {}, 0
+    for gi, g in enumerate(plan.groups):
+        if g.size == 0:
+            continue
+        if g.kind == "raw":
+            raws += 1
+        else:
+            plan.building = gi
+            skeletons[gi] = reuse.group_skeleton(g, plan, buffers)
+    plan.building = None
+    keys, lifted = reuse.lift_offsets(skeletons, index_dtype)
+    distinct = raws + len({k for k, _ in keys.values()})
+    budget = repeating_budget(budget, distinct, len(keys) + raws)
+    if budget is not None and distinct > budget:
+        raise TooManyKernels(f"this program needs more than {budget} new kernels")
+    return keys, lifted, budget
+
+
+# A program whose launches repeat its distinct kernels LAUNCHES_PER_NEW_KERNEL
+# times or more on average is a loop of a few step forms, not one whose every
+# step is a kernel of its own: it may generate up to REPEATING_MAX_KERNELS.
+# NPBench's cavity_flow at preset L: 6333 launches of 71 distinct kernels (the
+# first steps' forms differ as the boundary updates settle) went to NumPy on the
+# host under a flat 64.
+LAUNCHES_PER_NEW_KERNEL = 8
+REPEATING_MAX_KERNELS = 256
+
+
+def repeating_budget(budget, distinct, launches):
+    """The new-kernel budget of a program of ``launches`` launches of
+    ``distinct`` kernels, under the caller's ``budget`` (None: any)."""
+    if budget is None or launches < LAUNCHES_PER_NEW_KERNEL * distinct:
+        return budget
+    return max(budget, REPEATING_MAX_KERNELS)
+
+
+@without_loopy_caches
+def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=None,
+                  max_grid=None) -> Lowered:
+    """Lower output nodes to kernels for a loopy ``target``; ``cpu`` picks
+    reduction layouts suited to CPU devices (contiguous per work-item);
+    ``schedules`` maps kernel names (or fnmatch patterns) to steps that
+    replace those kernels' default schedules; ``max_work_group`` (the
+    device's ``(work-items per group, (per axis 0, 1, 2))``) refuses larger
+    work-groups with a ScheduleError, ``max_grid`` (work-groups per grid
+    axis) larger grids."""
+    _install_loopy_fixes()
+    t0 = clock()
+    plan, device, budget = _plan(outputs, target, cpu, max_work_group)
+    stages = {"plan": clock() - t0}     # seconds, logged by the target (logs.log_duration)
+    idx_dt = index_dtype_for(plan.order)
+    names = _name_buffers(plan, outputs)
+    t0 = clock()
+    groups = _build_groups(plan, names, target, device, idx_dt, schedules, budget)
+    stages["kernels"] = clock() - t0         # policy, forms, schedules
+    t0 = clock()
+    generated, built, group_nodes = _generate(plan, groups)
+    source = _device_source(generated, plan, groups.asm, names.inputs, target)
+    kernels, specs = _finish(plan, groups, names, built, group_nodes, max_work_group,
+                             max_grid)
+    stages["codegen"] = clock() - t0        # loopy: preprocess, generate code
+    from . import raw
+    return Lowered(source, kernels, specs, names.inputs, names.data, names.out_names,
+                   idx_dt.name, tuple(plan.checks), stages=stages,
+                   scalars={**groups.scalars, **raw.scalars_of(groups.asm.kernels)})
+
+
+def _install_loopy_fixes():
+    from .schedule import install_exact_division, install_hash_order, install_ilp_order
+    install_ilp_order()         # loopy's ilp loop order, fixed (schedule/ilp_order.py)
+    install_hash_order()        # barrier comments, affine terms (schedule/hash_order.py)
+    install_exact_division()    # subscript divisions as C computes them (exact_division.py)
+
+
+def _plan(outputs, target, cpu, max_work_group):
+    """``(plan, device, budget)``: the outputs' plan for the device, under
+    the new-kernel budget in force (``kernel_budget``)."""
+    import loopy as lp
+    from .assemble import epilogue_fusable
+    from .device import Device
+    from .dtype_checks import check_device_dtypes
+    from .passes import make_plan
+    check_device_dtypes(outputs)        # float16: a clear error before loopy (cache hits
+    #                                     never get here: they were checked when lowered)
+    # the CUDA target alone can emit the FP64 tensor cores' mma (inline PTX)
+    device = Device(cpu, max_work_group, fp64_mma=isinstance(target, lp.CudaTarget))
+    budget = _KERNEL_BUDGET.get()
+    if budget is not None:
+        _refuse_many_shapes(outputs, budget)
+    plan = make_plan(outputs, device,
+                     lambda e, mat, transposed: epilogue_fusable(e, mat, transposed, device))
+    return plan, device, budget
+
+
+@dataclass
+class _Buffers:
+    """The program's buffers: node id -> name, name -> ``BufferSpec``, the
+    inputs (placeholder -> buffer), data arrays (buffer -> position among
+    the DataWrappers) and each output's buffer."""
+    buffers: dict
+    specs: dict
+    inputs: dict
+    data: dict
+    out_names: list
+
+
+def _name_buffers(plan, outputs) -> _Buffers:
+    from .cfuncs import storage_dtype
+    order = plan.order
+    b = _Buffers({}, {}, {}, {}, [])
+
+    def add(node, name, role):
+        b.buffers[id(node)] = name
+        b.specs[name] = BufferSpec(node.size, storage_dtype(node.dtype), node.shape,
+                                   node.dtype, role)
+
+    for k, n in enumerate(data_nodes(order)):
+        add(n, f"data{k}", "data")
+        b.data[f"data{k}"] = k
+    for name, n in N.placeholders(outputs, order).items():
+        add(n, c_name(name), "input")
+        b.inputs[name] = c_name(name)
+    for k, o in enumerate(outputs):
+        if id(o) not in b.buffers:
+            add(o, f"out{k}", "output")
+        b.out_names.append(b.buffers[id(o)])
+    ntemp = 0
+    for n in order:
+        if id(n) in plan.materialized and id(n) not in b.buffers:
+            add(n, f"t{ntemp}", "temp")
+            ntemp += 1
+    return b
+
+
+@dataclass
+class _Groups:
+    """What ``_build_groups`` made: the assembler (its kernels' plans and
+    buffers), the launches in order (``(group, first group of its key or
+    None, slots)``), the groups built now (``fresh``: group -> (code key,
+    plans, checks, buffers)) and those whose code an earlier program
+    generated (``kept``: group -> ``GroupCode``), each key's first group's
+    kernels as its instances launch them (``rep``), and the lifted offsets'
+    values (``scalars``)."""
+    asm: object
+    launches: list
+    fresh: dict
+    kept: dict
+    rep: dict
+    scalars: dict
+
+
+def _build_groups(plan, names, target, device, idx_dt, schedules, budget) -> _Groups:
+    from . import reuse
+    from .assemble import Assembler
+    from .logs import Progress
+    from .schedule import ScheduleError, normalize
+    schedules = {pat: normalize(steps, pat) for pat, steps in (schedules or {}).items()}
+    asm = Assembler(plan, names.buffers, target, idx_dt, device,
+                    schedules=schedules, arrays=names.inputs)
+    for name, (size, sdt, *_rest) in names.specs.items():
+        asm.add_buffer(name, size, sdt)
+    ngroups = sum(1 for g in plan.groups if g.size > 0)
+    if ngroups > 4:
+        log.info("polyarray: lowering %d kernels", ngroups)
+    bar = Progress(ngroups, "polyarray: lowering")      # drawn past a second, in a terminal
+    # groups that are the same code on other buffers (``reuse.py``) launch the
+    # first one's kernels, and a group whose code an earlier program generated
+    # takes it; not under a user's schedule, which names kernels and arrays
+    ctx = reuse.context(target, device, idx_dt) if not schedules else None
+    first_of, launches = {}, []     # key -> (group, slots, kernels); per group, in order
+    fresh, kept = {}, {}            # group -> (code key, plans, checks, buffers) / GroupCode
+    rep = {}                        # group -> its kernels, as its instances launch them
+    keys, lifted, budget = _group_keys(plan, names.buffers, budget, idx_dt) \
+        if ctx is not None else ({}, {}, budget)
+    scalars = {name: v for lift in lifted.values() for name, v in lift.values.items()}
+    for gi, g in enumerate(plan.groups):
+        if g.size == 0:
+            continue
+        bar.step(f"k{gi}")
+        plan.building = gi      # values stored by earlier groups are read there
+        key = None
+        if ctx is not None and g.kind != "raw":
+            key, slots = keys[gi]
+            if key in first_of:
+                launches.append((gi, first_of[key], slots))
+                continue
+            ckey = reuse.code_key(key, slots, gi, len(plan.checks), ctx)
+            code = reuse.lookup(ckey)
+            if code is not None:            # generated by an earlier program
+                plan.checks.extend(code.checks)
+                for name, size, sdt in code.buffers:
+                    asm.add_buffer(name, size, sdt)
+                kept[gi] = code
+                first_of[key] = (gi, slots, code.kernels)
+                launches.append((gi, None, None))
+                continue
+        if budget is not None and len(fresh) >= budget:
+            raise TooManyKernels(f"this program needs more than {budget} new kernels")
+        start, checks_at, had = len(asm.kernels), len(plan.checks), set(asm.buffer_specs)
+        launches.append((gi, None, None))
+        plan.lifted = lifted.get(gi)        # offsets read from kernel arguments
+        _build_group(asm, gi, g)
+        plan.lifted = None
+        plans = asm.kernels[start:]
+        if key is not None:
+            rep[gi] = plans
+            first_of[key] = (gi, slots, plans)
+            fresh[gi] = (ckey, plans, tuple(plan.checks[checks_at:]),
+                         tuple((n, *asm.buffer_specs[n])
+                               for n in sorted(set(asm.buffer_specs) - had)))
+        else:
+            fresh[gi] = (None, plans, (), ())
+    bar.close()         # (an error leaves it to tqdm's own cleanup)
+    plan.building = None
+    unmatched = sorted(set(schedules) - asm.matched)
+    if unmatched:
+        raise ScheduleError(f"the schedule for {unmatched[0]!r} matches no kernel; this "
+                            f"program's kernels are: {', '.join(k.name for k in asm.kernels)}")
+    for name, (size, sdt) in asm.buffer_specs.items():
+        if name not in names.specs:
+            names.specs[name] = BufferSpec(size, sdt, (size,), sdt, "temp")
+    return _Groups(asm, launches, fresh, kept, rep, scalars)
+
+
+def _build_group(asm, gi, g):
+    """Group ``gi``'s kernels, by its kind (the policy picks the form)."""
+    from . import raw
+    if g.kind == "elementwise":
+        asm.elementwise(f"k{gi}_elementwise", g)
+    elif g.kind == "rows":
+        asm.rows(f"k{gi}_rows", g)
+    elif g.kind == "raw":
+        raw.build(asm, f"k{gi}_{g.units[0].node.kernel.name}", g)
+    elif g.kind == "recurrence":
+        asm.recurrence(f"k{gi}_recurrence", g)
+    else:
+        node = g.units[0].node
+        label = node.op if isinstance(node, N.Reduce) else "einsum"
+        asm.reduction(f"k{gi}_{label}", node, g.units[1:])
+
+
+def _generate(plan, groups):
+    """``(generated, built, group_nodes)``: the new kernels' code in launch
+    order, each kernel's ``KernelInfo`` by name, and each group's nodes (as
+    positions in the topological order)."""
+    from . import raw, reuse
+    position = {id(n): k for k, n in enumerate(plan.order)}
+    group_nodes = {f"k{gi}": tuple(position[id(u.node)] for u in g.units)
+                   for gi, g in enumerate(plan.groups)}
+    fresh, kept = groups.fresh, groups.kept
+    count = sum(1 for _, plans, _, _ in fresh.values() for kp in plans if kp.tu is not None)
+    if count > 4:
+        log.info("polyarray: generating code for %d kernels: %s", count,
+                 ", ".join(kp.name for _, plans, _, _ in fresh.values() for kp in plans
+                           if kp.tu is not None))
+    todo = [kp for gi, first, _ in groups.launches if first is None and gi not in kept
+            for kp in fresh[gi][1] if kp.tu is not None]
+    code_of = {k.name: k for k in reuse.generate_all(todo)}
+    generated, built = [], {}       # the generated kernels in order; name -> KernelInfo
+    for gi, first, _ in groups.launches:
+        if first is not None:
+            continue
+        if gi in kept:
+            group = list(kept[gi].kernels)
+        else:
+            ckey, plans, checks, extra = fresh[gi]
+            group = [code_of[kp.name] for kp in plans if kp.tu is not None]
+            for kp in plans:
+                if kp.tu is None:
+                    built[kp.name] = raw.kernel_info(kp, KernelInfo)
+            if ckey is not None:
+                reuse.remember(ckey, reuse.GroupCode(tuple(group), checks, extra))
+            if gi in groups.rep:            # its instances take the generated records
+                made = {k.name: k for k in group}
+                groups.rep[gi][:] = [made.get(kp.name, kp) for kp in groups.rep[gi]]
+        generated.extend(group)
+        for k in group:
+            built[k.name] = KernelInfo(k.name, k.args, reuse.launch_grid(k.gsize, groups.scalars),
+                                       k.lsize, k.form, schedule=k.steps, rule=k.rule,
+                                       facts=k.facts,
+                                       nodes=group_nodes.get(k.name.split("_")[0], ()),
+                                       loopy=k.loopy, grid=reuse.symbolic_grid(k.gsize))
+    return generated, built, group_nodes
+
+
+def _device_source(generated, plan, asm, inputs, target) -> str:
+    """The program's one device source: the generated kernels joined, with
+    the target's edits, then the raw kernels' own code."""
+    import loopy as lp
+    from . import raw, reuse
+    source = ""
+    if generated:
+        source = _names_comment(inputs) + reuse.device_code(generated)
+        if isinstance(target, lp.CudaTarget):
+            from .noinline import noinline_large_helpers
+            source = noinline_large_helpers(source)
+        else:
+            from .noinline import noinline_opencl_helpers
+            source = noinline_opencl_helpers(source)
+        if plan.checks:
+            from .checks import writable_error_buffer
+            source = writable_error_buffer(source)
+    raw_text = raw.source_after(asm.kernels, raw.language_of(target))  # raw kernels' own code
+    if raw_text:
+        source = (source or _names_comment(inputs)) + raw_text
+    return source
+
+
+def _finish(plan, groups, names, built, group_nodes, max_work_group, max_grid):
+    """``(kernels, specs)``: every launch's ``KernelInfo``, checked against the
+    device's limits before any device compiler runs, and the buffers the
+    launches use (with the run-time checks' error buffer)."""
+    from .schedule import check_grid, check_work_groups
+    kernels = _launch_list(groups.launches, built, group_nodes, names.inputs, groups.scalars)
+    check_work_groups(kernels, max_work_group)      # before any device compiler runs
+    check_grid(kernels, max_grid)
+    specs = names.specs
+    if plan.checks:
+        from .checks import ERROR_BUFFER
+        n = len(plan.checks)
+        specs[ERROR_BUFFER] = BufferSpec(n, np.dtype(np.int64), (n,), np.dtype(np.int64),
+                                         "errors")
+    used = {a for k in kernels for a in k.args}     # fused row reductions need no buffer
+    return kernels, {n: b for n, b in specs.items() if b.role != "temp" or n in used}
+
+
+def _launch_list(launches, built, group_nodes, inputs, scalars):
+    """The ``KernelInfo`` of every launch, in order: a group's own kernels,
+    or those of the first group of its key on this group's buffers."""
+    from .reuse import instance
+    users = {c: u for u, c in inputs.items()}
+    by_group = {}
+    for name, info in built.items():
+        by_group.setdefault(name.split("_")[0], []).append(info)
+    kernels = []
+    for gi, first, slots in launches:
+        if first is None:
+            kernels.extend(by_group.get(f"k{gi}", ()))
+            continue
+        fgi, fslots, kps = first
+        args = dict(zip(fslots, slots))
+        for kp in kps:
+            args.update({a: args[b] + a[len(b):] for a, b in (kp.aliases or {}).items()
+                         if b in args})
+        names = {users.get(a, a): users.get(b, b) for a, b in args.items()}
+        for kp in kps:
+            name = f"k{gi}" + kp.name[len(f"k{fgi}"):]
+            kernels.append(instance(built[kp.name], name, args, names,
+                                    group_nodes.get(f"k{gi}", ()), scalars))
+    return kernels
+
+
+def _names_comment(inputs):
+    """A comment naming each placeholder's device-code name."""
+    if not inputs:
+        return ""
+    lines = "".join(f" *   {c:<20} placeholder {n!r}\n" for n, c in sorted(inputs.items()))
+    return f"/* polyarray buffers:\n{lines} */\n"
