@@ -112,6 +112,22 @@ def available_targets():
     return targets.available_targets()
 
 
+def opencl_queue(device=None):
+    """The PyOpenCL command queue polyarray's OpenCL target runs on (for
+    ``device``, a platform/device substring as ``pa.compile(...,
+    device=...)`` takes; default: ``POLYARRAY_OPENCL_DEVICE``, else the first
+    GPU).  pyopencl arrays made on it (``pyopencl.array.to_device(
+    pa.opencl_queue(), x)``) bind to OpenCL programs in place, without a
+    copy; a program refuses one of another context (TypeError)."""
+    from polyarray import targets
+    return targets.get_target("opencl")._device(device)[3]
+
+
+def opencl_context(device=None):
+    """The PyOpenCL context of ``pa.opencl_queue(device)``."""
+    return opencl_queue(device).context
+
+
 # last: ``bool`` is the array API's name for NumPy's bool dtype, and would
 # shadow the builtin in anything above that this module ran
 bool = bool_    # noqa: A001
@@ -126,7 +142,7 @@ ndarray = _numpy_names.ndarray     # NumPy's name: isinstance and np.ndarray(sha
 __all__ = [
     "abs", "absolute", "acos", "acosh", "add", "all", "allclose", "amax", "amin", "any",
     "arange", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh",
-    "argmax", "argmin", "argsort", "argwhere", "around", "array", "Array",
+    "argmax", "argmin", "argsort", "argwhere", "around", "Array", "array",
     "array_namespace", "asarray", "asin", "asinh", "astype", "atan", "atan2", "atanh",
     "atleast_1d", "atleast_2d", "atleast_3d", "available_targets", "average", "bitwise_and",
     "bitwise_invert", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift",
@@ -148,17 +164,18 @@ __all__ = [
     "memory_stats", "meshgrid", "min", "minimum", "moveaxis", "multiply", "nan",
     "nan_to_num", "nanmax", "nanmean", "nanmin", "nanprod", "nansum", "ndarray", "negative",
     "newaxis", "NonConcreteBooleanIndexError", "nonzero", "not_equal", "ones", "ones_like",
-    "outer", "pad", "permute_dims", "pi", "placeholder", "positive", "pow", "power",
-    "print_environment_info", "prod", "Program", "ptp", "rad2deg", "radians", "ravel",
-    "raw_kernel", "RawKernel", "real", "reciprocal", "reduction_kernel", "remainder",
-    "repeat", "reshape", "result_type", "right_shift", "rint", "roll", "round",
-    "ScheduleError", "schedules", "searchsorted", "set_default_target", "shared",
-    "SharedVariable", "show", "sign", "signbit", "sin", "sinh", "sort", "sqrt", "square",
-    "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take", "take_along_axis",
-    "tan", "tanh", "target", "tensordot", "testing", "tile", "trace", "transpose", "tri",
-    "tril", "triu", "true_divide", "trunc", "ufunc", "uint16", "uint32", "uint64", "uint8",
-    "unique", "unique_all", "unique_counts", "unique_inverse", "unique_values", "unstack",
-    "var", "vdot", "vecdot", "vstack", "where", "while_loop", "zeros", "zeros_like",
+    "opencl_context", "opencl_queue", "outer", "pad", "permute_dims", "pi", "placeholder",
+    "positive", "pow", "power", "print_environment_info", "prod", "Program", "ptp",
+    "rad2deg", "radians", "ravel", "raw_kernel", "RawKernel", "real", "reciprocal",
+    "reduction_kernel", "remainder", "repeat", "reshape", "result_type", "right_shift",
+    "rint", "roll", "round", "ScheduleError", "schedules", "searchsorted",
+    "set_default_target", "shared", "SharedVariable", "show", "sign", "signbit", "sin",
+    "sinh", "sort", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum",
+    "swapaxes", "take", "take_along_axis", "tan", "tanh", "target", "tensordot", "testing",
+    "tile", "trace", "transpose", "tri", "tril", "triu", "true_divide", "trunc", "ufunc",
+    "uint16", "uint32", "uint64", "uint8", "unique", "unique_all", "unique_counts",
+    "unique_inverse", "unique_values", "unstack", "var", "vdot", "vecdot", "vstack",
+    "where", "while_loop", "zeros", "zeros_like",
 ]
 
 

@@ -404,3 +404,30 @@ def test_a_cuda_program_runs_in_threads_other_than_its_first():
         assert_same(a, xv * 2 + 1)
         assert_same(b, xv * 9)
         assert_same(c, xv - 1)
+
+
+def test_pyopencl_arrays_on_polyarrays_queue_bind_in_place():
+    """Arrays made on ``pa.opencl_queue()`` are read by OpenCL programs where
+    they are (a later change on the device is seen), one of another context
+    is refused naming the cause, and ``pa.asarray`` copies one to the host,
+    as its docstring says."""
+    from polyarray import targets
+    ok, reason = targets.availability("opencl")
+    if not ok:
+        pytest.skip(f"opencl: {reason}")
+    import pyopencl as cl
+    import pyopencl.array as cla
+    q = pa.opencl_queue()
+    assert pa.opencl_context() == q.context
+    d = cla.to_device(q, np.arange(6.0))
+    x = pa.placeholder("x", (6,), np.float64)
+    prog = pa.compile(x * 2, target="opencl")
+    assert_same(np.asarray(prog(x=d)), np.arange(6.0) * 2)
+    d.fill(1.5)                      # on the device: the next call reads it
+    assert_same(np.asarray(prog(x=d)), np.full(6, 3.0))
+    other = cla.to_device(cl.CommandQueue(cl.Context([q.device])), np.arange(6.0))
+    with pytest.raises(TypeError, match="another OpenCL context"):
+        prog(x=other)
+    host = pa.asarray(d)
+    d.fill(7.0)                      # a copy: the array made from it keeps 1.5
+    assert_same(np.asarray(host), np.full(6, 1.5))

@@ -75,12 +75,15 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None) -> Array:
     Host data is copied as by ``pa.array``; a polyarray array is returned
     unchanged.  Another library's CUDA array (CuPy, torch, JAX, ...) is read
     in place, without a copy: a device-resident leaf that sees later
-    in-place changes to it.  pyopencl arrays are not accepted here (bind them
-    to a placeholder of an OpenCL program, or pass ``.get()``)."""
+    in-place changes to it.  A pyopencl array is copied to the host (its
+    ``.get()``): to read one in place, bind it to a placeholder of an OpenCL
+    program (made on ``pa.opencl_queue()``, it is used without a copy)."""
     from polyarray.targets.foreign import is_foreign_cuda
     if not isinstance(a, Array) and is_foreign_cuda(a):
         leaf = Array(C.device_leaf(a))
         return leaf if dtype is None else leaf.astype(dtype)
+    if type(a).__module__.startswith("pyopencl") and hasattr(a, "get"):
+        a = a.get()             # (the docstring says so)
     if isinstance(a, Array) and dtype is None:
         # the same handle, as NumPy's asarray; a scalar becomes a 0-d array
         return a if not is_scalar(a) else _made(Array(a.node))
