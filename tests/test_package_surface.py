@@ -10,6 +10,8 @@ import subprocess
 import sys
 import types
 
+import pytest
+
 import polyarray as pa
 from helpers import subprocess_env
 
@@ -67,6 +69,8 @@ def _project_files():
 
 
 def test_the_project_names_no_issues_or_work_periods():
+    if not os.path.isfile(os.path.join(ROOT, "setup.py")):
+        pytest.skip("the tests are not in polyarray's source tree")
     found = []
     for path in _project_files():
         if not os.path.isfile(path):
