@@ -19,6 +19,11 @@ import numpy as np
 from .testing import median_time
 
 
+# a kernel measured this far above a limit says the limit is wrong (estimated
+# bytes and flops are not exact, so a little above is not)
+ABOVE_ROOF = 1.5
+
+
 @dataclass(frozen=True)
 class Hardware:
     """The measured limits of one device (``measure``), or given by hand."""
@@ -31,6 +36,24 @@ class Hardware:
         """FLOP/s of ``dtype`` (float32 where the dtype is not floating), or None."""
         dtype = np.dtype(dtype)
         return self.peak_flops.get(dtype.name if dtype.kind == "f" else "float32")
+
+    def implausible(self, rows=()) -> list:
+        """Why these limits cannot be the device's (empty where nothing says
+        so): float32's FMA peak below float64's, or a profiled kernel (one of
+        ``rows``, ``Profile.rows``) running above them by more than
+        ``ABOVE_ROOF`` (a timing the device cut short, a clock that ramped
+        up, another job on the device)."""
+        why = []
+        f32, f64 = self.peak_flops.get("float32"), self.peak_flops.get("float64")
+        if f32 and f64 and f32 < f64:
+            why.append(f"the float32 FMA peak ({f32 / 1e9:.1f} GFLOP/s) is below float64's "
+                       f"({f64 / 1e9:.1f} GFLOP/s)")
+        above = [r for r in rows if r.fraction is not None and r.fraction > ABOVE_ROOF]
+        if above:
+            why.append("above the " + ("FMA peak" if above[0].bound == "compute" else
+                                       "copy bandwidth") +
+                       ": " + ", ".join(f"{r.name} at {r.fraction:.1f}x" for r in above[:4]))
+        return why
 
     def __str__(self):
         peaks = ", ".join(f"{k} {v / 1e9:.1f} GFLOP/s" for k, v in self.peak_flops.items())
@@ -182,5 +205,5 @@ def measure(target=None, queue=None) -> Hardware:
     return _MEASURED[key]
 
 
-__all__ = ["Hardware", "cuda_copy_bandwidth", "cuda_peak_flops", "host_copy_bandwidth",
+__all__ = ["ABOVE_ROOF", "Hardware", "cuda_copy_bandwidth", "cuda_peak_flops", "host_copy_bandwidth",
            "measure", "opencl_copy_bandwidth", "opencl_peak_flops"]

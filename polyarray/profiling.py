@@ -221,6 +221,12 @@ def profile_program(prog, bindings, repeat=5, hardware=None) -> Profile:
         device = device.split(" / ")[-1]        # the device's name, not the platform's
     else:
         device = hw.device if hw is not None else prog.target_name
+    if hw is not None and (why := hw.implausible(rows)):
+        import warnings
+        warnings.warn(f"prog.profile(): the hardware limits look wrong ({'; '.join(why)}); "
+                      "the fractions of them are not to be trusted: pass hardware=Hardware(...) "
+                      "with the device's data sheet, or profile again on an idle device",
+                      RuntimeWarning, stacklevel=3)
     return Profile(prog.target_name, device, unit, tuple(rows), _median(walls), walls,
                    repeat, hw)
 

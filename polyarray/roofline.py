@@ -32,6 +32,11 @@ def plot(profile, file=None, ax=None):
     positive_x = [x for x in xs if x > 0] or [1.0]
     positive_y = [y for y in ys if y > 0] or [1.0]
     hw = profile.hardware
+    if hw is not None and (why := hw.implausible(profile.rows)):
+        import warnings
+        warnings.warn(f"profile.plot(): the hardware limits look wrong ({'; '.join(why)}); "
+                      "the kernels are drawn without a roof", RuntimeWarning, stacklevel=3)
+        hw = None
     peaks = dict(hw.peak_flops) if hw is not None else {}
     x_lo = min(positive_x + [1e-2]) / 4
     x_hi = max(positive_x + [1.0]) * 4

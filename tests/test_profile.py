@@ -16,7 +16,7 @@ from polyarray.hardware import Hardware, measure
 
 M, K, NN, SIZE = 24, 40, 16, 1000
 # given by hand so that the tests measure nothing (measure() is tested alone)
-HW = Hardware("test device", 1e9, {"float32": 1e9, "float64": 5e8}, how="given")
+HW = Hardware("test device", 1e13, {"float32": 1e13, "float64": 5e12}, how="given")
 
 
 def _dag():
@@ -69,7 +69,7 @@ def test_rows_cover_every_kernel_with_bytes_flops_and_nodes(target):
     assert ew.nodes == (_position(prog, mul), _position(prog, e))
     assert ew.bytes == 3 * SIZE * 4
     assert ew.flops == 2 * SIZE and ew.form == "elementwise"
-    assert ew.bound == "memory" and ew.fraction == pytest.approx(ew.bytes / ew.seconds / 1e9)
+    assert ew.bound == "memory" and ew.fraction == pytest.approx(ew.bytes / ew.seconds / 1e13)
     # the matrix product: 2 M N K flops, counted once over its kernels (packing: none)
     product = [r for r in p.rows if _position(prog, m) in r.nodes]
     assert sum(r.flops for r in product) == 2 * M * K * NN
@@ -91,7 +91,7 @@ def test_table_and_data(target):
         assert r.name in text and r.labels and all(label in text for label in r.labels)
     d = json.loads(p.to_json())
     assert [r["name"] for r in d["rows"]] == [r.name for r in p.rows]
-    assert d["hardware"]["copy_bandwidth"] == 1e9 and d["unit"] == p.unit
+    assert d["hardware"]["copy_bandwidth"] == 1e13 and d["unit"] == p.unit
     with pytest.raises(KeyError, match="no .* named 'nope'"):
         p.row("nope")
     with pytest.raises(Exception):          # frozen
@@ -215,7 +215,7 @@ def test_hardware_is_measured_once():
     hw = measure("numpy")
     assert hw.copy_bandwidth > 0 and hw.peak("float32") is None and measure("numpy") is hw
     assert "GB/s" in str(hw)
-    assert HW.peak(np.float64) == 5e8 and HW.peak(np.int32) == 1e9
+    assert HW.peak(np.float64) == 5e12 and HW.peak(np.int32) == 1e13
 
 
 def test_compile_progress_bar_only_in_a_terminal(monkeypatch):
@@ -244,3 +244,30 @@ def test_the_modules_shadow_no_function():
     assert callable(pa.dot) and callable(pa.show)
     from polyarray.api import elementwise, creation
     assert not any(hasattr(elementwise, n) or hasattr(creation, n) for n in names)
+
+
+def test_implausible_limits_are_said_not_drawn(tmp_path):
+    """Limits a measurement got wrong (float32's FMA peak below float64's, a
+    kernel far above the copy bandwidth): the profile warns that its
+    fractions are not to be trusted, and the plot draws no roof."""
+    inverted = Hardware("inverted", 1e13, {"float32": 1e12, "float64": 5e12}, how="given")
+    assert "below float64's" in inverted.implausible()[0]
+    assert HW.implausible() == []
+    prog = pa.compile(_dag(), target="numpy")
+    with pytest.warns(RuntimeWarning, match="float32 FMA peak .* below float64's"):
+        prog.profile(**_bindings(prog), repeat=2, hardware=inverted)
+    slow = Hardware("slow", 1e3, {"float32": 1e13, "float64": 5e12}, how="given")
+    with pytest.warns(RuntimeWarning, match="above the copy bandwidth: %"):
+        p = prog.profile(**_bindings(prog), repeat=2, hardware=slow)
+    assert all(r.fraction > 1.5 for r in p.rows if r.bound == "memory" and r.bytes)
+
+
+def test_implausible_limits_draw_no_roof(tmp_path):
+    pytest.importorskip("matplotlib", reason="profile.plot() needs matplotlib (the plot extra)")
+    prog = pa.compile(_dag(), target="numpy")
+    slow = Hardware("slow", 1e3, {"float32": 1e13, "float64": 5e12}, how="given")
+    with pytest.warns(RuntimeWarning, match="above the copy bandwidth"):
+        p = prog.profile(**_bindings(prog), repeat=2, hardware=slow)
+    with pytest.warns(RuntimeWarning, match="drawn without a roof"):
+        fig = p.plot(tmp_path / "roof.png")
+    assert not any("bandwidth" in (t.get_label() or "") for t in fig.axes[0].lines)
