@@ -76,7 +76,7 @@ CLASSES = ("correct", "wrong", "error-clear", "error-unclear", "timeout", "crash
 # small inputs are a fixed point of the stencil
 WRITES_UNLISTED = frozenset({"doitgen", "scattering_self_energies", "trisolv", "heat_3d"})
 # kernels that are correct on the numpy and opencl targets in both modes and
-# quick at preset S: the CI subset (tests/test_npbench.py); extend as features land
+# quick at preset S: the CI subset (tests/system/test_npbench.py); extend as features land
 CI_KERNELS = ("arc_distance", "bicg", "compute", "gesummv", "softmax")
 PEERS = ("cupy", "jax")
 

@@ -156,7 +156,7 @@ def narrow(r, dt, T, cuda):
     implementation-defined way, and nvcc + ptxas on the H100 got int16 wrong
     both that way (``-(-32768)`` gave 32768) and with masks and a select
     (they became 16-bit ``neg``/``setp`` that gave 0); a sign extension by
-    32-bit shifts was right there (tests/test_no_silent_wrong.py checks
+    32-bit shifts was right there (tests/targets/test_no_silent_wrong.py checks
     every narrow type on every device).  32/64-bit values take only
     in-range conversions."""
     if dt.kind != "i":

@@ -18,7 +18,7 @@ device driver (CUDA's, PoCL's) may run beside it; Python 3.12 warns of them
 at a fork, and the warning is silenced: the child never calls the driver.  A child that fails
 sends nothing, and its kernels are generated here, where the error, if any,
 is raised as before.  The text is the same as one process makes
-(``tests/test_compile_scaling.py`` compares them).
+(``tests/codegen/test_compile_scaling.py`` compares them).
 """
 from __future__ import annotations
 

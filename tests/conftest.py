@@ -10,13 +10,19 @@ import sys
 import pytest
 from hypothesis import HealthCheck, settings
 
-sys.path.insert(0, os.path.dirname(__file__))
+# the tests import shared modules by name: the fuzz package (here), helpers and
+# parity_cases (support/), and the cases other test modules define (test_quiet's
+# nvcc, test_row_fusion's fused cases), whichever folder holds them
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_HERE] + [os.path.join(_HERE, *area.split("/")) for area in (
+    "support", "frontend", "codegen", "targets", "targets/cuda", "targets/opencl",
+    "system")]
 # every buffer a device target allocates starts as 0xFF bytes (targets/poison.py): a
 # kernel that leaves part of a buffer unwritten fails every time, not only when the
 # memory pool hands back a used block
 os.environ.setdefault("POLYARRAY_POISON", "1")
 # a DAG tuned by one test must not change what a later test compiles (the tuning cache
-# is shared); tests/test_tuning.py turns the stored schedules on where it tests them
+# is shared); tests/codegen/test_tuning.py turns the stored schedules on where it tests them
 os.environ.setdefault("POLYARRAY_USE_TUNED", "0")
 
 from polyarray import targets  # noqa: E402

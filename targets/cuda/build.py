@@ -26,7 +26,7 @@ log = logging.getLogger("polyarray.cuda")
 # = 0;``) that the body may not read (177: declared but never referenced),
 # and the value half of an argmax pair goes to a register nobody reads (550:
 # set but never used).  Both are loopy's codegen and cost nothing; nvcc
-# prints nothing else for our kernels (tests/test_cuda_codegen.py checks it).
+# prints nothing else for our kernels (tests/targets/cuda/test_cuda_codegen.py checks it).
 NVCC_OPTIONS = ("-diag-suppress=177,550",)
 # kernels from which a program is built by concurrent nvcc processes
 PARALLEL_BUILD_MIN_KERNELS = 2

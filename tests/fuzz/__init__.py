@@ -4,7 +4,7 @@
 program from one integer seed; ``make_case(seed)`` returns the same program
 as a ``Case`` that also carries NumPy's own answer (``case.expected``) and a
 standalone Python script that rebuilds it (``case.script()``).  The command
-line (long runs, minimizing, one seed's script) is ``tests/dag_generator.py``.
+line (long runs, minimizing, one seed's script) is ``tests/support/dag_generator.py``.
 
 How a DAG is built.  Every operation is one line of Python source, such as
 ``v7 = ((v3 ^ v5) != 0).sum(axis=1)``, evaluated twice: with ``xp = polyarray``
@@ -55,7 +55,7 @@ errors): ``programs`` (``make_program``, ``Program``), ``program_inputs``
 (arguments and their layouts), ``program_exprs`` (exact expressions, keys),
 ``program_statements``/``program_arrays``/``program_flow`` (the statement
 generators: writes; views and creations; control flow, graph breaks and
-errors), ``program_check`` (the differential check, minimizing); ``tests/test_random_programs.py`` and
+errors), ``program_check`` (the differential check, minimizing); ``tests/fuzz/test_random_programs.py`` and
 ``dag_generator.py --programs`` run it.
 """
 import os

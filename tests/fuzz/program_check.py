@@ -1,5 +1,5 @@
 """The differential check of a generated program, its minimization, and the
-command line for long runs (``tests/dag_generator.py --programs``).
+command line for long runs (``tests/support/dag_generator.py --programs``).
 
 ``check_program(prog, target)`` runs the function with NumPy on fresh
 inputs and through ``pa.jit(fn, target=...)`` on others, twice (the call

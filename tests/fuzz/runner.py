@@ -1,5 +1,5 @@
 """Running cases against a target: checking, minimizing, worker processes and
-the command line (``tests/dag_generator.py`` is a shim that calls ``main``);
+the command line (``tests/support/dag_generator.py`` is a shim that calls ``main``);
 ``--programs`` runs random functions through ``pa.jit`` instead of random DAGs
 (``fuzz.program_check``).
 
@@ -19,7 +19,7 @@ from fuzz.generate import make_case
 
 # the command line that runs a batch of seeds in a child process
 CLI_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                          "dag_generator.py")
+                          "support", "dag_generator.py")
 
 
 def layouts(target):

@@ -1,6 +1,6 @@
 """Which thread pushes and pops the CUDA context (targets/cuda/driver.py),
 with a stand-in for pycuda's per-thread context stacks, so that it runs
-without a GPU (tests/test_interop.py runs the real thing on one).
+without a GPU (tests/targets/test_interop.py runs the real thing on one).
 
 pycuda aborts the process when a thread ends with a context on its stack,
 and ``pycuda.autoprimaryctx`` pushes the primary context on whichever

@@ -16,10 +16,10 @@ type where NumPy raises must agree, on the call that traces and on a call
 from the cache.
 
 A failing example prints ``seed=...`` and a standalone script; rerun one seed
-with ``python tests/dag_generator.py --programs --target opencl --seed N --show``.
+with ``python tests/support/dag_generator.py --programs --target opencl --seed N --show``.
 CI runs ``POLYARRAY_PROGRAM_EXAMPLES`` (default 40) seeds per device target and
 four times as many on numpy; long runs:
-``python tests/dag_generator.py --programs --target opencl --n 300``.
+``python tests/support/dag_generator.py --programs --target opencl --n 300``.
 """
 import os
 import re
@@ -53,7 +53,7 @@ def test_random_program_matches_numpy(target_name):
               phases=(Phase.explicit, Phase.generate))
     @given(seed=st.integers(0, 2**32 - 1))
     def check(seed):
-        note(f"seed={seed}  (rerun: python tests/dag_generator.py --programs --target "
+        note(f"seed={seed}  (rerun: python tests/support/dag_generator.py --programs --target "
              f"{target_name} --seed {seed} --show)")
         prog = make_program(seed)
         note(prog.describe())

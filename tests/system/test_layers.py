@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("importlinter", reason="import-linter is in the test extra")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _LINT = ("import sys; from importlinter.cli import lint_imports; "
          "sys.exit(lint_imports(config_filename=sys.argv[1], no_cache=True, no_logo=True))")
 

@@ -17,7 +17,7 @@ from helpers import assert_same
 def _names(request):
     """Shared variable names unique to the test (live variables must differ),
     the same in every process (crc32, not hash(): sources compared across
-    PYTHONHASHSEEDs by tests/source_hashes.py stay comparable)."""
+    PYTHONHASHSEEDs by tests/support/source_hashes.py stay comparable)."""
     base = request.node.name.replace("[", "_").replace("]", "").replace("-", "_")
     return lambda name: f"{name}_{zlib.crc32(base.encode()) % 10**8}"
 

@@ -233,7 +233,7 @@ def test_the_example_runs_on_a_local_cluster():
     """examples/dask_chunked.py as the README shows it (2 PoCL workers where
     OpenCL is there; smaller, and chunks without a ragged end: fewer compiles)."""
     pytest.importorskip("distributed", reason="distributed is in the dask extra")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     out = subprocess.run([sys.executable, "examples/dask_chunked.py", "--n", "64000",
                           "--chunk", "16000"], cwd=root, capture_output=True, text=True,
                          env=subprocess_env(), timeout=600)

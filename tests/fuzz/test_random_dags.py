@@ -12,9 +12,9 @@ exactly for integers and bools.  The opencl target runs in both kernel
 layouts (``device_kind="cpu"`` and ``"gpu"``).
 
 A failing example prints ``seed=...`` and the script that rebuilds it; rerun
-one seed with ``python tests/dag_generator.py --target opencl --seed N --show``.
+one seed with ``python tests/support/dag_generator.py --target opencl --seed N --show``.
 CI runs ``POLYARRAY_DAG_EXAMPLES`` (default 40) seeds per target (both layouts);
-long runs: ``python tests/dag_generator.py --target opencl --n 2000``.
+long runs: ``python tests/support/dag_generator.py --target opencl --n 2000``.
 """
 import os
 import re
@@ -49,7 +49,7 @@ def test_random_dag_matches_numpy(target_name, seed, pick):
     names = list(layouts(target_name))
     layout = names[pick % len(names)]
     options = layouts(target_name)[layout]
-    note(f"seed={seed}  (rebuild: python tests/dag_generator.py --target {target_name} "
+    note(f"seed={seed}  (rebuild: python tests/support/dag_generator.py --target {target_name} "
          f"--seed {seed} --layout {layout} --show)")
     case = make_case(seed)
     note(case.description)

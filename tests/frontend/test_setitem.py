@@ -254,7 +254,7 @@ def test_lazy_mask_needs_one_value_per_selected_element():
 
 
 # the example's own functions: the test checks the code users read
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                 "examples"))
 from hermite_setitem import hermite as hermite_setitem, hermite_stack  # noqa: E402
 

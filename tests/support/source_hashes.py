@@ -2,9 +2,10 @@
 dialects, to prove a refactoring leaves code generation byte-identical
 .  A pytest plugin and a script:
 
-    python -m pytest -q -p source_hashes tests/      # writes $POLYARRAY_SOURCE_HASHES
-    python tests/source_hashes.py bench OUT           # the benchmark suite's DAGs
-    python tests/source_hashes.py compare OLD NEW     # same set of sources?
+    PYTHONPATH=tests/support python -m pytest -q -p source_hashes tests/
+                                                # writes $POLYARRAY_SOURCE_HASHES
+    python tests/support/source_hashes.py bench OUT         # the benchmark suite's DAGs
+    python tests/support/source_hashes.py compare OLD NEW   # same set of sources?
 
 Every call of ``lower_program`` (whatever its target) is followed by the
 same DAG lowered for the other dialect, so each DAG contributes its OpenCL

@@ -6,7 +6,7 @@ values cover every node the printer knows: wrapping int8/uint64 arithmetic,
 int64/uint64 comparisons, bool logic, ``where``, floor division and
 remainder of negative integers, checked integer powers, casts between
 dtype classes, inf/nan constants, gathers with index checks (an index
-computed in the region too: tests/test_outline_gather.py), several outputs of
+computed in the region too: tests/codegen/test_outline_gather.py), several outputs of
 different dtypes, a custom kernel's function; each compared with NumPy on
 every target (integers exactly) and, on a device, bit for bit with the same
 program not outlined.  Then the issue's chain at 300 ops (outlined at the

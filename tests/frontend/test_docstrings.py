@@ -18,7 +18,7 @@ import pytest
 
 import polyarray as pa
 
-DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "polyarray",
+DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "polyarray",
                    "numpy_differences.md")
 GENERIC = re.compile(r"^Elementwise ``np\.\w+``")
 

@@ -15,7 +15,7 @@ import pytest
 import polyarray as pa
 from helpers import subprocess_env
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_dir_and_star_import_list_the_public_names():

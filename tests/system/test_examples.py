@@ -8,7 +8,7 @@ import pytest
 from polyarray import targets
 from helpers import subprocess_env
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ok, reason = targets.availability("opencl")
 
 

@@ -57,6 +57,9 @@ def subprocess_env(**extra):
     """Environment for a child Python that imports this checkout first,
     keeping any PYTHONPATH the parent has (e.g. the GPU machine's site dir)."""
     import os
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    path = [root] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+    support = os.path.dirname(os.path.abspath(__file__))
+    tests = os.path.dirname(support)
+    # the checkout, then the tests' shared modules (helpers, the fuzz package)
+    path = [os.path.dirname(tests), tests, support] + (
+        [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
     return dict(os.environ, PYTHONPATH=os.pathsep.join(path), **extra)
