@@ -205,5 +205,5 @@ def measure(target=None, queue=None) -> Hardware:
     return _MEASURED[key]
 
 
-__all__ = ["ABOVE_ROOF", "Hardware", "cuda_copy_bandwidth", "cuda_peak_flops", "host_copy_bandwidth",
-           "measure", "opencl_copy_bandwidth", "opencl_peak_flops"]
+__all__ = ["ABOVE_ROOF", "Hardware", "cuda_copy_bandwidth", "cuda_peak_flops",
+           "host_copy_bandwidth", "measure", "opencl_copy_bandwidth", "opencl_peak_flops"]
