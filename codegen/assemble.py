@@ -16,7 +16,7 @@ import loopy as lp
 
 from polyarray.ir import nodes as N
 from .cfuncs import HELPERS_PREAMBLE, storage_dtype
-from .checks import ERROR_BUFFER, callable_for
+from .runtime_checks import ERROR_BUFFER, callable_for
 from .user_callables import UserCallable
 from .user_functions import is_user_function
 from .outline import RegionCallable, is_region

@@ -137,7 +137,7 @@ def _body(op, dt, T, cuda):
     if op == "power":
         if f:
             return f"return {M('pow')}(a, b);"
-        # signed integers go to codegen.checks (NumPy raises on b < 0)
+        # signed integers go to codegen.runtime_checks (NumPy raises on b < 0)
         return (f"{T} r = 1;\n"
                 f"  while (b > 0) {{ if (b & 1) r *= a; a *= a; b >>= 1; }}\n"
                 f"  return r;")
@@ -222,14 +222,14 @@ def _signature(name):
 
 def _helpers_version():
     """Digest of the helpers' C source generators (this module,
-    ``checks`` and ``pair_helpers``).  Loopy caches generated code by kernel structure, which does
+    ``runtime_checks`` and ``pair_helpers``).  Loopy caches generated code by kernel structure, which does
     not cover preamble text; a kernel that names this digest in a preamble
     is regenerated whenever a helper's body changes."""
     import hashlib
     import os
     h = hashlib.sha256()
     here = os.path.dirname(os.path.abspath(__file__))
-    for name in ("cfuncs.py", "checks.py", "pair_helpers.py"):
+    for name in ("cfuncs.py", "runtime_checks.py", "pair_helpers.py"):
         with open(os.path.join(here, name), "rb") as f:
             h.update(f.read())
     return h.hexdigest()[:16]

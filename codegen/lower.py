@@ -21,7 +21,7 @@ from polyarray.ir import nodes as N
 from polyarray.ir.expr import binding_reads
 from polyarray.ir.mapper import Mapper
 from .cfuncs import BOOL, U8, clip_index, lower_call, special_constant, storage_dtype
-from .checks import checked_call
+from .runtime_checks import checked_call
 from .pending import Pending, PendingScalar
 from .user_functions import is_user_function, lower_user_call
 

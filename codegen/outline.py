@@ -39,7 +39,7 @@ from loopy.kernel.instruction import make_assignment
 from loopy.types import NumpyType
 
 from polyarray.ir.expr import called_functions
-from .checks import ERROR_BUFFER, callable_for
+from .runtime_checks import ERROR_BUFFER, callable_for
 from .pending import Pending, scalar_dtype, temporary_dtype
 from .cprint import Printer, Refused, Types, call_types
 from .user_callables import UserCallable

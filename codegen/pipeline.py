@@ -367,7 +367,7 @@ def _device_source(generated, plan, asm, inputs, target) -> str:
             from .noinline import noinline_opencl_helpers
             source = noinline_opencl_helpers(source)
         if plan.checks:
-            from .checks import writable_error_buffer
+            from .runtime_checks import writable_error_buffer
             source = writable_error_buffer(source)
     raw_text = raw.source_after(asm.kernels, raw.language_of(target))  # raw kernels' own code
     if raw_text:
@@ -385,7 +385,7 @@ def _finish(plan, groups, names, built, group_nodes, max_work_group, max_grid):
     check_grid(kernels, max_grid)
     specs = names.specs
     if plan.checks:
-        from .checks import ERROR_BUFFER
+        from .runtime_checks import ERROR_BUFFER
         n = len(plan.checks)
         specs[ERROR_BUFFER] = BufferSpec(n, np.dtype(np.int64), (n,), np.dtype(np.int64),
                                          "errors")

@@ -1,7 +1,7 @@
 """``prog.profile(**bindings)``: where a call's time goes, kernel by kernel.
 
 Each kernel's device time (the median over ``repeat`` profiled calls,
-``targets.profiling``) is set beside what it moves and computes:
+``targets.timing``) is set beside what it moves and computes:
 
 * **bytes**: each buffer argument counted once, whole (``KernelInfo.args``
   and the buffers' sizes and storage dtypes): the least traffic the kernel
@@ -192,7 +192,7 @@ def profile_program(prog, bindings, repeat=5, hardware=None) -> Profile:
     anything runs), warm up, then ``repeat`` profiled calls and ``repeat``
     timed plain calls.  ``hardware``: a ``polyarray.hardware.Hardware``
     (None: measured once per process; False: no fractions)."""
-    from polyarray.targets import profiling as tp
+    from polyarray.targets import timing as tp
     if not isinstance(repeat, int) or repeat < 1:
         raise ValueError(f"repeat must be a positive integer, got {repeat!r}")
     prepared = prog.check_bindings(bindings)

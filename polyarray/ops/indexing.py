@@ -223,7 +223,7 @@ def getitem(node: N.Node, key, checked=True) -> N.IndexLambda:
                 # NumPy converts any integer index array to intp first (uint64
                 # wraps), so every target sees int64 and ``+ n`` cannot overflow;
                 # checked when it runs: NumPy's IndexError, never a read
-                # outside the buffer (targets/numpy/exprs, codegen/checks)
+                # outside the buffer (targets/numpy/exprs, codegen/runtime_checks)
                 if n == 0 and v.size:
                     raise IndexError(f"index arrays of {v.size} elements gather from axis "
                                      f"{d} with size 0: every index is out of bounds")

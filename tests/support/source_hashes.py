@@ -62,7 +62,7 @@ def install(path):
         where = os.environ.get("PYTEST_CURRENT_TEST", "-").split(" ")[0]
         with open(path, "a") as f:
             for s in sources:
-                # the helpers' digest hashes cfuncs.py/checks.py's text (it keys
+                # the helpers' digest hashes cfuncs.py/runtime_checks.py's text (it keys
                 # loopy's code cache), so it moves when those files are edited
                 s = _HELPERS_DIGEST.sub("polyarray helpers <digest>", s)
                 h = hashlib.sha256(s.encode()).hexdigest()
