@@ -2,7 +2,7 @@
 kernels in launch order, the buffers), as named steps in pipeline order:
 
 1. ``_install_loopy_fixes``: loopy's code generation made deterministic
-   (``schedule/``: ilp order, hash order, exact division);
+   (``loopy_fixes/``: ilp order, hash order, exact division);
 2. ``_plan``: dtype checks, the new-kernel budget's early refusal, and
    ``passes.make_plan`` (materialized nodes grouped into kernels);
 3. ``_name_buffers``: every buffer named, deterministically, in topological
@@ -135,10 +135,8 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
 
 
 def _install_loopy_fixes():
-    from .schedule import install_exact_division, install_hash_order, install_ilp_order
-    install_ilp_order()         # loopy's ilp loop order, fixed (schedule/ilp_order.py)
-    install_hash_order()        # barrier comments, affine terms (schedule/hash_order.py)
-    install_exact_division()    # subscript divisions as C computes them (exact_division.py)
+    from .loopy_fixes import install
+    install()
 
 
 def _plan(outputs, target, cpu, max_work_group):

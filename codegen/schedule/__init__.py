@@ -13,20 +13,16 @@ entirely.  The steps live by what they transform:
   build.py      Layout, ElementsPerItem: build options, read before the kernel exists
   transform.py  Transform: any loopy function
   limits.py     apply_steps and the unroll and work-group limits
-  ilp_order.py  one nesting of ILP loops in every process (installed into loopy here)
-  exact_division.py  subscript divisions that C computes as written (installed too)
   text.py       the registry STEPS and the text round trip
 
 This module re-exports them all, so callers import from the package.
-``Coalesce`` is a deprecated alias of ``WorkGroup``.
+``Coalesce`` is a deprecated alias of ``WorkGroup``.  loopy's own corrections
+(loop order, hash order, exact division) are in ``codegen/loopy_fixes/``.
 """
 from .base import (_TAG, KernelContext, ScheduleError, Step, _extent,  # noqa: F401
                    _inames, _need_iname, _need_positive, _need_tag, _reduction_inames,
                    _set_tag, _split, _tag_of, format_schedule, short_repr)
 from .build import ElementsPerItem, Layout, build_options  # noqa: F401
-from .ilp_order import install as install_ilp_order  # noqa: F401  (lower_program calls it)
-from .hash_order import install as install_hash_order  # noqa: F401  (lower_program calls it)
-from .exact_division import install as install_exact_division  # noqa: F401  (as well)
 from .limits import (CUDA_MAX_GRID, CUDA_MAX_WORK_GROUP, MAX_UNROLL,  # noqa: F401
                      MAX_UNROLL_HINT, MAX_UNROLLED, _check_hints, _tags, _unrolled,
                      apply_steps, check_grid, check_unrolling, check_work_groups)

@@ -3,7 +3,7 @@
 Loopy nests ILP loops, and orders the axes of the temporaries they
 privatize, by the iteration order of a set of names, which follows
 PYTHONHASHSEED; register-tiled matmuls have two to four such loops
-(codegen/schedule/ilp_order.py).  Each child process generates all the
+(codegen/loopy_fixes/ilp_order.py).  Each child process generates all the
 sources with its own hash seed, with loopy's disk cache off (it would
 serve one process's result to the others) and an empty polyarray cache.
 """
@@ -58,7 +58,7 @@ def test_register_loops_nest_in_the_order_loopy_took_with_seed_0():
 def test_ilp_order_follows_loop_priorities_then_names():
     from types import SimpleNamespace
 
-    from polyarray.codegen.schedule.ilp_order import InOrder, in_order
+    from polyarray.codegen.loopy_fixes.ilp_order import InOrder, in_order
     kernel = SimpleNamespace(loop_priority=frozenset({("z", "k", "y")}))
     assert in_order(kernel, {"a", "y", "z", "b"}) == ("z", "y", "a", "b")
     names = InOrder({"a", "b", "c"}, ("c", "a", "b"))
@@ -97,7 +97,7 @@ _MATMULS = textwrap.dedent("""
 def test_matmul_sources_do_not_depend_on_the_hash_seed(tmp_path):
     """Which dependency a barrier's comment names and the term order of a
     prefetch's bounds check followed PYTHONHASHSEED (seeds 1, 3 and 4 gave
-    three sources; codegen/schedule/hash_order.py)."""
+    three sources; codegen/loopy_fixes/hash_order.py)."""
     procs = []
     for seed in ("1", "3", "4"):
         env = subprocess_env(PYTHONHASHSEED=seed, LOOPY_NO_CACHE="1",

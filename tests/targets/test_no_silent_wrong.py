@@ -516,7 +516,7 @@ def test_divisions_in_unrolled_subscripts_stay_floor_divisions(layout):
     """Fuzzer seed 2261382048 (opencl cpu, 300 examples): loopy re-simplified
     an unrolled lane's subscript ``(16*k + 8) // 14`` to ``1 + (k - 3) / 7``
     and printed it as C's truncating ``/``, so the CPU lanes form summed the
-    wrong elements of a transposed array (codegen/schedule/exact_division.py).
+    wrong elements of a transposed array (codegen/loopy_fixes/exact_division.py).
     Reads through transposes and moved axes, in reductions of every extent
     mod 16 and in an elementwise kernel large enough to unroll its items."""
     rng = np.random.default_rng(7)
