@@ -82,8 +82,6 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None) -> Array:
     if not isinstance(a, Array) and is_foreign_cuda(a):
         leaf = Array(C.device_leaf(a))
         return leaf if dtype is None else leaf.astype(dtype)
-    if type(a).__module__.startswith("pyopencl") and hasattr(a, "get"):
-        a = a.get()             # (the docstring says so)
     if isinstance(a, Array) and dtype is None:
         # the same handle, as NumPy's asarray; a scalar becomes a 0-d array
         return a if not is_scalar(a) else _made(Array(a.node))
