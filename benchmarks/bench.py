@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from polyarray import hardware
+from polyarray.inspect import hardware
 
 
 class Bench:
@@ -55,13 +55,13 @@ class Bench:
 
     def measure_copy(self):
         """Device-to-device copy bandwidth (bytes read + written per second;
-        ``polyarray.hardware``, which profiles compare with too)."""
+        ``polyarray.inspect.hardware``, which profiles compare with too)."""
         if self.device == "cuda":
             return hardware.cuda_copy_bandwidth()
         return hardware.opencl_copy_bandwidth(self.queue, (1 << 24) if self.quick else (1 << 26))
 
     def measure_peak_flops(self):
-        """float32 FMA throughput of the CUDA device (``polyarray.hardware``:
+        """float32 FMA throughput of the CUDA device (``polyarray.inspect.hardware``:
         16 independent FMA chains per thread on every SM); None elsewhere."""
         if self.device != "cuda":
             return None

@@ -72,7 +72,7 @@ from .ops.eager import LazyValueError, ConcretizationError
 from . import linalg                           # noqa: F401  (the public namespace)
 from .program import (Program, compile, set_default_target, get_default_target,
                       target)
-from .show import show, format_dag
+from .inspect.show import show, format_dag
 from .shared import shared, SharedVariable      # noqa: F401
 from . import reevaluation as _reevaluation    # noqa: E402
 _reevaluation.install()
@@ -81,8 +81,8 @@ from .protocols import (Device, get_array_module, array_namespace, from_dlpack, 
 from .jit import jit, Jitted                    # noqa: E402
 from .loops import fori_loop, while_loop        # noqa: E402
 from . import numpy_names as _numpy_names        # noqa: E402
-from .checking import check, CheckReport        # noqa: E402  (also Program.check)
-from .environment import print_environment_info
+from .testing.checking import check, CheckReport        # noqa: E402  (also Program.check)
+from .inspect.environment import print_environment_info
 
 from polyarray.codegen.schedule import ScheduleError   # noqa: E402
 from . import schedules, testing                # noqa: E402,F401

@@ -4,7 +4,7 @@ where polyarray differs from NumPy (the document that error messages cite,
 shipped with the package)."""
 import sys
 
-from .environment import print_environment_info
+from .inspect.environment import print_environment_info
 
 
 def differences() -> str:

@@ -228,17 +228,17 @@ class Program:
     def profile(self, /, *args, repeat=5, hardware=None, **bindings):
         """Run ``repeat`` calls with each kernel timed on the device (CUDA
         events; OpenCL events on a profiling queue; the NumPy target times
-        its nodes) and return a ``polyarray.profiling.Profile``: a table
+        its nodes) and return a ``polyarray.inspect.profiling.Profile``: a table
         (``print(p)``), rows as data (``p.rows``, ``p.to_dict()``), a
         roofline (``p.plot()``), ``pa.show(prog, profile=p)``.  Bindings are
         checked as by a call; host arrays go to the device once, first.
-        ``hardware``: the ``polyarray.hardware.Hardware`` to compare with
+        ``hardware``: the ``polyarray.inspect.hardware.Hardware`` to compare with
         (None: measured once per process; False: none).  A placeholder named
         ``repeat`` or ``hardware`` is bound by position.  Shared variables
         are read and not updated."""
         if args:
             bindings = self._positional(args, bindings)
-        from .profiling import profile_program
+        from .inspect.profiling import profile_program
         return profile_program(self, bindings, repeat=repeat, hardware=hardware)
 
     def tuning_report(self) -> str:
@@ -248,7 +248,7 @@ class Program:
         from .tuning import format_report
         return format_report(self._tuning)
 
-    # check(): attached by polyarray.checking (it compiles on every target, so it
+    # check(): attached by polyarray.testing.checking (it compiles on every target, so it
     # sits above this module), as this module attaches Array.evaluate
 
     def _adopt(self, other):

@@ -160,7 +160,7 @@ def _compute(nodes, line):
 def _small_on_host(nodes) -> bool:
     """Whether ``nodes`` read host data alone (NumPy arrays: no placeholder,
     no device array) and compute at most ``SMALL_WORK`` operations."""
-    from .profiling import node_flops
+    from .inspect.profiling import node_flops
     work = 0
     for n in N.topological_order(nodes):
         if isinstance(n, (N.Placeholder, N.RawKernelOutput)) or (

@@ -24,7 +24,7 @@ def check_schedule(outputs, schedule, target=None, bindings=None, **options):
     first output that differs.  Returns the programs ``(default, scheduled)``.
     Modelled on loopy's ``auto_test_vs_ref``."""
     from .program import Program
-    from .testing import SCHEDULE_TOLERANCES, allclose, flat_outputs, random_bindings, to_host
+    from .testing.compare import SCHEDULE_TOLERANCES, allclose, flat_outputs, random_bindings, to_host
     ref = Program(outputs, target, **options)
     new = Program(outputs, target, schedule=schedule, **options)
     bindings = bindings if bindings is not None else random_bindings(ref)

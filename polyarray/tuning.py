@@ -43,8 +43,8 @@ import time
 
 from polyarray.codegen.schedule import ScheduleError, Transform, format_schedule, parse_schedule
 
-from .testing import (SCHEDULE_TOLERANCES, allclose, flat_outputs, median_time,
-                      random_bindings)
+from .testing.compare import SCHEDULE_TOLERANCES, allclose, flat_outputs, random_bindings
+from .testing.timing import median_time
 
 DEFAULT_BUDGET_S = 30.0
 SKIPPED = "skipped: tuning budget spent"

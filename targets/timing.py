@@ -1,4 +1,4 @@
-"""The targets' timing hooks for ``prog.profile`` (``polyarray.profiling``).
+"""The targets' timing hooks for ``prog.profile`` (``polyarray.inspect.profiling``).
 
 A profiled call runs the executable's own ``run`` -- the same buffers, the
 same launches in the same order -- with each launch timed on the device:

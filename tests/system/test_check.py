@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import polyarray as pa
-from polyarray import checking, targets
-from polyarray.checking import compare
+from polyarray import targets
+from polyarray.testing import checking
+from polyarray.testing.checking import compare
 
 N, D, H, O = 24, 10, 7, 5
 

@@ -12,7 +12,7 @@ import pytest
 
 import polyarray as pa
 from polyarray.ir import nodes as N
-from polyarray.hardware import Hardware, measure
+from polyarray.inspect.hardware import Hardware, measure
 
 M, K, NN, SIZE = 24, 40, 16, 1000
 # given by hand so that the tests measure nothing (measure() is tested alone)
@@ -238,10 +238,11 @@ def test_the_modules_shadow_no_function():
     """A submodule's import binds its name on the package: none may be a
     function's (a module ``polyarray/dot.py`` would replace ``pa.dot``)."""
     import importlib
-    names = ("hardware", "profiling", "roofline", "dotgraph")
+    names = ("hardware", "profiling", "roofline", "dotgraph", "show", "environment")
     for name in names:
-        importlib.import_module(f"polyarray.{name}")
-    assert callable(pa.dot) and callable(pa.show)
+        importlib.import_module(f"polyarray.inspect.{name}")
+    importlib.import_module("polyarray.testing.checking")
+    assert callable(pa.dot) and callable(pa.show) and callable(pa.check)
     from polyarray.api import elementwise, creation
     assert not any(hasattr(elementwise, n) or hasattr(creation, n) for n in names)
 

@@ -199,4 +199,5 @@ def test_python_m_polyarray_prints_the_environment():
         ok, reason = targets.availability(name)
         assert f"  {name:<8}{'available' if ok else 'unavailable: ' + reason}" in r.stdout
     assert "OpenCL platforms" in r.stdout or "OpenCL:" in r.stdout
-    assert pa.environment.environment_info().splitlines()[0] == r.stdout.splitlines()[0]
+    from polyarray.inspect import environment
+    assert environment.environment_info().splitlines()[0] == r.stdout.splitlines()[0]

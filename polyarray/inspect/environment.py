@@ -33,7 +33,7 @@ def _guarded(lines, fn):
 
 def _targets(lines):
     from polyarray import targets
-    from .program import get_default_target
+    from ..program import get_default_target
     lines.append("targets (best first):")
     for name in targets.REGISTRY:
         ok, reason = targets.availability(name)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .testing import median_time
+from ..testing.timing import median_time
 
 
 # a kernel measured this far above a limit says the limit is wrong (estimated
@@ -105,8 +105,8 @@ def cuda_copy_bandwidth(n=1 << 26) -> float:
 
 def cuda_peak_flops(dtype="float32", iters=4096) -> float:
     """FMA throughput: 16 independent chains per thread, 8 blocks of 256 per SM."""
-    from .targets.cuda.build import build_module      # the target's build (NVRTC, cached)
-    from .targets.cuda.driver import driver
+    from ..targets.cuda.build import build_module      # the target's build (NVRTC, cached)
+    from ..targets.cuda.driver import driver
     drv, dev = driver()
     major, minor = dev.compute_capability()
     fn = build_module(_fma_source("cuda", dtype), f"sm_{major}{minor}").get_function("fma_peak")

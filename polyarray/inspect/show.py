@@ -1,11 +1,11 @@
 """``pa.show``: print a DAG (the printing itself is ``polyarray.ir.printing``;
-the Graphviz view is ``polyarray.dotgraph``)."""
+the Graphviz view is ``polyarray.inspect.dotgraph``)."""
 from __future__ import annotations
 
 import sys
 
-from .ir.printing import describe, format_dag
-from .testing import format_seconds
+from ..ir.printing import describe, format_dag
+from ..testing.timing import format_seconds
 
 FORMATS = ("text", "dot", "svg", "png")
 
@@ -18,7 +18,7 @@ def show(outputs, file=None, *, profile=None, format="text"):   # noqa: A002
     ``profile``: a ``prog.profile(...)`` of that program; each node line
     then names the kernel that computes it and its time, and each kernel
     line its time and fraction of the hardware.  ``format="dot"``: Graphviz
-    text with a cluster per kernel (``polyarray.dotgraph`` says how a plain
+    text with a cluster per kernel (``polyarray.inspect.dotgraph`` says how a plain
     expression is clustered); ``"svg"``/``"png"``: that graph rendered
     (Graphviz needed), written to ``file`` (a path or binary file), or
     returned as bytes without one."""

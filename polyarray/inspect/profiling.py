@@ -13,7 +13,7 @@ Each kernel's device time (the median over ``repeat`` profiled calls,
   (``2*M*N*K`` for a matrix product).  A group cut into several kernels
   counts its flops once, on the kernel that computes it; packing copies
   count none and a split's combine one per partial;
-* the fraction of the measured hardware (``polyarray.hardware``): of the
+* the fraction of the measured hardware (``polyarray.inspect.hardware``): of the
   copy bandwidth where the kernel's arithmetic intensity (flops / bytes)
   is below the ridge (FMA peak / bandwidth), else of the FMA peak of its
   dtype.
@@ -29,11 +29,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ir import nodes as N
-from .ir.expr import call_name, is_call
-from .ir.printing import dag_listing
+from ..ir import nodes as N
+from ..ir.expr import call_name, is_call
+from ..ir.printing import dag_listing
 from .dotgraph import members
-from .testing import format_seconds
+from ..testing.timing import format_seconds
 
 _COPIES = ("_pack_a", "_pack_b")                      # forms/cpu_matmul.py
 _COMBINES = ("_combine", "_l2", "_c2", "_s2")         # a split's second kernel
@@ -88,7 +88,7 @@ class Profile:
     wall: float                    # median seconds of a synchronized call
     walls: tuple
     repeat: int
-    hardware: object = None        # polyarray.hardware.Hardware, or None
+    hardware: object = None        # polyarray.inspect.hardware.Hardware, or None
 
     @property
     def kernel_seconds(self) -> float:
@@ -190,7 +190,7 @@ def _median(xs):
 def profile_program(prog, bindings, repeat=5, hardware=None) -> Profile:
     """``prog.profile``: check the bindings (the usual errors, before
     anything runs), warm up, then ``repeat`` profiled calls and ``repeat``
-    timed plain calls.  ``hardware``: a ``polyarray.hardware.Hardware``
+    timed plain calls.  ``hardware``: a ``polyarray.inspect.hardware.Hardware``
     (None: measured once per process; False: no fractions)."""
     from polyarray.targets import timing as tp
     if not isinstance(repeat, int) or repeat < 1:

@@ -24,8 +24,8 @@ import os
 import shutil
 import subprocess
 
-from .ir import nodes as N
-from .ir.printing import dag_listing
+from ..ir import nodes as N
+from ..ir.printing import dag_listing
 
 
 def node_roots(outputs):
@@ -40,7 +40,7 @@ def node_roots(outputs):
 def plan_kernels(roots) -> dict:
     """Kernel name -> positions of the nodes its group computes, from the
     device-independent plan (names as ``codegen.lower_program`` gives them)."""
-    from .codegen.passes import make_plan
+    from ..codegen.passes import make_plan
     plan = make_plan(roots)
     position = {id(n): k for k, n in enumerate(plan.order)}
     kernels = {}

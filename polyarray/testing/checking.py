@@ -16,8 +16,8 @@ exception's message.  ``pa.testing.assert_targets_agree`` raises with the
 report's table when any target fails or errors, for users' own tests.
 
 This module compiles, so it sits above ``polyarray.program`` and attaches
-``Program.check`` and ``testing.assert_targets_agree`` from here (as
-``program`` attaches ``Array.evaluate``): the layers below never import it.
+``Program.check`` from here (as ``program`` attaches ``Array.evaluate``):
+the layers below never import it, and ``pa.testing`` loads it on first use.
 """
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ import dataclasses
 
 import numpy as np
 
-from . import testing
-from .program import Program
-from .targets import TargetUnavailableError, availability, target_class
+from . import compare as testing
+from ..program import Program
+from ..targets import TargetUnavailableError, availability, target_class
 
 DEFAULT_TARGETS = ("numpy", "opencl", "cuda")
 REFERENCE = "numpy"
@@ -345,7 +345,6 @@ def assert_targets_agree(outputs, targets=DEFAULT_TARGETS, *, rtol=None, atol=No
 def _attach():
     _program_check.__name__, _program_check.__qualname__ = "check", "Program.check"
     Program.check = _program_check
-    testing.assert_targets_agree = assert_targets_agree
 
 
 _attach()
