@@ -128,6 +128,16 @@ def opencl_context(device=None):
     return opencl_queue(device).context
 
 
+def set_opencl_queue(queue):
+    """Run OpenCL programs compiled from now on (without ``device=``) on
+    ``queue``, a PyOpenCL command queue of the user's own context, so that
+    pyopencl arrays of that context bind in place, without a copy; ``None``
+    goes back to polyarray's own queue.  Programs compiled before keep
+    theirs (an array of another context is refused with a TypeError)."""
+    from polyarray import targets
+    targets.get_target("opencl").use_queue(queue)
+
+
 # last: ``bool`` is the array API's name for NumPy's bool dtype, and would
 # shadow the builtin in anything above that this module ran
 bool = bool_    # noqa: A001
@@ -169,7 +179,7 @@ __all__ = [
     "rad2deg", "radians", "ravel", "raw_kernel", "RawKernel", "real", "reciprocal",
     "reduction_kernel", "remainder", "repeat", "reshape", "result_type", "right_shift",
     "rint", "roll", "round", "ScheduleError", "schedules", "searchsorted",
-    "set_default_target", "shared", "SharedVariable", "show", "sign", "signbit", "sin",
+    "set_default_target", "set_opencl_queue", "shared", "SharedVariable", "show", "sign", "signbit", "sin",
     "sinh", "sort", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum",
     "swapaxes", "take", "take_along_axis", "tan", "tanh", "target", "tensordot", "testing",
     "tile", "trace", "transpose", "tri", "tril", "triu", "true_divide", "trunc", "ufunc",

@@ -69,11 +69,15 @@ _INT = (int, np.integer)
 
 
 def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False,
-                  schedules=None, max_work_group=None, max_grid=None) -> CompiledProgram:
+                  schedules=None, max_work_group=None, max_grid=None,
+                  scope=None) -> CompiledProgram:
     """The lowered program from memory, disk or codegen.  ``build(source) ->
     handle`` compiles it now (None: the target builds on first call).  Device
     binaries are cached by pyopencl/pycuda themselves, keyed by source.
-    ``key`` None (a schedule with raw loopy transforms) bypasses both caches."""
+    ``key`` None (a schedule with raw loopy transforms) bypasses both caches.
+    ``scope``: what the built handle belongs to besides the key (an OpenCL
+    context: the user's and polyarray's share disk entries, not kernels);
+    the memory cache holds it, so it stays alive while its kernels do."""
     t0 = time.perf_counter()
 
     def lower():
@@ -84,7 +88,8 @@ def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False,
         lowered = lower()
         handle = _build(build, lowered, t0)
         return CompiledProgram(lowered, handle, "built", time.perf_counter() - t0)
-    hit = _MEMORY.get(key)
+    memory_key = key if scope is None else (key, scope)
+    hit = _MEMORY.get(memory_key)
     if hit is not None:
         hit.origin = "memory"
         return hit
@@ -96,7 +101,7 @@ def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False,
         cache.put(key, {"lowered": _strip(lowered)})
     handle = _build(build, lowered, t0, origin)
     compiled = CompiledProgram(lowered, handle, origin, time.perf_counter() - t0)
-    _MEMORY[key] = compiled
+    _MEMORY[memory_key] = compiled
     return compiled
 
 

@@ -210,8 +210,11 @@ class OpenCLExecutable(DeviceExecutable):
             if type(v) is cla_array or isinstance(v, cla_array):
                 if v.queue is not q:
                     if v.context != self.ctx:
-                        raise TypeError(f"binding for placeholder {pname!r} lives on another "
-                                        "OpenCL context than this program's device")
+                        raise TypeError(
+                            f"binding for placeholder {pname!r} lives on another OpenCL "
+                            "context than this program's device: compile the program after "
+                            "pa.set_opencl_queue(a queue of that context), or pass a NumPy "
+                            "copy (x.get())")
                     # what the caller's queue has still to do to it comes first
                     cl.enqueue_barrier(q, wait_for=[cl.enqueue_marker(v.queue)])
                 bufs[bname] = v.base_data if not v.offset else self._offset_binding(v, owned)
@@ -345,6 +348,23 @@ class OpenCLTarget(Target):
         import pyopencl.array as cla
         self._cla = cla
         self._queues = {}
+        self._user = None       # (context, device, description, queue) given by the user
+
+    def use_queue(self, queue):
+        """Programs compiled from now on without ``device=`` run on ``queue``
+        (the user's own PyOpenCL context and device), so that arrays of that
+        context bind in place; ``None``: polyarray's own queue again.  A
+        context whose device cannot build kernels is refused here."""
+        import pyopencl as cl
+        if queue is None:
+            self._user = None
+            return
+        if not isinstance(queue, cl.CommandQueue):
+            raise TypeError("pa.set_opencl_queue takes a pyopencl.CommandQueue (or None), "
+                            f"got {type(queue).__name__}")
+        dev = queue.device
+        self._build(queue.context, _PROBE_SRC)
+        self._user = (queue.context, dev, _describe(dev.platform, dev), queue)
 
     def warm_up(self):
         self._device(None)
@@ -356,6 +376,8 @@ class OpenCLTarget(Target):
     def _device(self, spec):
         """(context, device, description, queue) for a device spec."""
         import pyopencl as cl
+        if spec is None and self._user is not None:
+            return self._user
         ctx, dev, desc = select_device(spec)
         if desc not in self._queues:
             self._queues[desc] = cl.CommandQueue(ctx)
@@ -410,6 +432,7 @@ class OpenCLTarget(Target):
             code_version(), cpu, skey)
         compiled = lower_or_load(_CACHE, key, outputs, lp.OpenCLTarget(),
                                  lambda src: self._build(ctx, src), cpu=cpu, schedules=schedule,
+                                 scope=ctx,
                                  max_work_group=(dev.max_work_group_size,
                                                  tuple(dev.max_work_item_sizes)))
         exe = OpenCLExecutable(compiled, outputs, ctx, queue, out, cpu, schedule)

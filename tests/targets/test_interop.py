@@ -431,3 +431,42 @@ def test_pyopencl_arrays_on_polyarrays_queue_bind_in_place():
     host = pa.asarray(d)
     d.fill(7.0)                      # a copy: the array made from it keeps 1.5
     assert_same(np.asarray(host), np.full(6, 1.5))
+
+
+def test_the_users_own_opencl_queue_binds_its_arrays_in_place():
+    """``pa.set_opencl_queue(q)``: programs compiled afterwards run on the
+    user's own context, so its arrays bind in place (a later change on the
+    device is seen) and device results live there; the same DAG compiled on
+    polyarray's queue before keeps its own kernels (the memory cache is per
+    context); ``None`` goes back; a wrong argument is refused, state kept."""
+    from polyarray import targets
+    ok, reason = targets.availability("opencl")
+    if not ok:
+        pytest.skip(f"opencl: {reason}")
+    import pyopencl as cl
+    import pyopencl.array as cla
+    ours = pa.opencl_queue()
+    x = pa.placeholder("x", (6,), np.float64)
+    before = pa.compile(x * 3 + 1, target="opencl")
+    mine = cl.CommandQueue(cl.Context([ours.device]))
+    d = cla.to_device(mine, np.arange(6.0))
+    with pytest.raises(TypeError, match="pa.set_opencl_queue"):
+        before(x=d)
+    with pytest.raises(TypeError, match="pyopencl.CommandQueue"):
+        pa.set_opencl_queue(mine.context)
+    assert pa.opencl_queue() is ours
+    pa.set_opencl_queue(mine)
+    try:
+        assert pa.opencl_queue() is mine and pa.opencl_context() == mine.context
+        prog = pa.compile(x * 3 + 1, target="opencl", out="device")
+        r = prog(x=d)
+        assert r.context == mine.context
+        assert_same(r.get(), np.arange(6.0) * 3 + 1)
+        d.fill(2.0)                  # on the device: the next call reads it
+        assert_same(prog(x=d).get(), np.full(6, 7.0))
+        assert_same(np.asarray(before(x=np.arange(6.0))), np.arange(6.0) * 3 + 1)
+    finally:
+        pa.set_opencl_queue(None)
+    assert pa.opencl_queue() is ours
+    again = pa.compile(x * 3 + 1, target="opencl", out="device")
+    assert again(x=np.arange(6.0)).context == ours.context
