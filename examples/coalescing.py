@@ -29,6 +29,8 @@ import polyarray as pa
 from polyarray.schedules import Layout, StoreThroughLocal, Unroll, WorkGroup
 from polyarray.testing import seconds_per_call
 
+import sizing                      # examples/sizing.py: --quick, and small sizes on a CPU
+
 SCHEDULES = {
     "row": [Layout("axes"), WorkGroup(256, "i0"), Unroll("i1")],
     "row+tile": [Layout("axes"), WorkGroup(256, "i0"), Unroll("i1"), StoreThroughLocal()],
@@ -55,7 +57,7 @@ def main(argv=None):
     ap.add_argument("--rows", type=int, default=1_280_000)
     ap.add_argument("--N", type=int, nargs="+", default=[4, 8, 16])
     ap.add_argument("--show-code", action="store_true", help="print the full sources")
-    args = ap.parse_args(argv)
+    args = sizing.parse_args(ap, {"rows": 5000, "N": [4, 6]}, argv, target_option=None)
     target = pa.get_default_target()
     print(f"target: {target}; rows = {args.rows}")
     rng = np.random.default_rng(0)

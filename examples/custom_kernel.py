@@ -17,6 +17,8 @@ import numpy as np
 
 import polyarray as pa
 
+import sizing                      # examples/sizing.py: --quick, and small sizes on a CPU
+
 softplus = pa.elementwise_kernel(
     "T x, T s", "T y", "y = s * log1p(exp(x / s))", "softplus_scaled",
     reference=lambda x, s: s * np.log1p(np.exp(x / s)))
@@ -31,7 +33,7 @@ def main():
     ap.add_argument("--target", default=None, help="opencl, cuda or numpy (default: the best)")
     ap.add_argument("--rows", type=int, default=2000)
     ap.add_argument("--cols", type=int, default=256)
-    args = ap.parse_args()
+    args = sizing.parse_args(ap, {"rows": 200})
     target = args.target or pa.get_default_target()
     shape = (args.rows, args.cols)
     x = pa.placeholder("x", shape, np.float32)

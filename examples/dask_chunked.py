@@ -15,6 +15,8 @@ import dask.array as da
 
 import polyarray as pa
 
+import sizing                      # examples/sizing.py: --quick, and small sizes on a CPU
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -23,7 +25,7 @@ def main():
     ap.add_argument("--target", default=None, help="numpy, opencl or cuda (default: the "
                     "workers' default target)")
     ap.add_argument("--no-cluster", action="store_true", help="Dask's default scheduler")
-    args = ap.parse_args()
+    args = sizing.parse_args(ap, {"n": 100_003, "chunk": 25_000})
 
     client = None
     if not args.no_cluster:

@@ -23,6 +23,8 @@ import polyarray as pa
 from polyarray.schedules import Layout, StoreThroughLocal, Unroll, WorkGroup
 from polyarray.testing import seconds_per_call
 
+import sizing                      # examples/sizing.py: --quick, and small sizes on a CPU
+
 # the default schedule, and a work-item per row whose rows are stored through
 # local memory (examples/coalescing.py explains both)
 SCHEDULES = {"default": None,
@@ -59,7 +61,7 @@ def main(argv=None):
     ap.add_argument("--target", default=None, help="numpy, opencl or cuda (default: the best)")
     ap.add_argument("--rows", type=int, default=1_280_000)
     ap.add_argument("--N", type=int, default=16)
-    args = ap.parse_args(argv)
+    args = sizing.parse_args(ap, {"rows": 5000, "N": 8}, argv)
     target = args.target or pa.get_default_target()
     rows, N = args.rows, args.N
     print(f"target: {target}; X: {rows} float64, N = {N}")

@@ -23,6 +23,8 @@ import numpy as np
 
 import polyarray as pa
 
+import sizing                      # examples/sizing.py: --quick, and small sizes on a CPU
+
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--target", default=None, help="numpy, opencl or cuda (default: the best)")
 ap.add_argument("--n", type=int, default=4096, help="samples in the batch")
@@ -32,7 +34,8 @@ ap.add_argument("--outputs", type=int, default=1024, help="output units")
 ap.add_argument("--repeat", type=int, default=5, help="profiled calls (medians)")
 ap.add_argument("--plot", default=None, help="save the roofline here (needs matplotlib)")
 ap.add_argument("--svg", default=None, help="save the DAG as SVG here (needs Graphviz)")
-args = ap.parse_args()
+args = sizing.parse_args(ap, {"n": 64, "features": 32, "hidden": 16, "outputs": 8,
+                                  "repeat": 2})
 
 n, nv, nh, no = args.n, args.features, args.hidden, args.outputs
 X = pa.placeholder("X", (n, nv), np.float32)

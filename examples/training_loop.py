@@ -15,12 +15,14 @@ import numpy as np
 
 import polyarray as pa
 
+import sizing                      # examples/sizing.py: --quick, and small sizes on a CPU
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--target", default=None, help="default: the best available")
 ap.add_argument("--steps", type=int, default=1000)
 ap.add_argument("--samples", type=int, default=400)
 ap.add_argument("--features", type=int, default=784)
-args = ap.parse_args()
+args = sizing.parse_args(ap, {"steps": 50, "samples": 64, "features": 32})
 
 rng = np.random.default_rng(0)
 N, F, lr = args.samples, args.features, 0.1

@@ -26,8 +26,9 @@ def test_quickstart_runs():
 
 @pytest.mark.skipif(not ok, reason=f"opencl: {reason} (the example runs schedules on a device)")
 def test_coalescing_example_runs_every_schedule_and_tunes():
-    out = run(["examples/coalescing.py", "--rows", "5000", "--N", "4", "6"],
+    out = run(["examples/coalescing.py", "--quick"],
               POLYARRAY_TARGET="opencl")
+    assert "small sizes (--quick" in out and "rows = 5000" in out, out
     for label in ("row ", "row+tile", "flat"):
         assert label in out, out
     assert "parallel l.0" in out and "out0_tile" in out
@@ -36,24 +37,23 @@ def test_coalescing_example_runs_every_schedule_and_tunes():
 
 @pytest.mark.skipif(not ok, reason=f"opencl: {reason} (the example trains on a device)")
 def test_training_loop_example_matches_numpy():
-    out = run(["examples/training_loop.py", "--target", "opencl", "--steps", "50",
-               "--samples", "64", "--features", "32"])
+    out = run(["examples/training_loop.py", "--target", "opencl", "--quick"])
     assert "OK: matches NumPy" in out and "50 steps on opencl" in out, out
 
 
 @pytest.mark.skipif(not ok, reason=f"opencl: {reason} (the example counts device kernels)")
 def test_custom_kernel_example_runs():
-    out = run(["examples/custom_kernel.py", "--target", "opencl", "--rows", "200"])
+    out = run(["examples/custom_kernel.py", "--target", "opencl", "--quick"])
     assert "OK: matches NumPy" in out and "with the custom op 1" in out, out
     assert "static inline float pa_u_softplus_scaled_" in out, out
     out = run(["examples/custom_kernel.py", "--target", "numpy", "--rows", "50"])
-    assert "OK: matches NumPy" in out, out
+    assert "OK: matches NumPy" in out and "float32[50, 256]" in out, out
+    assert "small sizes (numpy runs on the CPU" in out, out
 
 
 @pytest.mark.skipif(not ok, reason=f"opencl: {reason} (the example profiles kernels)")
 def test_profile_example_prints_the_table_and_the_graph():
-    out = run(["examples/profile.py", "--target", "opencl", "--n", "64", "--features", "32",
-               "--hidden", "16", "--outputs", "8", "--repeat", "2"])
+    out = run(["examples/profile.py", "--target", "opencl", "--quick"])
     assert "profile on opencl" in out and "median of 2 calls" in out, out
     assert "digraph polyarray {" in out and "subgraph cluster_k0_" in out, out
     assert "kernel times / synchronized call:" in out, out
@@ -61,8 +61,7 @@ def test_profile_example_prints_the_table_and_the_graph():
 
 def test_hermite_setitem_example_is_one_kernel_matching_numpy():
     target = "opencl" if ok else "numpy"
-    out = run(["examples/hermite_setitem.py", "--target", target, "--rows", "5000",
-               "--N", "8"])
+    out = run(["examples/hermite_setitem.py", "--target", target, "--quick"])
     assert "max relative error vs NumPy" in out, out
     assert "the same DAG as the stack form: True" in out, out
     if ok:
