@@ -124,6 +124,16 @@ class Raw:
     language: str
 
 
+@dataclass(frozen=True)
+class Call:
+    """A library routine (``pa.linalg``'s factorizations and solves):
+    ``op`` on matrices of ``shape`` (its first input's), computing in
+    ``dtype``."""
+    op: str
+    dtype: str
+    shape: tuple
+
+
 def reduction_class(spec, terms=1, read=None) -> Reduction:
     """``read``: how many buffer elements the reduced values are computed
     from (None: as many as there are values)."""

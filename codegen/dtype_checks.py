@@ -53,6 +53,9 @@ class _Describer(Mapper):
     def map_raw_kernel_output(self, node, kind):
         return f"output {node.index} of raw kernel {node.kernel.name!r} ({kind})"
 
+    def map_library_call_output(self, node, kind):
+        return f"output {node.index} of linalg.{node.op} ({kind})"
+
 
 def describe_node(node) -> str:
     """A short, user-facing name for ``node``."""

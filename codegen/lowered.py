@@ -73,6 +73,9 @@ class KernelInfo:
         if self.form == "raw":
             return (f"raw kernel {self.entry}: the user's code, grid {self.gsize} x block "
                     f"{self.lsize}")
+        if "op" in self.facts and not self.gsize:
+            return (f"library call linalg.{self.facts['op']} ({self.form}): no loop nest of "
+                    "ours")
         if self.loopy_kernel is None:
             raise ValueError("no loopy kernel here (stripped for the disk cache); "
                              "use prog.kernels, whose kernels lower again on demand")

@@ -71,7 +71,7 @@ def _group_keys(plan, buffers, budget, index_dtype) -> tuple:
     for gi, g in enumerate(plan.groups):
         if g.size == 0:
             continue
-        if g.kind == "raw":
+        if g.kind in ("raw", "library"):
             raws += 1
         else:
             plan.building = gi
@@ -246,7 +246,7 @@ def _build_groups(plan, names, target, device, idx_dt, schedules, budget) -> _Gr
         bar.step(f"k{gi}")
         plan.building = gi      # values stored by earlier groups are read there
         key = None
-        if ctx is not None and g.kind != "raw":
+        if ctx is not None and g.kind not in ("raw", "library"):
             key, slots = keys[gi]
             if key in first_of:
                 launches.append((gi, first_of[key], slots))
@@ -298,6 +298,9 @@ def _build_group(asm, gi, g):
         asm.rows(f"k{gi}_rows", g)
     elif g.kind == "raw":
         raw.build(asm, f"k{gi}_{g.units[0].node.kernel.name}", g)
+    elif g.kind == "library":
+        from . import library
+        library.build(asm, f"k{gi}_{g.units[0].node.op}", g)
     elif g.kind == "recurrence":
         asm.recurrence(f"k{gi}_recurrence", g)
     else:
@@ -310,7 +313,7 @@ def _generate(plan, groups):
     """``(generated, built, group_nodes)``: the new kernels' code in launch
     order, each kernel's ``KernelInfo`` by name, and each group's nodes (as
     positions in the topological order)."""
-    from . import raw, reuse
+    from . import reuse
     position = {id(n): k for k, n in enumerate(plan.order)}
     group_nodes = {f"k{gi}": tuple(position[id(u.node)] for u in g.units)
                    for gi, g in enumerate(plan.groups)}
@@ -333,8 +336,9 @@ def _generate(plan, groups):
             ckey, plans, checks, extra = fresh[gi]
             group = [code_of[kp.name] for kp in plans if kp.tu is not None]
             for kp in plans:
-                if kp.tu is None:
-                    built[kp.name] = raw.kernel_info(kp, KernelInfo)
+                if kp.tu is None:           # a raw kernel or a library call
+                    built[kp.name] = info = kp.kernel_info(KernelInfo)
+                    info.nodes = group_nodes.get(f"k{gi}", ())
             if ckey is not None:
                 reuse.remember(ckey, reuse.GroupCode(tuple(group), checks, extra))
             if gi in groups.rep:            # its instances take the generated records

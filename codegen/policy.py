@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Callable
 
-from .classify import Contraction, Elementwise, Raw, Reduction, Rows, Steps
+from .classify import Call, Contraction, Elementwise, Raw, Reduction, Rows, Steps
 from .device import Device
 from .lower import ceil_div, pow2_floor
 
@@ -54,6 +54,7 @@ class Form(str, Enum):
     ROWS_GROUP = "rows (group)"         # ... a work-group per row
     RAW = "raw"                         # the user's hand-written kernel (pa.raw_kernel)
     RECURRENCE = "recurrence"           # rows in order, a work-item per element of a row
+    HOST_LAPACK = "host lapack"         # a library call run by NumPy's LAPACK on the host
 
     __str__ = str.__str__
     __format__ = str.__format__
@@ -377,6 +378,10 @@ RULES = (
 
     # hand-written kernels (pa.raw_kernel): the user's code, grid and block
     Rule("raw: the user's kernel", Raw, lambda c, d: True, Form.RAW),
+
+    # library calls (pa.linalg's factorizations and solves): NumPy's LAPACK on the
+    # host, the inputs copied out and the results back (targets/library.py)
+    Rule("linalg: LAPACK on the host", Call, lambda c, d: True, Form.HOST_LAPACK),
 )
 del E, R, C, W
 

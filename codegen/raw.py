@@ -41,6 +41,11 @@ class RawPlan:
     tu = None
     preprocessed = None
 
+    def kernel_info(self, KernelInfo):
+        """The launch's ``KernelInfo`` (``KernelInfo``: codegen's class)."""
+        return KernelInfo(self.name, self.args, self.grid, self.block, "raw", rule=self.rule,
+                          facts={"language": self.spec.language}, entry=self.entry)
+
 
 def language_of(target) -> str:
     import loopy as lp
@@ -94,12 +99,6 @@ def _check_block(kname, block, limits):
         raise ValueError(f"raw kernel {kname!r}: block {block} exceeds the device's "
                          f"work-group limits ({total} per group, "
                          f"{' x '.join(map(str, axes))} per axis)")
-
-
-def kernel_info(kp, KernelInfo):
-    """The launch's ``KernelInfo`` (``KernelInfo``: codegen's class)."""
-    return KernelInfo(kp.name, kp.args, kp.grid, kp.block, "raw", rule=kp.rule,
-                      facts={"language": kp.spec.language}, entry=kp.entry)
 
 
 def source_after(plans, language) -> str:

@@ -110,7 +110,7 @@ def _build(build, lowered, t0, origin="built"):
     the compile's stages (``codegen.logs.log_duration``: INFO past a second)."""
     from polyarray.codegen.logs import log_duration
     t1 = time.perf_counter()
-    handle = build(lowered.source) if (build and lowered.kernels) else None
+    handle = build(lowered.source) if (build and lowered.source) else None
     t2 = time.perf_counter()
     stages = dict(lowered.stages or {}) if origin == "built" else {"cache": t1 - t0}
     if handle is not None:

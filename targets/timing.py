@@ -103,7 +103,17 @@ def _cuda(exe, bindings):
             end.record(stream)
             events.append((name, start, end))
         return run
-    exe._launches = [(timed(launch, k.name), *rest) for (launch, *rest), k in zip(saved, infos)]
+
+    def timed_host(call, name):         # a library call on the host: its blocking copies
+        def run(bufs):                  # wait for the kernels before, the device idles
+            start, end = drv.Event(), drv.Event()
+            start.record()
+            call(bufs)
+            end.record()
+            events.append((name, start, end))
+        return run
+    exe._launches = [((timed_host if rest[0] is None else timed)(launch, k.name), *rest)
+                     for (launch, *rest), k in zip(saved, infos)]
     try:
         with _device_results(exe):
             exe.run(bindings)
@@ -148,15 +158,25 @@ def _opencl(exe, bindings):
     queue = profiling_queue(exe)
     exe.queue.finish()          # nothing of ours still runs on the other queue
     events = []
-    saved = exe.queue, exe._cl
+    saved = exe.queue, exe._cl, exe._launches
+
+    def timed_host(call, name):         # a library call on the host: seconds on its clock
+        def run(bufs):
+            t0 = time.perf_counter()
+            call(bufs)
+            events.append((name, time.perf_counter() - t0))
+        return run
     exe.queue, exe._cl = queue, _RecordingCL(exe._cl, events)
+    exe._launches = [(timed_host(knl, k.name) if gs is None else knl, args, gs, ls)
+                     for (knl, args, gs, ls), k in zip(exe._launches, exe.lowered.kernels)]
     try:
         with _device_results(exe):
             exe.run(bindings)
         queue.finish()
     finally:
-        exe.queue, exe._cl = saved
-    times = [(name, (ev.profile.end - ev.profile.start) * 1e-9) for name, ev in events]
+        exe.queue, exe._cl, exe._launches = saved
+    times = [(name, ev if isinstance(ev, float) else (ev.profile.end - ev.profile.start) * 1e-9)
+             for name, ev in events]
     exe.synchronize()           # a failed run-time check raises here
     return times
 

@@ -3,9 +3,12 @@
 Reductions and einsums get a kernel each.  Elementwise outputs of the same
 size are merged into the most recent elementwise group when every value
 they read from that group is read at their own index (so a dict of outputs
-is computed in as few kernels as possible).  A raw kernel's launch is a
-group of its own, holding every output of the launch that the DAG reads."""
+is computed in as few kernels as possible).  A raw kernel's launch, and a
+library call, is a group of its own, holding every output of the launch or
+call that the DAG reads."""
 from __future__ import annotations
+
+import math
 
 from polyarray.ir import nodes as N
 from polyarray.ir.mapper import Mapper
@@ -27,6 +30,9 @@ class _UnitOf(Mapper):
     def map_recurrence(self, n):
         return Unit(n, "recurrence", n.size)
 
+    def map_library_call_output(self, n):
+        return Unit(n, "library", n.size)
+
     def _elementwise(self, n):
         return Unit(n, "elementwise", n.size)
 
@@ -38,7 +44,7 @@ def group(order, mat):
     """The kernel groups, in launch order."""
     groups = []
     group_of = {}
-    raw_groups = {}     # a raw kernel launch (RawKernelOutput.call) -> its group
+    raw_groups = {}     # a raw kernel's launch or a library call (``.call``) -> its group
     last_elementwise = {}   # size -> the most recent elementwise group of that size
     position = {id(n): k for k, n in enumerate(order)}
     unit_of = _UnitOf()
@@ -48,10 +54,12 @@ def group(order, mat):
         unit = unit_of(n)
         deps = materialized_deps(n, mat)
         target = None
-        if unit.kind == "raw":          # one launch writes all its outputs: one group
+        if unit.kind in ("raw", "library"):     # one launch or call writes all its outputs
             target = raw_groups.get(n.call)
             if target is None:
-                groups.append(Group([], "raw", launch_size(n)))
+                size = launch_size(n) if unit.kind == "raw" else sum(
+                    math.prod(shape) for shape, _ in n.outputs)
+                groups.append(Group([], unit.kind, size))
                 target = raw_groups[n.call] = len(groups) - 1
         elif unit.kind == "elementwise":
             # try the most recent elementwise group of the same size

@@ -80,6 +80,11 @@ class _Roots(Mapper):
         self.mat.add(id(n))
         self.mat.update(id(c) for c in n.inputs if not is_input(c))
 
+    def map_library_call_output(self, n):
+        """A library routine reads and writes plain buffers."""
+        self.mat.add(id(n))
+        self.mat.update(id(c) for c in n.inputs if not is_input(c))
+
     def _inlined(self, n):
         pass
 

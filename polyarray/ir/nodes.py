@@ -35,6 +35,9 @@ Node types
 ``RawKernelOutput`` one output of a launch of a hand-written kernel
                   (``pa.raw_kernel``): the outputs of one launch share every
                   field but ``index``.
+``LibraryCallOutput`` one output of a call of a library routine (a
+                  factorization or a solve of ``pa.linalg``): the outputs of
+                  one call share every field but ``index``.
 """
 from __future__ import annotations
 
@@ -542,6 +545,34 @@ class RawKernelOutput(Node):
         """What the outputs of one launch share (hashable; inputs by identity)."""
         return (self.kernel, tuple(map(id, self.inputs)), repr(self.scalars), self.outputs,
                 self.grid, self.block)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class LibraryCallOutput(Node):
+    """Output ``index`` of one call of the library routine ``op`` (a
+    factorization or a solve: ``codegen``'s library forms say which library
+    runs it on each target) on ``inputs``, with ``params`` (``((name,
+    value), ...)``, plain values) and the declared ``outputs`` (``((shape,
+    dtype str), ...)``).  Inputs are materialized and the call is a step
+    between kernels: the work around it fuses into the kernels beside it."""
+    mapper_method = "map_library_call_output"
+    op: str
+    params: tuple
+    inputs: tuple
+    outputs: tuple
+    index: int
+
+    def children(self):
+        return self.inputs
+
+    @property
+    def call(self) -> tuple:
+        """What the outputs of one call share (hashable; inputs by identity)."""
+        return (self.op, self.params, tuple(map(id, self.inputs)), self.outputs)
+
+    @property
+    def param(self) -> dict:
+        return dict(self.params)
 
 
 def topological_order(outputs) -> list:

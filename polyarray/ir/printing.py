@@ -95,6 +95,13 @@ class _Renderer(Mapper):
         out = f"[{node.index}]" if len(node.outputs) > 1 else ""
         return f"raw_kernel {node.kernel.name!r}({', '.join(args)}){out}"
 
+    @_cut_deep
+    def map_library_call_output(self, node, depth):
+        args = [self.operand(a, depth) for a in node.inputs]
+        args += [f"{k}={v!r}" for k, v in node.params]
+        out = f"[{node.index}]" if len(node.outputs) > 1 else ""
+        return f"linalg.{node.op}({', '.join(args)}){out}"
+
     def expr(self, e, env, depth):
         """An IndexLambda's expression; ``env``: binding name -> node."""
         if is_call(e):

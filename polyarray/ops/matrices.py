@@ -4,8 +4,8 @@
 ``numpy/linalg/_linalg.py`` and ``numpy/_core/numeric.py``), and the
 stricter ``numpy.linalg`` spellings of ``outer`` and ``cross``.
 
-Norms that need singular values (matrix ``ord`` 2, -2, 'nuc') raise
-NotImplementedError: polyarray computes no SVD.
+Matrix norms ``ord`` 2, -2 and 'nuc' take the singular values
+(``solvers.svd``), as NumPy's do.
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from .creation import as_node
 from .elementwise import apply_ufunc as U, astype, broadcast_shapes
 from .linalg import einsum, outer
 from .reductions import max as max_, min as min_, sum as sum_
+from .solvers import svd
 from .shapes import concatenate, expand_dims, moveaxis, remap, reshape, transpose
 
 
@@ -189,9 +190,12 @@ def norm(x, ord=None, axis=None, keepdims=False) -> N.Node:
         raise ValueError("Duplicate axes given.")
     absx = U("absolute", node)
     if _is(ord, 2) or _is(ord, -2) or ord == "nuc":
-        raise NotImplementedError(f"norm: the matrix norm ord={ord!r} needs singular "
-                                  "values (an SVD), which polyarray does not compute")
-    if _is(ord, 1) or _is(ord, -1):
+        # NumPy's _multi_svd_norm: the singular values of the (row, col) matrices
+        rest = [a for a in range(nd) if a not in (row, col)]
+        s = svd(transpose(node, rest + [row, col]), compute_uv=False)[0]
+        fn = sum_ if ord == "nuc" else max_ if ord == 2 else min_
+        ret = fn(s, -1)
+    elif _is(ord, 1) or _is(ord, -1):
         fn = max_ if ord == 1 else min_
         ret = fn(sum_(absx, row), col - 1 if col > row else col)
     elif _is(ord, math.inf) or _is(ord, -math.inf):

@@ -44,7 +44,8 @@ def _tuple_key(value):
 
 _NONE = ("None",)
 _NODE_TYPES = frozenset((N.Placeholder, N.DataWrapper, N.IndexLambda, N.Reduce, N.Einsum,
-                         N.Reshape, N.Concatenate, N.RawKernelOutput))
+                         N.Reshape, N.Concatenate, N.RawKernelOutput,
+                         N.LibraryCallOutput))
 _PLAIN = (int, type(None))
 
 

@@ -21,6 +21,7 @@ from . import driver as cuda_driver
 from . import interop as cuda_interop
 from .build import NVCC_OPTIONS, build_module   # noqa: F401  (tests import them here)
 from ..deferred_checks import checked_array_type
+from ..library import HostCall, is_host_call
 from ..device_common import (DeviceExecutable, allocation_bytes, arg_format, host_array,
                             lower_or_load, on_host, valid_lowered_entry)
 
@@ -45,7 +46,7 @@ class CudaExecutable(DeviceExecutable):
         major, minor = dev.compute_capability()
         key = (self.lowered.source, major, minor, self.fast_math)
         modules = _STATE.setdefault("modules", {})
-        if key not in modules and self.lowered.kernels:
+        if key not in modules and self.lowered.source:
             modules[key] = build_module(self.lowered.source, f"sm_{major}{minor}",
                                         self.fast_math)
         mod = modules.get(key)
@@ -68,6 +69,12 @@ class CudaExecutable(DeviceExecutable):
                 self._mapped = False
         self._launches = []
         for k in self.lowered.kernels:
+            if is_host_call(k):         # a library call: NumPy on the host, between kernels
+                call = HostCall(k, lambda buf, a: drv.memcpy_dtoh(a, buf),
+                                lambda buf, a: drv.memcpy_htod(buf, a))
+                log.info("polyarray: %s", call.describe())
+                self._launches.append((call, None, k.args, None, None))
+                continue
             fn = mod.get_function(k.entry or k.name)
             grid = tuple(k.gsize) + (1,) * (3 - len(k.gsize))
             block = tuple(k.lsize) + (1,) * (3 - len(k.lsize))
@@ -89,10 +96,11 @@ class CudaExecutable(DeviceExecutable):
         self._result_type = _result_type()
         self._inputs = list(self.lowered.inputs.items())
         self._replay = None
-        self._replayable = self._can_replay()
+        host_calls = any(fmt is None for _, fmt, _, _, _ in self._launches)
+        self._replayable = not host_calls and self._can_replay()
         self._ready = True
         if self.out_mode == "device" and not any(o[4] for o in self._outs) \
-                and not self._replayable:
+                and not self._replayable and not host_calls:
             self.fast_call = self._make_fast_call()
 
     def _can_replay(self):
@@ -233,6 +241,9 @@ class CudaExecutable(DeviceExecutable):
             bufs = self.buffers(bindings, live)
             pack = self._pack_args
             for launch, fmt, args, grid, block in self._launches:
+                if fmt is None:
+                    launch(bufs)        # a library call on the host
+                    continue
                 launch(grid, block, pack(fmt, *[bufs[a] for a in args]), 0, None)
         results = []
         for name, shape, dtype, sdt, copy, nbytes, attrs in self._outs:

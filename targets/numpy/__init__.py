@@ -88,6 +88,15 @@ class NumpyNodeEvaluator(Mapper):
             done[node.call] = raw_reference(node, [values[id(a)] for a in node.inputs])
         return done[node.call][node.index]
 
+    def map_library_call_output(self, node, values, bindings):
+        """NumPy's ``linalg`` (LAPACK), once per call, its errors raised as
+        NumPy raises them (``LinAlgError`` for a singular matrix)."""
+        done = self.__dict__.setdefault("_library", {})
+        if node.call not in done:
+            from ..library import run_on_host
+            done[node.call] = run_on_host(node, [values[id(a)] for a in node.inputs])
+        return done[node.call][node.index]
+
 
 def raw_reference(node, arrays):
     """The outputs of ``reference(*inputs, **scalars)`` for a raw kernel's

@@ -19,6 +19,7 @@ import numpy as np
 from ..base import Target
 from ..cache import DiskCache, code_version, key_digest
 from ..deferred_checks import DeferredChecks, checked_array_type
+from ..library import HostCall, is_host_call
 from ..device_common import (CompiledProgram, DeviceExecutable, host_array, lower_or_load,
                             on_host, valid_lowered_entry)
 
@@ -120,6 +121,14 @@ class OpenCLExecutable(DeviceExecutable):
         self._host = opencl_host if opencl_host.enabled(queue.device) else None
         self._launches = []
         for k in L.kernels:
+            if is_host_call(k):         # a library call: NumPy on the host, between kernels
+                # on the queue of the call (a profile swaps it): the blocking
+                # copies wait for the kernels before them
+                call = HostCall(k, lambda buf, a: self._cl.enqueue_copy(self.queue, a, buf),
+                                lambda buf, a: self._cl.enqueue_copy(self.queue, buf, a))
+                log.info("polyarray: %s", call.describe())
+                self._launches.append((call, k.args, None, None))
+                continue
             gs, ls = launch_sizes(k.gsize, k.lsize)
             self._launches.append((kernels[k.name], k.args, gs, ls))
         self._result_type = checked_array_type(cla.Array, _DEFERRED)
@@ -232,6 +241,9 @@ class OpenCLExecutable(DeviceExecutable):
                 bufs[name] = alloc(nbytes, owned)
         enqueue = cl.enqueue_nd_range_kernel
         for knl, args, gs, ls in self._launches:
+            if gs is None:
+                knl(bufs)               # a library call on the host
+                continue
             knl.set_args(*[bufs[a] for a in args])
             enqueue(q, knl, gs, ls)
         results = []
@@ -309,6 +321,8 @@ def _kernel_objects(compiled):
     if getattr(compiled, "_kernels", None) is None:
         kernels, functions = {}, {}
         for k in compiled.lowered.kernels:
+            if is_host_call(k):
+                continue
             entry = k.entry or k.name
             try:
                 if entry not in functions:

@@ -1,0 +1,61 @@
+"""Library calls (``pa.linalg``'s factorizations and solves) in a lowered
+program.
+
+A call is a plan group of its own (``passes/group.py``), its inputs and
+outputs materialized buffers.  Here it becomes a ``LibraryPlan`` beside the
+Assembler's loopy kernels, in launch order, and then a ``KernelInfo`` of
+form ``Form.HOST_LAPACK`` (the policy's row for it): ``args`` are its input
+buffers then its output buffers (a temporary for an output the DAG never
+reads), ``facts`` say what the target calls (``op``, ``params``, the
+outputs' shapes and dtypes).  It has no device code: the target runs it
+between the kernels (``targets/library.py``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .classify import Call
+from .policy import choose
+
+
+@dataclass
+class LibraryPlan:
+    """What ``lower_program`` needs of one call (no ``tu``: no loopy kernel)."""
+    name: str                   # k<group>_<op>: unique per call
+    args: tuple                 # input buffers, then output buffers
+    form: str
+    rule: str
+    facts: dict
+    tu = None
+    preprocessed = None
+
+    def kernel_info(self, KernelInfo):
+        """The call's ``KernelInfo`` (``KernelInfo``: codegen's class)."""
+        return KernelInfo(self.name, self.args, (), (), self.form, rule=self.rule,
+                          facts=self.facts)
+
+
+def build(asm, name, group):
+    """Append the ``LibraryPlan`` of ``group``'s call to ``asm.kernels``."""
+    from .schedule import ScheduleError
+    node = group.units[0].node
+    if name in asm.schedules:           # () replays prog.schedule
+        asm.matched.add(name)
+    if asm.schedules.get(name):
+        raise ScheduleError(f"kernel {name} is a call of linalg.{node.op}: a library "
+                            "routine, so it has no schedule")
+    choice = choose(Call(node.op, node.outputs[0][1], tuple(node.inputs[0].shape)), asm.device)
+    outs = {u.node.index: asm.buffers[id(u.node)] for u in group.units}
+    for index, (shape, dt) in enumerate(node.outputs):
+        if index not in outs:           # computed, never read: a temporary
+            outs[index] = f"{name}_out{index}"
+            asm.add_buffer(outs[index], max(math.prod(shape), 1), np.dtype(dt))
+    args = tuple(asm.buffers[id(a)] for a in node.inputs) + tuple(
+        outs[i] for i in range(len(node.outputs)))
+    facts = {"op": node.op, "params": node.params, "inputs": len(node.inputs),
+             "input_specs": tuple((tuple(a.shape), a.dtype.str) for a in node.inputs),
+             "outputs": node.outputs}
+    asm.kernels.append(LibraryPlan(name, args, str(choice.form), choice.rule, facts))

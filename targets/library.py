@@ -1,0 +1,116 @@
+"""Library calls (``LibraryCallOutput`` nodes) as NumPy computes them: the
+numpy target runs these, and a device target runs them on the host (its
+inputs copied out, the results copied back, both logged) where it has no
+library of its own for the routine.  NumPy's ``linalg`` is LAPACK, so these
+are the reference for every target's result.
+
+Inputs come in the canonical form of ``polyarray.ops.solvers`` (dtype,
+batch shape, matrices); each function returns the declared outputs."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _cholesky(a, upper):
+    return (np.linalg.cholesky(a, upper=upper),)
+
+
+def _eigh(a, UPLO):
+    w, v = np.linalg.eigh(a, UPLO=UPLO)
+    return w, v
+
+
+def _qr(a, mode):
+    out = np.linalg.qr(a, mode=mode)
+    return (out,) if mode == "r" else tuple(out)
+
+
+def _svd(a, full_matrices, hermitian):
+    return tuple(np.linalg.svd(a, full_matrices=full_matrices, compute_uv=True,
+                               hermitian=hermitian))
+
+
+def _svdvals(a, hermitian):
+    return (np.linalg.svd(a, compute_uv=False, hermitian=hermitian),)
+
+
+def _lstsq(a, b, rcond):
+    x, _, rank, s = np.linalg.lstsq(a, b, rcond=rcond)
+    return x, np.int32(rank), s
+
+
+ROUTINES = {
+    "cholesky": _cholesky,
+    "inv": lambda a: (np.linalg.inv(a),),
+    "solve": lambda a, b: (np.linalg.solve(a, b),),
+    "det": lambda a: (np.linalg.det(a),),
+    "slogdet": lambda a: tuple(np.linalg.slogdet(a)),
+    "eigh": _eigh,
+    "eigvalsh": lambda a, UPLO: (np.linalg.eigvalsh(a, UPLO=UPLO),),
+    "qr": _qr,
+    "svd": _svd,
+    "svdvals": _svdvals,
+    "lstsq": _lstsq,
+}
+
+
+def run_on_host(node, arrays) -> list:
+    """The outputs of ``node``'s call on the NumPy arrays ``arrays``."""
+    return run_routine(node.op, node.params, node.outputs, arrays)
+
+
+def run_routine(op, params, outputs, arrays) -> list:
+    """The outputs of routine ``op`` on the NumPy arrays ``arrays``, as
+    declared in ``outputs`` (shape checked, dtype cast within its kind)."""
+    outs = ROUTINES[op](*arrays, **dict(params))
+    result = []
+    for value, (shape, dt) in zip(outs, outputs):
+        value = np.asarray(value)
+        if value.shape != tuple(shape):
+            raise AssertionError(f"linalg.{op}: NumPy gave shape {value.shape}, declared "
+                                 f"{tuple(shape)}")
+        value = value.astype(np.dtype(dt), copy=False)
+        result.append(value if value.flags.c_contiguous else value.copy(order="C"))
+    return result
+
+
+HOST_FORM = "host lapack"       # codegen.policy.Form.HOST_LAPACK's value
+
+
+def is_host_call(info) -> bool:
+    """Whether a lowered kernel is a library call run on the host."""
+    return info.form == HOST_FORM
+
+
+class HostCall:
+    """A device program's library call run by NumPy on the host: its inputs
+    copied out of their device buffers, its results copied back
+    (``read(buffer, array)`` and ``write(buffer, array)``, blocking: the
+    target's copies).  It waits for the kernels before it, as a blocking
+    copy does."""
+
+    def __init__(self, info, read, write):
+        f = info.facts
+        self.op, self.params, self.outputs = f["op"], f["params"], f["outputs"]
+        n = f["inputs"]
+        self.inputs = tuple(zip(info.args[:n], f["input_specs"]))
+        self.results = info.args[n:]
+        self.read, self.write = read, write
+        self.bytes_out = sum(int(np.prod(s)) * np.dtype(d).itemsize for s, d in f["input_specs"])
+        self.bytes_back = sum(int(np.prod(s)) * np.dtype(d).itemsize for s, d in self.outputs)
+
+    def __call__(self, bufs):
+        arrays = []
+        for name, (shape, dt) in self.inputs:
+            host = np.empty(shape, np.dtype(dt))
+            if host.size:
+                self.read(bufs[name], host)
+            arrays.append(host)
+        for name, value in zip(self.results, run_routine(self.op, self.params, self.outputs,
+                                                         arrays)):
+            if value.size:
+                self.write(bufs[name], value)
+
+    def describe(self) -> str:
+        return (f"linalg.{self.op} runs on the host through NumPy (LAPACK): each call copies "
+                f"{self.bytes_out} bytes out of the device and {self.bytes_back} back")
