@@ -210,8 +210,11 @@ def checked(result, what):
 
 
 def _order(first, then):
-    """Make stream ``then`` wait for the work queued so far on ``first``
-    (0: the legacy default stream), without blocking the host."""
+    """Make stream ``then`` wait for the work queued so far on ``first``,
+    without blocking the host.  Streams are the driver's handles, which the
+    protocols' numbers are too: 1 is ``CU_STREAM_LEGACY``, the legacy
+    default stream on which pycuda launches ours (its handle 0; 1 names it
+    whatever the bindings' default-stream mode), 2 ``CU_STREAM_PER_THREAD``."""
     cu = driver_api()
     ev = checked(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
     try:
@@ -221,20 +224,16 @@ def _order(first, then):
         cu.cuEventDestroy(ev)
 
 
-def _handle(stream):
-    return {LEGACY_STREAM: 0, PER_THREAD_STREAM: 2}.get(stream, stream)
-
-
 def wait_for_stream(stream):
     """Our (legacy default) stream waits for a producer's ``stream``."""
-    _order(_handle(stream), 0)
+    _order(stream, LEGACY_STREAM)
 
 
 def order_before(stream):
     """A consumer's ``stream`` waits for our work (DLPack's ``stream``
     argument; None or 1 is the legacy default stream, ours)."""
     if stream not in (None, LEGACY_STREAM, 0, -1):
-        _order(0, _handle(stream))
+        _order(LEGACY_STREAM, stream)
 
 
 def to_host(view: CudaView) -> np.ndarray:

@@ -26,6 +26,7 @@ from ..device_common import allocation_bytes, host_array
 from ..foreign import CudaView, checked, driver_api
 
 _NON_BLOCKING = 1           # CU_STREAM_NON_BLOCKING (pycuda's Stream flags)
+_LEGACY = 1                 # CU_STREAM_LEGACY: pycuda's stream 0, whatever the bindings' mode
 STEPS_PER_GRAPH = 64        # even; a graph of 64 steps instantiates in ~1 ms
 # A program of at least REPLAY_MIN_LAUNCHES launches whose buffers (inputs,
 # temporaries, outputs) take at most REPLAY_MAX_BYTES is replayed as a graph
@@ -38,8 +39,9 @@ REPLAY_MAX_BYTES = 256 << 20
 
 class Graph:
     """An instantiated CUDA graph of the launches ``record(stream)`` makes;
-    ``launch_on``: the stream it is launched on (the capture's by default;
-    ``0``, the legacy stream, orders it after the synchronous copies)."""
+    ``launch_on``: the driver's handle of the stream it is launched on (the
+    capture's by default; ``CU_STREAM_LEGACY``, the legacy default stream,
+    orders it after pycuda's synchronous copies)."""
 
     def __init__(self, stream, record, launch_on=None):
         cu = self._cu = driver_api()
@@ -165,7 +167,7 @@ class Replay:
                 launch(grid, block, pack(fmt, *[bufs[a] for a in args]), 0, stream)
 
         drv.Context.synchronize()
-        self.graph = Graph(drv.Stream(flags=_NON_BLOCKING), record, launch_on=0)
+        self.graph = Graph(drv.Stream(flags=_NON_BLOCKING), record, launch_on=_LEGACY)
         self.bufs = bufs
 
     def run(self, exe, bindings):
