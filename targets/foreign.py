@@ -9,9 +9,16 @@ stream, on which every polyarray launch runs): DLPack producers are asked
 for ``stream=1``; a ``__cuda_array_interface__`` that names another stream
 gets an event our stream waits on.
 
-Out: ``dlpack_capsule`` exports a device result as a DLPack capsule (the
-consumer's stream waits for our work), read by ``torch.from_dlpack``,
-``cupy.from_dlpack`` and ``jax.dlpack.from_dlpack``.
+The interface is a Python dict, read here.  A DLPack capsule is read by
+NVIDIA's cuda-core (``cuda.core.utils.StridedMemoryView``, which calls the
+producer's deleter when the view is gone), and events are made through
+``cuda.bindings.driver``: both are imported when first needed, and their
+absence is an ImportError naming the pip package.
+
+Out: ``targets.cuda.interop`` exports a device result as a DLPack capsule
+(cuda-core's), read by ``torch.from_dlpack``, ``cupy.from_dlpack`` and
+``jax.dlpack.from_dlpack``; ``order_before`` makes the consumer's stream
+wait for our work.
 
 OpenCL has no DLPack consumers or producers among the peers (DLPack's
 ``kDLOpenCL`` exists, but no library hands out or accepts such tensors):
@@ -19,55 +26,11 @@ pyopencl arrays are the OpenCL target's device arrays, in and out.
 """
 from __future__ import annotations
 
-import ctypes
-import itertools
-
 import numpy as np
 
 CPU, CUDA, CUDA_HOST, OPENCL, CUDA_MANAGED = 1, 2, 3, 4, 13
 LEGACY_STREAM, PER_THREAD_STREAM = 1, 2
-
-
-class _Device(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _Tensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _Device), ("ndim", ctypes.c_int32),
-                ("dtype", _DType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-
-class _Managed(ctypes.Structure):
-    pass
-
-
-_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Managed))
-_Managed._fields_ = [("dl_tensor", _Tensor), ("manager_ctx", ctypes.c_void_p),
-                     ("deleter", _DELETER)]
-
-# our own handle on the interpreter's C API, so that setting argtypes here
-# cannot change ctypes.pythonapi for other libraries
-_api = ctypes.PyDLL(ctypes.pythonapi._name)
-_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_api.PyCapsule_New.restype = ctypes.py_object
-_api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _CAPSULE_DESTRUCTOR]
-_api.PyCapsule_GetName.restype = ctypes.c_char_p
-_api.PyCapsule_GetName.argtypes = [ctypes.c_void_p]
-_raw_get_pointer = _api.PyCapsule_GetPointer
-# the capsule destructor gets a bare PyObject*: a prototype that takes one
-_get_pointer_of_address = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
-    ("PyCapsule_GetPointer", _api))
-_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}
-_KINDS = {v: k for k, v in _CODES.items()}
+_KINDS = "iufb"             # the dtype kinds polyarray reads (no complex, no bfloat16)
 
 
 class CudaView:
@@ -184,146 +147,93 @@ def _from_cai(value, cai, library):
 
 
 def _from_dlpack(value, library):
-    try:
-        capsule = value.__dlpack__(stream=LEGACY_STREAM)
-    except TypeError:       # producers without the stream keyword
-        capsule = value.__dlpack__()
-    device, view = consume_capsule(capsule, value, library)
+    device = value.__dlpack_device__()
     if device[0] not in (CUDA, CUDA_MANAGED):
         raise TypeError(f"a {library} array on DLPack device type {device[0]} "
                         "is not a CUDA array")
-    return view
+    return dlpack_view(value, library, LEGACY_STREAM)
 
 
-def consume_capsule(capsule, source, library):
-    """((device type, id), CudaView) of a DLPack capsule, which is marked
-    used; the producer's deleter runs when the view is gone."""
-    addr = _raw_get_pointer(ctypes.py_object(capsule), b"dltensor")
-    managed = ctypes.cast(addr, ctypes.POINTER(_Managed))
-    t = managed.contents.dl_tensor
-    if t.dtype.lanes != 1 or t.dtype.code not in _KINDS:
-        raise TypeError(f"unsupported DLPack dtype (code {t.dtype.code}, {t.dtype.bits} "
-                        f"bits, {t.dtype.lanes} lanes) from a {library} array")
-    kind = _KINDS[t.dtype.code]
-    dtype = np.dtype(np.bool_) if kind == "b" else np.dtype(f"{kind}{t.dtype.bits // 8}")
-    shape = tuple(t.shape[i] for i in range(t.ndim))
-    strides = None if not t.strides else tuple(t.strides[i] * dtype.itemsize
-                                                for i in range(t.ndim))
-    _api.PyCapsule_SetName(capsule, b"used_dltensor")
-    owner = _Consumed(managed, source)
-    device = (t.device.device_type, t.device.device_id)
-    return device, CudaView((t.data or 0) + t.byte_offset, shape, dtype, strides, owner,
-                            t.device.device_id, library)
+def dlpack_view(value, library, stream=-1):
+    """``value`` (a DLPack producer) as a ``CudaView``, read by cuda-core's
+    ``StridedMemoryView``: the producer is asked for ``stream`` (``1``: the
+    legacy default stream, ours; ``-1``: none, a host producer), and its
+    deleter runs when the view (the ``CudaView``'s owner) is gone."""
+    StridedMemoryView = strided_memory_view()
+    smv = StridedMemoryView.from_dlpack(value, stream_ptr=stream)
+    try:
+        dtype = np.dtype(smv.dtype)
+    except (TypeError, NotImplementedError) as e:     # vector lanes, bfloat16, ...
+        raise TypeError(f"unsupported DLPack dtype from a {library} array: {e}") from None
+    if dtype.kind not in _KINDS:
+        raise TypeError(f"unsupported DLPack dtype {dtype.name} from a {library} array")
+    strides = None if smv.strides is None else tuple(s * dtype.itemsize for s in smv.strides)
+    return CudaView(smv.ptr, smv.shape, dtype, strides, smv, max(smv.device_id, 0), library)
 
 
-class _Consumed:
-    """Calls the producer's deleter when the last view of it is gone."""
-
-    def __init__(self, managed, source):
-        self.managed, self.source = managed, source
-
-    def __del__(self):
-        deleter = self.managed.contents.deleter
-        if deleter:
-            deleter(self.managed)
-
-
-# -- out: a DLPack capsule of one of our device buffers --------------------
-
-_LIVE = {}                  # address of a DLManagedTensor -> what it keeps alive
-_ids = itertools.count()
-
-
-@_DELETER
-def _delete(managed):
-    _LIVE.pop(ctypes.addressof(managed.contents), None)
-
-
-@_CAPSULE_DESTRUCTOR
-def _capsule_destructor(capsule):
-    # not consumed (still named "dltensor"): the capsule owns the tensor
-    if _api.PyCapsule_GetName(capsule) == b"dltensor":
-        addr = _get_pointer_of_address(capsule, b"dltensor")
-        if addr:
-            _LIVE.pop(addr, None)
-
-
-def dlpack_capsule(ptr, shape, dtype, device_id, owner, strides=None, device_type=CUDA):
-    """A DLPack capsule of ``shape``/``dtype`` at ``ptr`` on device
-    ``device_id`` (of ``device_type``: CUDA unless a test says CPU);
-    ``owner`` lives until the consumer's deleter runs."""
-    dtype = np.dtype(dtype)
-    if dtype.kind not in _CODES:
-        raise TypeError(f"DLPack has no dtype for {dtype.name}")
-    ndim = len(shape)
-    shape_arr = (ctypes.c_int64 * max(ndim, 1))(*shape)
-    strides_arr = None
-    if strides is not None:
-        strides_arr = (ctypes.c_int64 * max(ndim, 1))(*(s // dtype.itemsize for s in strides))
-    m = _Managed()
-    m.dl_tensor.data = ptr
-    m.dl_tensor.device = _Device(device_type, device_id)
-    m.dl_tensor.ndim = ndim
-    m.dl_tensor.dtype = _DType(_CODES[dtype.kind], dtype.itemsize * 8, 1)
-    m.dl_tensor.shape = ctypes.cast(shape_arr, ctypes.POINTER(ctypes.c_int64))
-    if strides_arr is not None:
-        m.dl_tensor.strides = ctypes.cast(strides_arr, ctypes.POINTER(ctypes.c_int64))
-    m.dl_tensor.byte_offset = 0
-    m.deleter = _delete
-    addr = ctypes.addressof(m)
-    _LIVE[addr] = (m, shape_arr, strides_arr, owner)
-    return _api.PyCapsule_New(addr, b"dltensor", _capsule_destructor)
-
-
-def live_exports() -> int:
-    """DLPack exports whose consumers have not released them (tests)."""
-    return len(_LIVE)
+def strided_memory_view():
+    """cuda-core's ``StridedMemoryView``, or an ImportError naming the package."""
+    try:
+        from cuda.core.utils import StridedMemoryView
+    except ImportError as e:
+        raise ImportError(f"reading or making a DLPack capsule of a CUDA array needs "
+                          f"NVIDIA's cuda-core ({e}): pip install cuda-core, or "
+                          f"pip install 'polyarray[cuda]'") from None
+    return StridedMemoryView
 
 
 # -- streams -------------------------------------------------------------------
 
-def _libcuda():
-    lib = _STATE.get("libcuda")
-    if lib is None:
-        lib = _STATE["libcuda"] = ctypes.CDLL("libcuda.so.1")
-    return lib
+def driver_api():
+    """``cuda.bindings.driver`` (NVIDIA's bindings of the CUDA driver API: the
+    context is pycuda's, which is current), or an ImportError naming the
+    package."""
+    try:
+        import cuda.bindings.driver as driver
+    except ImportError as e:
+        raise ImportError(f"CUDA events and graphs need NVIDIA's cuda-bindings ({e}): "
+                          "pip install cuda-bindings, or pip install 'polyarray[cuda]'") \
+            from None
+    return driver
 
 
-_STATE = {}
-
-
-def _check(rc, what):
-    if rc != 0:
-        raise RuntimeError(f"CUDA driver call {what} failed with error {rc}")
+def checked(result, what):
+    """The values a ``cuda.bindings.driver`` call returned beside its
+    status (one value, a tuple of several, or None), or RuntimeError
+    naming the call and the error."""
+    status, *values = result
+    if status != 0:
+        name = driver_api().cuGetErrorName(status)[1]
+        raise RuntimeError(f"CUDA driver call {what} failed with error {int(status)} "
+                           f"({name.decode() if name else status!r})")
+    return values[0] if len(values) == 1 else tuple(values) if values else None
 
 
 def _order(first, then):
-    """Make stream ``then`` wait for the work queued so far on ``first``
-    (0: the legacy default stream), without blocking the host."""
-    lib = _libcuda()
-    ev = ctypes.c_void_p()
-    _check(lib.cuEventCreate(ctypes.byref(ev), 2), "cuEventCreate")  # DISABLE_TIMING
+    """Make stream ``then`` wait for the work queued so far on ``first``,
+    without blocking the host.  Streams are the driver's handles, which the
+    protocols' numbers are too: 1 is ``CU_STREAM_LEGACY``, the legacy
+    default stream on which pycuda launches ours (its handle 0; 1 names it
+    whatever the bindings' default-stream mode), 2 ``CU_STREAM_PER_THREAD``."""
+    cu = driver_api()
+    ev = checked(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
     try:
-        _check(lib.cuEventRecord(ev, ctypes.c_void_p(first)), "cuEventRecord")
-        _check(lib.cuStreamWaitEvent(ctypes.c_void_p(then), ev, 0), "cuStreamWaitEvent")
+        checked(cu.cuEventRecord(ev, cu.CUstream(first)), "cuEventRecord")
+        checked(cu.cuStreamWaitEvent(cu.CUstream(then), ev, 0), "cuStreamWaitEvent")
     finally:
-        lib.cuEventDestroy_v2(ev)
-
-
-def _handle(stream):
-    return {LEGACY_STREAM: 0, PER_THREAD_STREAM: 2}.get(stream, stream)
+        cu.cuEventDestroy(ev)
 
 
 def wait_for_stream(stream):
     """Our (legacy default) stream waits for a producer's ``stream``."""
-    _order(_handle(stream), 0)
+    _order(stream, LEGACY_STREAM)
 
 
 def order_before(stream):
     """A consumer's ``stream`` waits for our work (DLPack's ``stream``
     argument; None or 1 is the legacy default stream, ours)."""
     if stream not in (None, LEGACY_STREAM, 0, -1):
-        _order(0, _handle(stream))
+        _order(LEGACY_STREAM, stream)
 
 
 def to_host(view: CudaView) -> np.ndarray:

@@ -1,11 +1,14 @@
 """The CUDA target: the same codegen kernels, emitted with loopy's CUDA target,
-compiled with PyCUDA and launched by our own launcher.
+compiled to cubins by NVRTC or nvcc (``cuda.compiler``), loaded and launched
+through PyCUDA by our own launcher.
 
 Code generation needs no GPU and no pycuda: ``pa.compile(x, target="cuda")``
 works anywhere, and ``prog.source`` is the CUDA C.  The module is built and
 launched on the first call; without CUDA that call raises a clear error.
 pycuda is imported lazily, and through ``pycuda.autoprimaryctx`` so that
-CuPy, PyTorch and JAX share the primary context.
+CuPy, PyTorch and JAX share the primary context.  PyCUDA owns memory,
+streams and launches; NVIDIA's bindings (cuda-bindings, cuda-core) do what
+pycuda lacks: NVRTC and nvJitLink, CUDA graphs and events, DLPack capsules.
 """
 from __future__ import annotations
 
@@ -123,6 +126,11 @@ class CudaExecutable(DeviceExecutable):
             from .graphs import Replay
             try:
                 self._replay = Replay(self)
+            except ImportError as e:    # no cuda-bindings: launched one by one
+                log.warning("polyarray: %s; the program's %d launches run one by one",
+                            e, len(self._launches))
+                self._replayable = False
+                return None
             except Exception as e:      # noqa: BLE001  a launch the capture refuses
                 log.debug("polyarray: no CUDA graph for this program (%s)", e)
                 self._replayable = False

@@ -1,5 +1,5 @@
-"""CUDA source to cubin: NVRTC in this process where its library is found,
-else an nvcc process; the cubins are cached on disk by us.
+"""CUDA source to cubin: NVRTC in this process where NVIDIA's bindings find
+it, else an nvcc process; the cubins are cached on disk by us.
 
 Why not pycuda's ``SourceModule``: an nvcc run costs about 0.45 s before its
 first kernel (nvcc, cicc and ptxas start as processes), and pycuda's own
@@ -9,6 +9,13 @@ library: a small kernel compiles in about 20 ms on that host (the first in
 a process about 0.13 s).  The options mean the same to both (``-arch=sm_XY``
 gives a cubin; fused multiply-add, precise division and square root are
 both compilers' defaults).
+
+NVRTC and nvJitLink are called through NVIDIA's bindings,
+``cuda.bindings.nvrtc`` and ``cuda.bindings.nvjitlink`` (pip package
+cuda-bindings), whose cuda-pathfinder finds the libraries of the pip wheels
+(nvidia-cuda-nvrtc, nvidia-nvjitlink) or of the toolkit: no list of sonames
+or paths of our own.  Without the bindings (or their library), the
+toolkit's nvcc and nvlink run as processes; there is no other fallback.
 
 The cache key is the source, the architecture, the options and the
 compiler's identity: NVRTC's version, or nvcc's path, size and mtime (no
@@ -20,7 +27,6 @@ without an include) where nvcc is installed.
 """
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import re
@@ -33,10 +39,10 @@ from ..cache import DiskCache, key_digest
 log = logging.getLogger("polyarray.cuda")
 _CUBINS = DiskCache("cubin", valid=lambda v: isinstance(v, bytes) and v[:4] == b"\x7fELF")
 USER_C = re.compile(r"/\* (raw kernel |polyarray custom kernel: )")
-_NVRTC_NAMES = ("libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2")
-_JITLINK_NAMES = ("libnvJitLink.so", "libnvJitLink.so.13", "libnvJitLink.so.12")
-_JITLINK_INPUT_ANY = 10         # nvJitLinkInputType: told from the data
 _LINKED = DiskCache("linked-cubin", valid=lambda v: isinstance(v, bytes) and v[:4] == b"\x7fELF")
+# the pip packages of what the bindings load, named where one is missing
+NVRTC_PACKAGES = "cuda-bindings nvidia-cuda-nvrtc"
+NVJITLINK_PACKAGES = "cuda-bindings nvidia-nvjitlink"
 
 
 class CudaCompileError(Exception):
@@ -48,42 +54,51 @@ class CudaCompileError(Exception):
 
 
 class Nvrtc:
+    """NVRTC through ``cuda.bindings.nvrtc``; the import, or the first call
+    (which loads the library), raises where either is missing."""
     name = "nvrtc"
 
-    def __init__(self, lib):
-        self.lib = lib
-        major, minor = ctypes.c_int(), ctypes.c_int()
-        lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
-        self.identity = f"nvrtc {major.value}.{minor.value}"
-        lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+    def __init__(self):
+        import cuda.bindings.nvrtc as nvrtc
+        self.api = nvrtc
+        status, major, minor = nvrtc.nvrtcVersion()
+        self._check(status, "nvrtcVersion")
+        self.identity = f"nvrtc {major}.{minor}"
 
     def compile(self, source, arch, options):
         """``(cubin bytes, what the compiler said)``."""
-        lib, prog = self.lib, ctypes.c_void_p()
-        self._check(lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"polyarray.cu",
-                                           0, None, None), "nvrtcCreateProgram")
+        api = self.api
+        status, prog = api.nvrtcCreateProgram(source.encode(), b"polyarray.cu", 0, [], [])
+        self._check(status, "nvrtcCreateProgram")
         try:
             opts = [f"-arch={arch}".encode(), *(o.encode() for o in options)]
-            status = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
-            size = ctypes.c_size_t()
-            lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-            text = ctypes.create_string_buffer(size.value)
-            lib.nvrtcGetProgramLog(prog, text)
-            said = text.value.decode(errors="replace").strip()
+            (status,) = api.nvrtcCompileProgram(prog, len(opts), opts)
+            said = self._text(api.nvrtcGetProgramLogSize, api.nvrtcGetProgramLog, prog)
             if status != 0:
-                raise CudaCompileError(self.name, said or lib.nvrtcGetErrorString(status).decode(),
+                raise CudaCompileError(self.name, said or self._message(status),
                                        " ".join(o.decode() for o in opts))
-            self._check(lib.nvrtcGetCUBINSize(prog, ctypes.byref(size)), "nvrtcGetCUBINSize")
-            cubin = ctypes.create_string_buffer(size.value)
-            self._check(lib.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
-            return cubin.raw, said
+            size = self._check(*api.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
+            cubin = bytearray(size)
+            self._check(*api.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
+            return bytes(cubin), said
         finally:
-            lib.nvrtcDestroyProgram(ctypes.byref(prog))
+            api.nvrtcDestroyProgram(prog)
 
-    def _check(self, status, what):
+    def _text(self, get_size, get, prog):
+        size = self._check(*get_size(prog), get_size.__name__)
+        text = bytearray(size)
+        self._check(*get(prog, text), get.__name__)
+        return text.rstrip(b"\0").decode(errors="replace").strip()
+
+    def _message(self, status):
+        return self.api.nvrtcGetErrorString(status)[1].decode()
+
+    def _check(self, status, *rest):
+        """The value a call returned beside its status (``rest[:-1]``), or
+        CudaCompileError naming the call (``rest[-1]``)."""
         if status != 0:
-            raise CudaCompileError(self.name, f"{what}: "
-                                   f"{self.lib.nvrtcGetErrorString(status).decode()}")
+            raise CudaCompileError(self.name, f"{rest[-1]}: {self._message(status)}")
+        return rest[0] if len(rest) == 2 else None
 
 
 class _Tool:
@@ -128,43 +143,41 @@ class Nvcc(_Tool):
 
 
 class NvJitLink:
-    """Relocatable cubins linked in this process (CUDA 12's nvJitLink)."""
+    """Relocatable cubins linked in this process, through
+    ``cuda.bindings.nvjitlink``."""
     name = "nvJitLink"
 
-    def __init__(self, lib):
-        self.lib = lib
-        major, minor = ctypes.c_uint(), ctypes.c_uint()
-        status = lib.nvJitLinkVersion(ctypes.byref(major), ctypes.byref(minor))
-        self.identity = f"nvJitLink {major.value}.{minor.value}" if status == 0 else "nvJitLink"
+    def __init__(self):
+        import cuda.bindings.nvjitlink as nvjitlink
+        self.api = nvjitlink
+        major, minor = nvjitlink.version()
+        self.identity = f"nvJitLink {major}.{minor}"
 
     def link(self, cubins, arch):
-        lib, handle = self.lib, ctypes.c_void_p()
-        opts = [f"-arch={arch}".encode()]
-        self._check(lib.nvJitLinkCreate(ctypes.byref(handle), len(opts),
-                                        (ctypes.c_char_p * len(opts))(*opts)), handle, "create")
+        api = self.api
+        try:
+            handle = api.create(1, [f"-arch={arch}"])
+        except api.nvJitLinkError as e:
+            raise CudaCompileError(self.name, f"nvJitLink create: {e}") from None
         try:
             for k, c in enumerate(cubins):
-                self._check(lib.nvJitLinkAddData(handle, _JITLINK_INPUT_ANY, c, ctypes.c_size_t(len(c)),
-                                                 f"unit{k}.cubin".encode()), handle, "add")
-            self._check(lib.nvJitLinkComplete(handle), handle, "complete")
-            size = ctypes.c_size_t()
-            self._check(lib.nvJitLinkGetLinkedCubinSize(handle, ctypes.byref(size)), handle, "size")
-            out = ctypes.create_string_buffer(size.value)
-            self._check(lib.nvJitLinkGetLinkedCubin(handle, out), handle, "cubin")
-            return out.raw
+                api.add_data(handle, api.InputType.ANY, c, len(c), f"unit{k}.cubin")
+            api.complete(handle)
+            out = bytearray(api.get_linked_cubin_size(handle))
+            api.get_linked_cubin(handle, out)
+            return bytes(out)
+        except api.nvJitLinkError as e:
+            raise CudaCompileError(self.name, f"nvJitLink: {e}: {self._log(handle)}") from None
         finally:
-            lib.nvJitLinkDestroy(ctypes.byref(handle))
+            api.destroy(handle)
 
-    def _check(self, status, handle, what):
-        if status != 0:
-            size = ctypes.c_size_t()
-            text = b""
-            if handle and self.lib.nvJitLinkGetErrorLogSize(handle, ctypes.byref(size)) == 0:
-                buf = ctypes.create_string_buffer(size.value)
-                self.lib.nvJitLinkGetErrorLog(handle, buf)
-                text = buf.value
-            raise CudaCompileError(self.name, f"nvJitLink {what}: status {status}: "
-                                   f"{text.decode(errors='replace').strip()}")
+    def _log(self, handle):
+        try:
+            text = bytearray(self.api.get_error_log_size(handle))
+            self.api.get_error_log(handle, text)
+        except self.api.nvJitLinkError:
+            return ""
+        return text.rstrip(b"\0").decode(errors="replace").strip()
 
 
 class Nvlink(_Tool):
@@ -177,24 +190,26 @@ class Nvlink(_Tool):
 
 
 _CHOSEN = {}
+_MISSING = {}       # why a library is not used: "nvrtc" / "link" -> the reason
 
 
-def _library(names, home_name, wrap):
-    """``wrap(ctypes.CDLL(name))`` of the first of ``names`` (then
-    ``$CUDA_HOME/lib64/<home_name>``) that loads and has the functions
-    ``wrap`` calls, or None."""
-    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
-    for name in (*names, os.path.join(home, "lib64", home_name)):
-        try:
-            return wrap(ctypes.CDLL(name))
-        except (OSError, AttributeError):
-            continue
+def _bound(cls, key, packages):
+    """``cls()`` (a library through NVIDIA's bindings), or None with the
+    reason, which names the pip packages to install, kept in ``_MISSING``."""
+    try:
+        return cls()
+    except ImportError as e:
+        _MISSING[key] = f"{e.name or 'cuda.bindings'} is not installed (pip install {packages})"
+    except RuntimeError as e:       # cuda-pathfinder did not find the library
+        said = str(e).splitlines()[0] if str(e) else type(e).__name__
+        _MISSING[key] = f"{cls.name}'s library was not found: {said} (pip install {packages})"
+    log.debug("polyarray: no %s in this process: %s", cls.name, _MISSING[key])
     return None
 
 
 def _nvrtc():
     if "nvrtc" not in _CHOSEN:
-        _CHOSEN["nvrtc"] = _library(_NVRTC_NAMES, "libnvrtc.so", Nvrtc)
+        _CHOSEN["nvrtc"] = _bound(Nvrtc, "nvrtc", NVRTC_PACKAGES)
     return _CHOSEN["nvrtc"]
 
 
@@ -206,10 +221,10 @@ def _nvcc():
 
 
 def linker():
-    """nvJitLink where its library is found, else ``nvlink`` on PATH (or
+    """nvJitLink where the bindings find it, else ``nvlink`` on PATH (or
     beside nvcc), else None: where there is none, nothing is split."""
     if "link" not in _CHOSEN:
-        found = _library(_JITLINK_NAMES, "libnvJitLink.so", NvJitLink)
+        found = _bound(NvJitLink, "link", NVJITLINK_PACKAGES)
         if found is None:
             nvcc = shutil.which("nvcc")
             path = shutil.which("nvlink") or (
@@ -236,7 +251,7 @@ def linked(cubins, arch):
 def compiler_for(source):
     """The compiler for ``source``: the one asked for, else nvcc for a
     source holding the user's C (a raw or custom kernel), else NVRTC unless
-    the source includes a header or no NVRTC library is found."""
+    the source includes a header or NVRTC is not found."""
     asked = os.environ.get("POLYARRAY_CUDA_COMPILER", "").lower()
     if asked not in ("", "nvrtc", "nvcc"):
         raise ValueError(f"POLYARRAY_CUDA_COMPILER={asked!r}: use 'nvrtc' or 'nvcc'")
@@ -248,8 +263,10 @@ def compiler_for(source):
     if found is None and asked != "nvrtc":
         found = _nvcc()
     if found is None:
+        _nvrtc()                # the reason NVRTC is missing, for the message
         raise CudaCompileError("nvrtc" if asked == "nvrtc" else "nvcc",
-                               "no CUDA compiler: NVRTC's library (libnvrtc.so) was not found"
+                               f"no CUDA compiler: NVRTC is not usable here "
+                               f"({_MISSING.get('nvrtc', 'not tried')})"
                                + ("" if asked == "nvrtc" else " and nvcc is not on PATH"))
     return found
 

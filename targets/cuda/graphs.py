@@ -4,8 +4,13 @@ of a program of many launches replayed (``Replay``).
 A training step is a few small kernels; launched one by one from Python it
 costs microseconds of host time each, more than the kernels themselves.
 ``run_repeated`` captures ``K`` consecutive steps into one CUDA graph (the
-stream-capture API, through ctypes: pycuda builds without graph support) and
-replays it ``n // K`` times, so the host does one launch per ``K`` steps.
+stream-capture API, through NVIDIA's ``cuda.bindings.driver``: pycuda builds
+without graph support) and replays it ``n // K`` times, so the host does one
+launch per ``K`` steps.  pycuda's launches are captured on pycuda's stream,
+in pycuda's context (the primary one, current in this thread: the same
+handle the bindings see).  Without cuda-bindings a graph is an ImportError
+naming the package: ``prog.repeat`` raises it, and ``Replay`` launches one
+by one, with a warning.
 
 The carried values (shared variables) ping-pong between two buffers each:
 step ``s`` reads set ``s % 2`` and writes the other, so no kernel ever reads
@@ -15,15 +20,13 @@ capture; the captured kernels take fixed pointers.
 """
 from __future__ import annotations
 
-import ctypes
 import threading
 
-
 from ..device_common import allocation_bytes, host_array
-from ..foreign import CudaView, _check, _libcuda
+from ..foreign import CudaView, checked, driver_api
 
-_RELAXED = 2                # CU_STREAM_CAPTURE_MODE_RELAXED
-_NON_BLOCKING = 1           # CU_STREAM_NON_BLOCKING
+_NON_BLOCKING = 1           # CU_STREAM_NON_BLOCKING (pycuda's Stream flags)
+_LEGACY = 1                 # CU_STREAM_LEGACY: pycuda's stream 0, whatever the bindings' mode
 STEPS_PER_GRAPH = 64        # even; a graph of 64 steps instantiates in ~1 ms
 # A program of at least REPLAY_MIN_LAUNCHES launches whose buffers (inputs,
 # temporaries, outputs) take at most REPLAY_MAX_BYTES is replayed as a graph
@@ -36,32 +39,35 @@ REPLAY_MAX_BYTES = 256 << 20
 
 class Graph:
     """An instantiated CUDA graph of the launches ``record(stream)`` makes;
-    ``launch_on``: the stream it is launched on (the capture's by default;
-    ``0``, the legacy stream, orders it after the synchronous copies)."""
+    ``launch_on``: the driver's handle of the stream it is launched on (the
+    capture's by default; ``CU_STREAM_LEGACY``, the legacy default stream,
+    orders it after pycuda's synchronous copies)."""
 
     def __init__(self, stream, record, launch_on=None):
-        lib, h = _libcuda(), ctypes.c_void_p(stream.handle)
-        graph, self.exe = ctypes.c_void_p(), ctypes.c_void_p()
-        _check(lib.cuStreamBeginCapture_v2(h, _RELAXED), "cuStreamBeginCapture")
+        cu = self._cu = driver_api()
+        h = cu.CUstream(stream.handle)
+        checked(cu.cuStreamBeginCapture(
+            h, cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED), "cuStreamBeginCapture")
         try:
             record(stream)
         finally:
-            _check(lib.cuStreamEndCapture(h, ctypes.byref(graph)), "cuStreamEndCapture")
+            graph = checked(cu.cuStreamEndCapture(h), "cuStreamEndCapture")
         try:
-            _check(lib.cuGraphInstantiateWithFlags(ctypes.byref(self.exe), graph,
-                                                   ctypes.c_ulonglong(0)),
-                   "cuGraphInstantiate")
+            self.exe = checked(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
         finally:
-            lib.cuGraphDestroy(graph)
-        self._launch = lib.cuGraphLaunch
-        self._stream = h if launch_on is None else ctypes.c_void_p(launch_on)
+            cu.cuGraphDestroy(graph)
+        self._stream = h if launch_on is None else cu.CUstream(launch_on)
 
     def launch(self):
-        _check(self._launch(self.exe, self._stream), "cuGraphLaunch")
+        checked(self._cu.cuGraphLaunch(self.exe, self._stream), "cuGraphLaunch")
 
     def __del__(self):
-        if getattr(self, "exe", None):
-            _libcuda().cuGraphExecDestroy(self.exe)
+        exe = getattr(self, "exe", None)
+        if exe is not None:
+            try:
+                self._cu.cuGraphExecDestroy(exe)
+            except Exception:       # noqa: BLE001  (interpreter shutdown: nothing to undo)
+                pass
 
 
 def run_repeated(exe, bindings, n, carry):
@@ -140,6 +146,7 @@ class Replay:
     graph (another thread, a dask worker's, launches as usual)."""
 
     def __init__(self, exe):
+        driver_api()            # no cuda-bindings: an ImportError before anything is held
         drv = exe._drv
         self.thread = threading.get_ident()
         buffers = exe.lowered.buffers
@@ -160,7 +167,7 @@ class Replay:
                 launch(grid, block, pack(fmt, *[bufs[a] for a in args]), 0, stream)
 
         drv.Context.synchronize()
-        self.graph = Graph(drv.Stream(flags=_NON_BLOCKING), record, launch_on=0)
+        self.graph = Graph(drv.Stream(flags=_NON_BLOCKING), record, launch_on=_LEGACY)
         self.bufs = bufs
 
     def run(self, exe, bindings):

@@ -1,5 +1,8 @@
 """Other libraries' CUDA arrays in, and DLPack out, for the CUDA target
-(the library-neutral parts are ``targets.foreign``)."""
+(the library-neutral parts are ``targets.foreign``).  The DLPack capsule of
+a device result is cuda-core's (``StridedMemoryView.__dlpack__``, over a
+``Buffer`` that keeps the result alive until the consumer lets it go); the
+stream order and the run-time checks before it are ours."""
 from __future__ import annotations
 
 import sys
@@ -89,15 +92,22 @@ def dlpack_device(self):
 def dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
     """DLPack export of a device result, zero-copy (``copy=True``: a copy):
     the consumer's ``stream`` waits for the kernels that write it, and a
-    failed run-time check of that call raises first (``deferred_checks``)."""
+    failed run-time check of that call raises first (``deferred_checks``).
+    The capsule is versioned (DLPack 1.x) where the consumer's
+    ``max_version`` allows it."""
     if DEFERRED:
         DEFERRED.resolve()
     if dl_device is not None and tuple(dl_device) != dlpack_device(self):
         raise BufferError(f"a polyarray CUDA result lives on {dlpack_device(self)}; "
                           f"DLPack export to device {tuple(dl_device)} is not supported")
+    StridedMemoryView = foreign.strided_memory_view()
+    from cuda.core import Buffer
     arr = self
     if copy:
         arr = self.copy()
     foreign.order_before(stream)
-    return foreign.dlpack_capsule(int(arr.gpudata), arr.shape, arr.dtype, device_ordinal(),
-                                  arr, None if arr.flags.c_contiguous else arr.strides)
+    itemsize = arr.dtype.itemsize
+    strides = None if arr.flags.c_contiguous else tuple(s // itemsize for s in arr.strides)
+    buffer = Buffer.from_handle(int(arr.gpudata), arr.nbytes, owner=arr)
+    view = StridedMemoryView.from_buffer(buffer, arr.shape, strides, dtype=arr.dtype)
+    return view.__dlpack__(max_version=max_version)

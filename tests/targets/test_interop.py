@@ -9,6 +9,7 @@ import gc
 import importlib
 import logging
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -35,43 +36,52 @@ def _lib(name):
         pytest.skip(f"{name} does not import here: {type(e).__name__}: {e}")
 
 
-# -- host side: DLPack capsules, made and read by our ctypes code -------------
+# -- host side: DLPack read through cuda-core --------------------------------
 
 class _Exporter:
-    """A host array exported through ``foreign.dlpack_capsule`` (CPU device)."""
+    """A host array exported through DLPack (CPU device), by NumPy."""
 
     def __init__(self, arr):
         self.arr = arr
 
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
-        a = self.arr
-        return foreign.dlpack_capsule(a.ctypes.data, a.shape, a.dtype, 0, a, a.strides,
-                                      device_type=foreign.CPU)
+        return self.arr.__dlpack__(stream=stream, max_version=max_version,
+                                   dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self):
         return (foreign.CPU, 0)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.uint64, np.bool_])
-def test_dlpack_capsules_round_trip_on_the_host(dtype):
+def test_dlpack_producers_are_read_in_place_and_released(dtype):
+    """A DLPack producer read as a ``CudaView`` (cuda-core's
+    ``StridedMemoryView`` reads the capsule; a host producer stands for a
+    device one here): the same pointer, shape, dtype and byte strides, and
+    the producer's deleter runs when the view is gone."""
+    pytest.importorskip("cuda.core", reason="cuda-core (DLPack capsules) is not installed")
     a = (np.arange(24).reshape(4, 6) % 3).astype(dtype)
-    for src in (a, a[:, ::2], a.T):
-        device, view = foreign.consume_capsule(src.__dlpack__(), src, "numpy")
-        assert device == (foreign.CPU, 0)
+    for src in (a, a[:, ::2], a.T, a[1:, 2:]):
+        held = sys.getrefcount(src)
+        view = foreign.dlpack_view(src, "numpy")
         assert (view.ptr, view.shape, view.dtype, view.strides) == \
             (src.ctypes.data, src.shape, src.dtype, src.strides)
-        assert view.c_contiguous == src.flags.c_contiguous
-        back = np.from_dlpack(_Exporter(src))
-        assert back.ctypes.data == src.ctypes.data and back.strides == src.strides
-        np.testing.assert_array_equal(back, src)
-        del back, view
-    gc.collect()
-    assert foreign.live_exports() == 0
-    capsule = _Exporter(a).__dlpack__()          # never consumed: freed with the capsule
-    assert foreign.live_exports() == 1
-    del capsule
-    gc.collect()
-    assert foreign.live_exports() == 0
+        assert view.c_contiguous == src.flags.c_contiguous and view.library == "numpy"
+        assert sys.getrefcount(src) > held                  # the capsule holds it
+        del view
+        gc.collect()
+        assert sys.getrefcount(src) == held                 # released
+    with pytest.raises(TypeError, match="unsupported DLPack dtype complex64 from a numpy array"):
+        foreign.dlpack_view(np.zeros(3, np.complex64), "numpy")
+
+
+def test_without_cuda_core_a_dlpack_array_is_refused_naming_the_package(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cuda.core.utils", None)
+    with pytest.raises(ImportError, match=r"needs NVIDIA's cuda-core .*pip install cuda-core"):
+        foreign.dlpack_view(np.arange(3.0), "numpy")
+    monkeypatch.setitem(sys.modules, "cuda.bindings.driver", None)
+    with pytest.raises(ImportError, match=r"need NVIDIA's cuda-bindings .*pip install "
+                                          "cuda-bindings"):
+        foreign.wait_for_stream(7)
 
 
 class _FakeCuda:
@@ -241,6 +251,31 @@ def test_cuda_arrays_bind_in_place_and_results_export_in_place(lib):
     for name, (arr, pointer) in exports.items():
         assert pointer(arr) == ptr, name
         np.testing.assert_array_equal(host_of[name](arr), out.get(), err_msg=name)
+
+
+def test_a_dlpack_export_keeps_the_result_alive_until_the_consumer_lets_it_go():
+    """The capsule (cuda-core's, over a Buffer that owns the result) keeps
+    the device result alive: after ``del out`` the consumer still reads
+    it; when the consumer, or a capsule never consumed, is gone, so is the
+    result.  Old (unversioned) and DLPack 1.x (versioned) capsules both."""
+    import weakref
+    torch = _lib("torch")
+    x = pa.placeholder("x", (1000,), np.float32)
+    prog = pa.compile(x * 2.0, target="cuda", out="device")
+    xv = np.arange(1000, dtype=np.float32)
+    for consume in (torch.from_dlpack, lambda r: r.__dlpack__(),
+                    lambda r: r.__dlpack__(max_version=(1, 0))):
+        out = prog(x=xv)
+        gone = weakref.ref(out)
+        held = consume(out)
+        del out
+        gc.collect()
+        assert gone() is not None
+        if isinstance(held, torch.Tensor):
+            np.testing.assert_array_equal(held.cpu().numpy(), xv * 2)
+        del held
+        gc.collect()
+        assert gone() is None
 
 
 @pytest.mark.parametrize("lib", ["torch", "cupy"])

@@ -1,8 +1,11 @@
 """The CUDA build (targets/cuda/compiler.py, targets/cuda/build.py): cubins
-from NVRTC or nvcc, cached on disk by us, and large math helpers compiled
-once per source (codegen/noinline.py).  Without a GPU the cubins come from
-nvcc and only the module loader is faked; on a GPU the programs run."""
+from NVRTC (through NVIDIA's cuda-bindings) or nvcc, cached on disk by us,
+and large math helpers compiled once per source (codegen/noinline.py).
+Without a GPU the cubins come from the real compilers and only the module
+loader is faked; on a GPU the programs run."""
 import os
+import struct
+import sys
 
 import numpy as np
 import pytest
@@ -59,7 +62,7 @@ def test_the_compiler_is_chosen_by_name_and_a_missing_one_is_said(monkeypatch):
         cuda_compiler.compiler_for(SOURCE)
     monkeypatch.setenv("POLYARRAY_CUDA_COMPILER", "nvrtc")
     if cuda_compiler._nvrtc() is None:
-        with pytest.raises(cuda_compiler.CudaCompileError, match="libnvrtc.so"):
+        with pytest.raises(cuda_compiler.CudaCompileError, match="pip install cuda-bindings"):
             cuda_compiler.compiler_for(SOURCE)
     else:
         assert cuda_compiler.compiler_for(SOURCE).name == "nvrtc"
@@ -74,6 +77,90 @@ def test_the_compiler_is_chosen_by_name_and_a_missing_one_is_said(monkeypatch):
         from polyarray.codegen.user_functions import MARKER, RAW_MARK
         for mark in (RAW_MARK.format(name="twice", language="CUDA"), MARKER + "k (map) */"):
             assert cuda_compiler.compiler_for(mark + "\n" + SOURCE).name == "nvcc"
+
+
+def _without(monkeypatch, *modules):
+    """A process where ``modules`` do not import (a missing pip package) and
+    no library has been looked for yet."""
+    for name in modules:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setattr(cuda_compiler, "_CHOSEN", {})
+    monkeypatch.setattr(cuda_compiler, "_MISSING", {})
+
+
+def test_without_the_bindings_nvcc_compiles_and_the_error_names_the_packages(monkeypatch):
+    """NVRTC and nvJitLink come from NVIDIA's cuda-bindings: without them
+    nvcc and nvlink run as processes, and with no nvcc either the error says
+    which pip packages to install."""
+    _without(monkeypatch, "cuda.bindings.nvrtc", "cuda.bindings.nvjitlink")
+    assert cuda_compiler._nvrtc() is None
+    if NVCC is not None:
+        assert cuda_compiler.compiler_for(SOURCE).name == "nvcc"
+        assert cuda_compiler.linker().name == "nvlink"
+    monkeypatch.setattr(cuda_compiler.shutil, "which", lambda name: None)
+    monkeypatch.setattr(cuda_compiler, "_CHOSEN", {})
+    with pytest.raises(cuda_compiler.CudaCompileError,
+                       match=r"NVRTC is not usable here \(cuda.bindings.nvrtc is not installed "
+                             r"\(pip install cuda-bindings nvidia-cuda-nvrtc\)\) and nvcc is "
+                             "not on PATH"):
+        cuda_compiler.compiler_for(SOURCE)
+    assert cuda_compiler.linker() is None           # nothing is split
+    monkeypatch.setenv("POLYARRAY_CUDA_COMPILER", "nvrtc")
+    with pytest.raises(cuda_compiler.CudaCompileError,
+                       match=r"pip install cuda-bindings nvidia-cuda-nvrtc\)\)$"):
+        cuda_compiler.compiler_for(SOURCE)
+
+
+def test_a_library_the_bindings_do_not_find_is_said_with_its_package(monkeypatch):
+    """cuda-bindings installed, NVRTC's library not found (cuda-pathfinder
+    raises a RuntimeError at the first call): the reason names the wheel."""
+    class Lost:
+        name = "nvrtc"
+
+        def __init__(self):
+            raise RuntimeError('Failure finding "libnvrtc.so": No such file\n  listdir(...)')
+
+    _without(monkeypatch)
+    monkeypatch.setattr(cuda_compiler, "Nvrtc", Lost)
+    monkeypatch.setenv("POLYARRAY_CUDA_COMPILER", "nvrtc")
+    with pytest.raises(cuda_compiler.CudaCompileError,
+                       match=r"nvrtc's library was not found: Failure finding \"libnvrtc.so\": "
+                             r"No such file \(pip install cuda-bindings nvidia-cuda-nvrtc\)"):
+        cuda_compiler.compiler_for(SOURCE)
+
+
+def _machine_code(cubin):
+    """``{section: bytes}`` of a cubin's ``.text.*`` sections (its kernels'
+    machine code), read from the ELF64 section headers."""
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    entsize, count, names_at = struct.unpack_from("<HHH", cubin, 0x3A)
+    heads = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + k * entsize) for k in range(count)]
+    names = cubin[heads[names_at][4]:heads[names_at][4] + heads[names_at][5]]
+    code = {}
+    for h in heads:
+        name = names[h[0]:names.index(b"\0", h[0])].decode()
+        if name.startswith(".text."):
+            code[name] = cubin[h[4]:h[4] + h[5]]
+    return code
+
+
+@pytest.mark.skipif(cuda_compiler._nvrtc() is None or NVCC is None,
+                    reason="needs both NVRTC (cuda-bindings and its library) and nvcc")
+def test_nvrtc_and_nvcc_give_the_same_machine_code():
+    """The choice of compiler changes no number: a generated source (rows,
+    a sum, math helpers) built by NVRTC through the bindings and by nvcc,
+    with the target's flags, is a cubin with the same kernels, byte for
+    byte in their machine code."""
+    from polyarray.targets.cuda.build import NVCC_OPTIONS
+    x = pa.placeholder("x", (100, 30), np.float32)
+    src = pa.compile([pa.exp(x) / pa.exp(x).sum(axis=1, keepdims=True), (x * 2).sum(),
+                      pa.arctan2(x, x + 1) ** 3], target="cuda").source
+    by_nvrtc, said = cuda_compiler._nvrtc().compile(src, "sm_90", NVCC_OPTIONS)
+    by_nvcc, _ = cuda_compiler._nvcc().compile(src, "sm_90", NVCC_OPTIONS)
+    assert by_nvrtc[:4] == b"\x7fELF" and said == ""
+    code = _machine_code(by_nvrtc)
+    assert len(code) >= 2 and all(code.values())
+    assert code == _machine_code(by_nvcc)
 
 
 def _chain(x, op, n, binary=False):
@@ -150,3 +237,20 @@ def test_a_changed_noinline_threshold_is_a_new_program(monkeypatch):
     assert "__noinline__" not in pa.compile(out, target="cuda").source
     monkeypatch.setattr(policy, "NOINLINE_MIN_CALLS", 2)
     assert "__noinline__ float pa_sin_float32(" in pa.compile(out, target="cuda").source
+
+
+def test_the_bindings_load_only_for_a_cuda_build():
+    """``import polyarray``, the NumPy target and CUDA code generation
+    import neither cuda-bindings nor cuda-core: polyarray runs with NumPy
+    alone, and a CUDA build imports them when it first needs them."""
+    import subprocess
+    from helpers import subprocess_env
+    code = ("import sys, numpy as np, polyarray as pa\n"
+            "x = pa.placeholder('x', (8,), np.float32)\n"
+            "pa.compile(x * 2, target='numpy')(x=np.ones(8, np.float32))\n"
+            "assert 'k0' in pa.compile(pa.exp(x).sum(), target='cuda').source\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'cuda'))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=subprocess_env(), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip() == "[]"

@@ -1,7 +1,7 @@
 """One large outlined region built as several units at once
 (targets/cuda/split.py, ``cuda_build.split_units``): the text keeps every
 statement in order, the units compile as relocatable code and link without a
-GPU (nvcc and nvlink), and on a GPU the split build gives the same bits as
+GPU (NVRTC and nvJitLink through cuda-bindings, or nvcc and nvlink), and on a GPU the split build gives the same bits as
 the whole build."""
 import re
 
@@ -15,6 +15,10 @@ from polyarray.targets.cuda import compiler as cuda_compiler
 from polyarray.targets.cuda import split as cuda_split
 from test_quiet import NVCC
 
+needs_toolchain = pytest.mark.skipif(
+    (cuda_compiler._nvrtc() is None and NVCC is None) or cuda_compiler.linker() is None,
+    reason="no CUDA compiler and linker here (cuda-bindings with NVRTC and nvJitLink, or nvcc "
+           "and nvlink)")
 _DECL = re.compile(r"^  (?!struct )[\w ]+? (\w+) = (.*);$", re.M)
 
 
@@ -135,8 +139,7 @@ def test_segments_of_a_kernel_of_large_work_groups_fit_its_registers():
     assert cuda_build.segment_options("__launch_bounds__(768) k", []) == ["-maxrregcount=80"]
 
 
-@pytest.mark.skipif(NVCC is None or cuda_compiler.linker() is None,
-                    reason="no CUDA toolkit (nvcc and a linker) on this machine")
+@needs_toolchain
 def test_split_units_compile_as_relocatable_code_and_link(monkeypatch, tmp_path):
     monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
     from polyarray.targets.cache import clear_memory_layers
@@ -214,14 +217,13 @@ def test_a_failed_split_build_falls_back_to_the_whole_build(monkeypatch, caplog)
     assert calls[-1] == tuple(cuda_build.NVCC_OPTIONS)
 
 
-@pytest.mark.skipif(NVCC is None or cuda_compiler.linker() is None,
-                    reason="no CUDA toolkit (nvcc and a linker) on this machine")
+@needs_toolchain
 @pytest.mark.parametrize("seed", [12, 89, 90, 111])
 def test_random_dags_split_into_units_that_compile_and_link(seed, monkeypatch, tmp_path, caplog):
     """Random DAGs (the fuzzer's seeds), every kernel outlined and every
     region of two statements or more split: each unit compiles as
     relocatable code and the units link, with no fallback to the whole
-    build (nvcc and nvlink here; no GPU needed)."""
+    build (no GPU needed)."""
     import logging
     from fuzz.generate import make_case
     from polyarray.codegen import policy
