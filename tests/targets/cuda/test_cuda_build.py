@@ -254,3 +254,29 @@ def test_the_bindings_load_only_for_a_cuda_build():
                        env=subprocess_env(), timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip() == "[]"
+
+
+def test_nvrtcs_identity_for_a_disk_hit_imports_no_bindings():
+    """A cubin's cache key needs NVRTC's version; where the pip wheels are
+    installed it is read from their metadata, so a disk hit imports no
+    binding, and it is the version the library itself reports."""
+    import subprocess
+    from importlib import metadata
+    from helpers import subprocess_env
+    try:
+        metadata.version("cuda-bindings")
+        metadata.version("nvidia-cuda-nvrtc")
+    except metadata.PackageNotFoundError:
+        pytest.skip("the cuda-bindings and nvidia-cuda-nvrtc wheels are not installed")
+    code = ("import sys\n"
+            "from polyarray.targets.cuda import compiler\n"
+            "c = compiler._nvrtc()\n"
+            "print(c.identity, any(m.startswith('cuda.bindings') for m in sys.modules))\n"
+            "s, major, minor = c.api.nvrtcVersion()\n"
+            "print(f'nvrtc {major}.{minor}')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=subprocess_env(), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    first, second = r.stdout.split("\n")[:2]
+    assert first.endswith(" False"), first
+    assert first.split(" False")[0] == second
