@@ -1,8 +1,10 @@
-"""``pa.random``: Philox4x32-10 against Random123's known answers, the same
-bits on every target, streams that differ per draw and repeat per seed
-(in another process too), the distributions' statistics with fixed seeds,
-``integers``' bounds, sampling, fusion with the work around a draw, and
-NumPy's errors."""
+"""``pa.random``: Philox4x32-10 and Philox4x64-10 against Random123's known
+answers, ``Generator(Philox(seed))`` against NumPy's own
+``Generator(Philox(seed))`` bit for bit (and its state after each call),
+the same bits on every target for both bit generators, streams that differ
+per draw and repeat per seed (in another process too), the distributions'
+statistics with fixed seeds, ``integers``' bounds, sampling, fusion with
+the work around a draw, and NumPy's errors."""
 import subprocess
 import sys
 
@@ -39,9 +41,9 @@ def test_philox_known_answers(target):
     np.testing.assert_array_equal(R.philox_reference(ctr, draw, key, 1), want_high)
 
 
-def _draws(seed):
+def _draws(seed, bit_generator=pa.random.Philox4x32):
     """One of every kind of draw, from a fresh generator."""
-    g = pa.random.default_rng(seed)
+    g = pa.random.Generator(bit_generator(seed))
     return {
         "random64": g.random((7, 9)), "random32": g.random(50, dtype=np.float32),
         "uniform": g.uniform(-2.0, 5.0, 40), "ints8": g.integers(-128, 128, 60, np.int8),
@@ -55,19 +57,27 @@ def _draws(seed):
         "normal": g.normal(1.0, 3.0, 64), "normal32": g.standard_normal(64, np.float32),
         "exponential": g.exponential(2.0, 64),
         "exponential32": g.standard_exponential(64, np.float32),
+        "ints8_rejected": g.integers(0, 100, 200, np.int8),
+        "mixed_ranges": g.integers(np.array([0, 0, 5]), np.array([2**40, 7, 2**33]), (5, 3)),
+        "lazy_bounds": g.integers(0, pa.arange(1, 9) * 1000, (3, 8)),
+        "lazy_bounds16": g.integers(-3, pa.arange(1, 9) * 7, (3, 8), np.int16, endpoint=True),
+        "uniform_arrays": g.uniform(np.array([0.0, -3.0]), np.array([[1.0], [2.0]]), (4, 2, 2)),
     }
 
 
 EXACT = ("random64", "random32", "uniform", "ints8", "ints64", "uint64", "uint32", "bool",
-         "arrays", "perm", "choice", "choice_p", "choice_unique")
+         "arrays", "perm", "choice", "choice_p", "choice_unique", "ints8_rejected",
+         "mixed_ranges", "lazy_bounds", "lazy_bounds16", "uniform_arrays")
 
 
-def test_same_bits_on_every_target(device_target):
-    """Integers and uniform floats are bit for bit the NumPy reference's;
+@pytest.mark.parametrize("bits", [pa.random.Philox4x32, pa.random.Philox])
+def test_same_bits_on_every_target(device_target, bits):
+    """Integers and uniform floats are bit for bit the NumPy reference's
+    (the values NumPy's Philox would reject too: their fallback streams);
     normals and exponentials go through each target's log and cos."""
-    names = sorted(_draws(3))
-    ref = dict(zip(names, _run([_draws(3)[n] for n in names], "numpy")))
-    dev = dict(zip(names, _run([_draws(3)[n] for n in names], device_target)))
+    names = sorted(_draws(3, bits))
+    ref = dict(zip(names, _run([_draws(3, bits)[n] for n in names], "numpy")))
+    dev = dict(zip(names, _run([_draws(3, bits)[n] for n in names], device_target)))
     for name in names:
         assert dev[name].dtype == ref[name].dtype and dev[name].shape == ref[name].shape
         if name in EXACT:
@@ -303,16 +313,20 @@ def test_errors_are_numpys(call):
 
 
 def test_cuda_source_compiles_with_nvcc():
-    """Every kind of draw as one CUDA source, generated without a GPU and
-    compiled by nvcc for sm_90 (the Philox function is C both dialects take)."""
+    """Every kind of draw of both bit generators as one CUDA source,
+    generated without a GPU and compiled by nvcc for sm_90 (the Philox4x64
+    helpers pick CUDA's intrinsics by ``__CUDACC__``)."""
     import shutil
     import tempfile
 
     import loopy as lp
     from polyarray.codegen import lower_program
     draws = _draws(0)
-    source = lower_program([draws[n].node for n in sorted(draws)], lp.CudaTarget()).source
-    assert "pa_u_philox4x32_10" in source
+    numpy_draws = _draws(0, pa.random.Philox)
+    source = lower_program([d[n].node for d in (draws, numpy_draws) for n in sorted(d)],
+                           lp.CudaTarget()).source
+    assert "pa_u_philox4x32_10" in source and "pa_philox4x64_unit" in source
+    assert "__umul64hi" in source and "__dmul_rn" in source
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("nvcc (the CUDA compiler) is not on PATH; the source was generated")
@@ -323,3 +337,269 @@ def test_cuda_source_compiles_with_nvcc():
         r = subprocess.run([nvcc, "-cubin", "-arch=sm_90", "-o", path + ".cubin", path],
                            capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[:4000]
+
+
+# -- NumPy's Philox (Philox4x64-10) against NumPy itself ---------------------------
+
+# Random123's kat_vectors, "philox4x64 10": counter (4 words), key (2), result (4)
+KAT64 = [((0, 0, 0, 0), (0, 0),
+          (0x16554d9eca36314c, 0xdb20fe9d672d0fdc, 0xd7e772cee186176b, 0x7e68b68aec7ba23b)),
+         ((2**64 - 1,) * 4, (2**64 - 1,) * 2,
+          (0x87b092c3013fe90b, 0x438c3c67be8d0224, 0x9cc7d7c69cd777b6, 0xa09caebf594f0ba0)),
+         ((0x243f6a8885a308d3, 0x13198a2e03707344, 0xa4093822299f31d0, 0x082efa98ec4e6c89),
+          (0x452821e638d01377, 0xbe5466cf34e90c6c),
+          (0xa528f45403e61d95, 0x38c72dbd566e9788, 0xa5a1610e72fd18b5, 0x57bd43b5e52b7fe6))]
+
+
+def _int(words):
+    return sum(int(w) << (64 * k) for k, w in enumerate(words))
+
+
+def test_philox4x64_known_answers(target):
+    """The stream's next block is the one of counter + 1: a bit generator
+    one below each known counter draws the known block as its 4 raw words."""
+    bits = [pa.random.Philox(key=_int(k), counter=(_int(c) - 1) % 2**256) for c, k, _ in KAT64]
+    got = _run([b.random_raw(4) for b in bits], target)
+    for (_, _, want), words in zip(KAT64, got):
+        assert words.dtype == np.uint64
+        assert [int(w) for w in words] == list(want)
+    words = R.philox4x64_block(*(np.array([c[j] for c, _, _ in KAT64], np.uint64)
+                                 for j in range(4)),
+                               *(np.array([k[j] for _, k, _ in KAT64], np.uint64)
+                                 for j in range(2)))
+    assert [[int(w[i]) for w in words] for i in range(3)] == [list(r) for _, _, r in KAT64]
+
+
+def _same_state(ours, numpy_bits):
+    theirs = numpy_bits.state
+    assert ours.state["state"]["counter"].tolist() == theirs["state"]["counter"].tolist()
+    assert ours.state["state"]["key"].tolist() == theirs["state"]["key"].tolist()
+    for field in ("buffer_pos", "has_uint32", "uinteger"):
+        assert ours.state[field] == theirs[field], field
+    assert ours.state["buffer"].tolist() == theirs["buffer"].tolist()
+
+
+def _pair(seed=None, **kw):
+    return (pa.random.Generator(pa.random.Philox(seed, **kw)),
+            np.random.Generator(np.random.Philox(seed, **kw)))
+
+
+# ranges that NumPy's Lemire method never rejects in (8- and 16-bit dtypes:
+# power-of-two and full ranges), or with probability below 1e-6 per value
+# (32- and 64-bit units: a fixed seed)
+CALLS = [
+    ("random", (7,), {}), ("random", (5,), {"dtype": np.float32}),
+    ("random", (3,), {"dtype": np.float32}), ("random", (), {}),
+    ("random", (1,), {"dtype": np.float32}), ("random", ((2, 3),), {}),
+    ("uniform", (-2.0, 5.0, 9), {}), ("uniform", (), {}),
+    ("uniform", (np.array([0.0, -3.0]), np.array([[1.0], [1e300]])), {}),
+    ("random", (3,), {"dtype": np.float32}),
+    ("integers", (0, 10, 13), {}), ("integers", (-5, 2**40, 5), {}),
+    ("integers", (0, 2, 37), {"dtype": bool}), ("integers", (0, 1, 5), {"dtype": bool,
+                                                                      "endpoint": True}),
+    ("integers", (-128, 127, 9), {"dtype": np.int8, "endpoint": True}),
+    ("integers", (0, 64, 7), {"dtype": np.uint8}), ("integers", (0, 2**16, 5), {"dtype": np.uint16}),
+    ("integers", (-2**14, 2**14, 3), {"dtype": np.int16}),
+    ("integers", (0, 2**32, 5), {"dtype": np.uint32}), ("integers", (7, 1000, 6), {"dtype": np.int32}),
+    ("integers", (0, 2**64 - 1, 5), {"dtype": np.uint64, "endpoint": True}),
+    ("integers", (-2**63, 2**63 - 1, 3), {"endpoint": True}),
+    ("integers", (5, 5, 4), {"dtype": np.uint16, "endpoint": True}),
+    ("integers", (3, 4, 4), {}),
+    ("integers", (np.array([0, 5, 7]), np.array([[10], [2**40]])), {}),
+    ("integers", (np.array([[0], [12], [15]]), np.array([16]), (3, 2)), {"dtype": np.int16}),
+    ("integers", (np.array([0, 5, 7, 0, 0, 0, 0, 9]),
+                  np.array([10, 6, 2**35, 1, 4, 7, 2**33, 10])), {}),
+    ("integers", (0, 2**10, (2, 3)), {"dtype": np.uint64}),
+    ("choice", (10, 7), {}), ("choice", (4, 9), {"p": [0.1, 0.2, 0.3, 0.4]}),
+    ("choice", (5,), {}), ("random", (3,), {}),
+]
+
+
+@pytest.mark.parametrize("seed", [1234, 0, 2**70 + 5, [3, 1, 4]])
+def test_numpy_philox_bit_for_bit(target, seed):
+    """``Generator(Philox(seed))`` is NumPy's, call after call (odd lengths,
+    32-bit halves left buffered, every dtype and unit of ``integers``), and
+    leaves NumPy's state after each."""
+    ours, theirs = _pair(seed)
+    draws, want = [], []
+    for name, args, kw in CALLS:
+        draws.append(getattr(ours, name)(*args, **kw))
+        want.append(getattr(theirs, name)(*args, **kw))
+        _same_state(ours.bit_generator, theirs.bit_generator)
+    for (name, args, kw), got, expected in zip(CALLS, _run(draws, target), want):
+        expected = np.asarray(expected)
+        assert got.dtype == expected.dtype and got.shape == expected.shape, (name, args)
+        np.testing.assert_array_equal(got, expected, err_msg=f"{name}{args} {kw}")
+
+
+def test_numpy_philox_keys_counters_and_raw_words(target):
+    """``key=``/``counter=`` as NumPy sets them (the counter's carries
+    across its 64-bit words, and past 2**256, inside the kernel), and
+    ``random_raw``."""
+    cases = [{"key": 7}, {"key": 2**128 - 1, "counter": 2**64 - 2},
+             {"key": [5, 6], "counter": [2**64 - 1, 2**64 - 1, 2**64 - 1, 2**64 - 1]},
+             {"seed": 9, "counter": 2**192 - 3}]
+    draws, want = [], []
+    for kw in cases:
+        ours, theirs = _pair(**kw)
+        for g, out in ((ours, draws), (theirs, want)):
+            out += [g.bit_generator.random_raw(11), g.random(13), g.random(6, np.float32),
+                    g.integers(0, 2**33, 9)]
+            out.append(g.bit_generator.random_raw())
+        _same_state(ours.bit_generator, theirs.bit_generator)
+    for got, expected in zip(_run(draws, target), want):
+        np.testing.assert_array_equal(got, np.asarray(expected))
+
+
+def test_numpy_philox_state_advance_jumped():
+    ours = pa.random.Philox(3)
+    theirs = np.random.Philox(3)
+    assert ours.seed_seq.entropy == theirs.seed_seq.entropy == 3
+    assert pa.random.Philox(key=1).seed_seq is None
+    g, h = pa.random.Generator(ours), np.random.Generator(theirs)
+    for step in (lambda b: b.advance(5), lambda b: b.advance(2**256 + 3),
+                 lambda b: b.advance(-1)):
+        g.random(3, np.float32)
+        h.random(3, np.float32)
+        assert step(ours) is ours
+        step(theirs)
+        _same_state(ours, theirs)
+        np.testing.assert_array_equal(np.asarray(g.random(5)), h.random(5))
+    for jumps in (1, 3):
+        mine, numpys = ours.jumped(jumps), theirs.jumped(jumps)
+        _same_state(mine, numpys)
+        _same_state(ours, theirs)           # jumped leaves its source as it was
+        np.testing.assert_array_equal(np.asarray(mine.random_raw(6)), numpys.random_raw(6))
+    assert ours.random_raw(4, output=False) is None
+    theirs.random_raw(4, output=False)
+    _same_state(ours, theirs)
+    # a state NumPy made can be set, and continues as NumPy does
+    h.random(1, np.float32)
+    ours.state = theirs.state
+    _same_state(ours, theirs)
+    np.testing.assert_array_equal(np.asarray(g.random(3, np.float32)),
+                                  h.random(3, np.float32))
+    # a NumPy Philox (or a Generator over one) is copied, its state unchanged
+    before = theirs.state
+    copied = pa.random.Generator(h)
+    assert isinstance(copied.bit_generator, pa.random.Philox)
+    _same_state(copied.bit_generator, theirs)
+    np.testing.assert_array_equal(np.asarray(copied.integers(0, 2**20, 5)),
+                                  h.integers(0, 2**20, 5))
+    assert before["state"]["counter"].tolist() != theirs.state["state"]["counter"].tolist() \
+        or before["buffer_pos"] != theirs.state["buffer_pos"]
+    assert isinstance(pa.random.default_rng(np.random.Philox(1)).bit_generator,
+                      pa.random.Philox)
+    assert isinstance(pa.random.default_rng(1).bit_generator, pa.random.Philox4x32)
+    assert repr(pa.random.Generator(ours)) == "Generator(Philox)"
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.Philox(1, key=2), lambda m: m.Philox(counter=2**256),
+    lambda m: m.Philox(key=-1), lambda m: m.Philox(key=[1, 2, 3]),
+    lambda m: m.Philox(key=0).advance("a"),
+    lambda m: setattr(m.Philox(key=0), "state", [1]),
+    lambda m: setattr(m.Philox(key=0), "state", {"bit_generator": "PCG64"}),
+])
+def test_numpy_philox_errors_are_numpys(call):
+    with pytest.raises(Exception) as info:
+        call(np.random)
+    with pytest.raises(info.type) as ours:
+        call(pa.random)
+    assert str(ours.value) == str(info.value)
+
+
+def test_numpy_philox_refuses_a_state_it_cannot_continue():
+    bits = np.random.Philox(2)
+    bits.random_raw(1)
+    state = bits.state
+    state["buffer"][2] ^= np.uint64(1)
+    with pytest.raises(ValueError, match="block of its counter"):
+        pa.random.Philox(key=0).state = state
+
+
+def _plain(numpy_state, width, count):
+    """A NumPy Philox from ``numpy_state``, past ``count`` units of ``width``
+    bits as NumPy's bounded integers take them (its 32-bit halves, and the
+    pieces its local buffers cut them into), and those units."""
+    bits = np.random.Philox(key=0)
+    bits.state = numpy_state
+    dtype = {64: np.uint64, 32: np.uint32, 16: np.uint16, 8: np.uint8}[width]
+    return bits, np.random.Generator(bits).integers(0, 2**width, count, dtype).astype(object)
+
+
+def _first_rejection(units, width, rng):
+    """Where NumPy's Lemire method first rejects a unit (None: nowhere):
+    the product's low bits below ``(2**width - 1 - rng) % (rng + 1)``."""
+    excl = rng + 1
+    rejected = np.flatnonzero((units * excl) % 2**width < (2**width - 1 - rng) % excl)
+    return int(rejected[0]) if rejected.size else None
+
+
+@pytest.mark.parametrize("dtype, low, high, width", [
+    (np.int8, 0, 100, 8), (np.uint8, 3, 200, 8), (np.int16, -1000, 30000, 16),
+    (np.uint16, 0, 40000, 16), (np.int32, -2**31, 2**30, 32),
+    (np.int64, 0, 2**31 + 1, 32), (np.uint64, 0, 2**63 + 2**62, 64)])
+def test_numpy_philox_integers_up_to_a_rejection(target, dtype, low, high, width):
+    """Where NumPy's Lemire method rejects a value and draws again (often
+    for these ranges), the values before the first rejection are NumPy's,
+    each later one is in range, and the generator moves past the units a
+    draw without rejection takes; a draw without a rejection is NumPy's."""
+    ours, theirs = _pair(77)
+    draws, checks = [], []
+    for n in (1, 3, 40, 400):
+        plain, units = _plain(theirs.bit_generator.state, width, n)
+        draws.append(ours.integers(low, high, n, dtype))
+        checks.append((theirs.integers(low, high, n, dtype),
+                       _first_rejection(units, width, high - low - 1)))
+        _same_state(ours.bit_generator, plain)
+        ours.bit_generator.state = theirs.bit_generator.state
+    assert any(first is not None for _, first in checks)
+    assert any(first is None for _, first in checks)
+    for got, (want, first) in zip(_run(draws, target), checks):
+        stop = len(want) if first is None else first
+        np.testing.assert_array_equal(got[:stop], want[:stop])
+        assert got.min() >= low and got.max() < high
+
+
+def test_numpy_philox_rejection_fallback_is_uniform(target):
+    """A range of 100 in 8 bits: NumPy rejects 56 of 256 bytes; the
+    fallback draws keep every value at 1/100 (chi-square)."""
+    g = pa.random.Generator(pa.random.Philox(5))
+    x = _run(g.integers(0, 100, 200_000, np.int8), target)
+    counts = np.bincount(x, minlength=100)
+    expected = len(x) / 100
+    # 99 degrees of freedom: P(> 160) is below 1e-4
+    assert ((counts - expected) ** 2 / expected).sum() < 160
+
+
+@pytest.mark.parametrize("bits", [pa.random.Philox4x32, pa.random.Philox])
+def test_distributions_of_both_bit_generators(target, bits):
+    """Normals, exponentials and permutations (NumPy's in distribution only
+    with Philox) and uniform floats, integers and weighted choices."""
+    from math import erf, sqrt
+    g = pa.random.Generator(bits(21))
+    z, e, u, k, perm, w = _run([g.standard_normal(N), g.exponential(2.0, N),
+                                g.random(N, np.float32), g.integers(0, 7, N, np.int16),
+                                g.permutation(500), g.choice(3, N, p=[0.5, 0.3, 0.2])], target)
+    assert abs(z.mean()) < 5 / np.sqrt(N) and abs(z.std() - 1) < 0.01
+    cdf = np.array([0.5 * (1 + erf(v / sqrt(2))) for v in z[:20000]])
+    assert _chi2_uniform(cdf, 0, 1) < CHI2_MAX
+    assert _chi2_uniform(1 - np.exp(-e / 2.0), 0, 1) < CHI2_MAX
+    assert _chi2_uniform(u, 0, 1) < CHI2_MAX and u.dtype == np.float32
+    assert np.all(np.abs(np.bincount(k, minlength=7) / N - 1 / 7) < 5 * np.sqrt(6 / 49 / N))
+    assert sorted(perm) == list(range(500))
+    np.testing.assert_allclose(np.bincount(w, minlength=3) / N, [0.5, 0.3, 0.2], atol=0.01)
+
+
+def test_monte_carlo_pi_is_one_kernel():
+    """A draw fuses with the sum that reads it, with either bit generator."""
+    if "opencl" not in pa.available_targets():
+        pytest.skip("opencl: no OpenCL device")
+    for bits in (pa.random.Philox4x32, pa.random.Philox):
+        g = pa.random.Generator(bits(3))
+        x, y = g.random(4096, np.float32), g.random(4096, np.float32)
+        inside = (x * x + y * y <= 1).sum()
+        prog = pa.compile(inside, target="opencl")
+        assert len(prog.kernels) == 1, bits
+        assert int(prog()) == int(pa.compile(inside, target="numpy")())
