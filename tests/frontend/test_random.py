@@ -62,12 +62,16 @@ def _draws(seed, bit_generator=pa.random.Philox4x32):
         "lazy_bounds": g.integers(0, pa.arange(1, 9) * 1000, (3, 8)),
         "lazy_bounds16": g.integers(-3, pa.arange(1, 9) * 7, (3, 8), np.int16, endpoint=True),
         "uniform_arrays": g.uniform(np.array([0.0, -3.0]), np.array([[1.0], [2.0]]), (4, 2, 2)),
+        # low + range * u with the product rounded first: no overflow of
+        # range * 2**53, no double rounding into subnormals
+        "uniform_huge": g.uniform(0.0, 1.7e308, 64), "uniform_tiny": g.uniform(0.0, 3e-308, 64),
     }
 
 
 EXACT = ("random64", "random32", "uniform", "ints8", "ints64", "uint64", "uint32", "bool",
          "arrays", "perm", "choice", "choice_p", "choice_unique", "ints8_rejected",
-         "mixed_ranges", "lazy_bounds", "lazy_bounds16", "uniform_arrays")
+         "mixed_ranges", "lazy_bounds", "lazy_bounds16", "uniform_arrays", "uniform_huge",
+         "uniform_tiny")
 
 
 @pytest.mark.parametrize("bits", [pa.random.Philox4x32, pa.random.Philox])
@@ -296,6 +300,9 @@ def _numpy_error(fn):
     lambda g, m: g.random(2.5), lambda g, m: g.normal(0, -1), lambda g, m: g.exponential(-1),
     lambda g, m: g.normal(0, np.array([1.0, -1.0])),
     lambda g, m: g.uniform(0, np.inf), lambda g, m: g.choice(0),
+    lambda g, m: g.uniform(5, 1), lambda g, m: g.uniform(np.array([0, 5.0]), 1),
+    lambda g, m: g.uniform(np.array([0, 1.0]), np.array([np.nan, 2.0])),
+    lambda g, m: g.uniform(0.0, -0.0),
     lambda g, m: g.choice([], 3), lambda g, m: g.choice(5, 6, replace=False),
     lambda g, m: g.choice(5, p=[0.5, 0.5]), lambda g, m: g.choice(3, p=[0.5, 0.6, -0.1]),
     lambda g, m: g.choice(3, p=[0.5, 0.6, 0.1]), lambda g, m: g.choice(3, p=[[1.0]]),
@@ -392,6 +399,7 @@ CALLS = [
     ("random", (3,), {"dtype": np.float32}), ("random", (), {}),
     ("random", (1,), {"dtype": np.float32}), ("random", ((2, 3),), {}),
     ("uniform", (-2.0, 5.0, 9), {}), ("uniform", (), {}),
+    ("uniform", (0.0, 1.7e308, 9), {}), ("uniform", (0.0, 3e-308, 9), {}),
     ("uniform", (np.array([0.0, -3.0]), np.array([[1.0], [1e300]])), {}),
     ("random", (3,), {"dtype": np.float32}),
     ("integers", (0, 10, 13), {}), ("integers", (-5, 2**40, 5), {}),
@@ -592,14 +600,36 @@ def test_distributions_of_both_bit_generators(target, bits):
     np.testing.assert_allclose(np.bincount(w, minlength=3) / N, [0.5, 0.3, 0.2], atol=0.01)
 
 
-def test_monte_carlo_pi_is_one_kernel():
-    """A draw fuses with the sum that reads it, with either bit generator."""
+def test_monte_carlo_pi_draws_fuse_into_the_count():
+    """The draws of a Monte Carlo pi are computed inside the count's
+    kernels, with either bit generator: as many kernels as counting over
+    stored inputs takes (no kernel makes the draws alone)."""
     if "opencl" not in pa.available_targets():
         pytest.skip("opencl: no OpenCL device")
+    n = 2**17
+    p, q = pa.placeholder("p", (n,), np.float32), pa.placeholder("q", (n,), np.float32)
+    stored = pa.compile((p * p + q * q <= 1).sum(), target="opencl")
     for bits in (pa.random.Philox4x32, pa.random.Philox):
         g = pa.random.Generator(bits(3))
-        x, y = g.random(4096, np.float32), g.random(4096, np.float32)
+        x, y = g.random(n, np.float32), g.random(n, np.float32)
         inside = (x * x + y * y <= 1).sum()
         prog = pa.compile(inside, target="opencl")
-        assert len(prog.kernels) == 1, bits
+        assert len(prog.kernels) == len(stored.kernels), bits
         assert int(prog()) == int(pa.compile(inside, target="numpy")())
+
+
+def test_numpy_philox_lazy_bounds(target):
+    """Bounds that are lazy arrays: NumPy's numbers when every range holds
+    more than one value (and more than 2**32 for 64-bit dtypes)."""
+    ours, theirs = _pair(11)
+    cases = [(0, np.arange(1, 9) * 2**33, (3, 8), np.int64),
+             (np.array([-8, 0, 4, 6]), np.full(4, 8), (5, 4), np.int16),
+             (0, np.full(3, 2**31), None, np.uint32)]
+    draws, want = [], []
+    for low, high, size, dtype in cases:
+        lazy = [pa.array(b) + 0 if isinstance(b, np.ndarray) else b for b in (low, high)]
+        draws.append(ours.integers(*lazy, size, dtype))
+        want.append(theirs.integers(low, high, size, dtype))
+        _same_state(ours.bit_generator, theirs.bit_generator)
+    for got, expected in zip(_run(draws, target), want):
+        np.testing.assert_array_equal(got, expected)
