@@ -34,9 +34,9 @@ from .ops.indexing import take as _take
 from .ops.ordering import argsort as _argsort, searchsorted as _searchsorted
 from .ops.shapes import reshape as _reshape
 
-__all__ = ["Generator", "Philox", "Philox4x32", "default_rng", "seed", "rand", "randn", "random", "random_sample",
-           "randint", "uniform", "normal", "standard_normal", "exponential",
-           "standard_exponential", "choice", "permutation", "shuffle"]
+__all__ = ["Generator", "Philox", "Philox4x32", "default_rng", "seed", "rand", "randn",
+           "random", "random_sample", "randint", "uniform", "normal", "standard_normal",
+           "exponential", "standard_exponential", "choice", "permutation", "shuffle"]
 
 
 def __dir__():
@@ -211,7 +211,7 @@ class Philox:
         else:
             buffer = np.array(self._buffer, np.uint64)
         return {"bit_generator": "Philox",
-                "state": {"counter": np.array(R._words256(counter), np.uint64),
+                "state": {"counter": np.array(R.words256(counter), np.uint64),
                           "key": np.array(self._key, np.uint64)},
                 "buffer": buffer, "buffer_pos": buffer_pos, "has_uint32": self._has,
                 "uinteger": self._half}
@@ -245,7 +245,7 @@ class Philox:
         self._half_at = self._pos - 1
 
     def _block(self, counter) -> np.ndarray:
-        words = R.philox4x64_block(*R._words256(counter), *self._key)
+        words = R.philox4x64_block(*R.words256(counter), *self._key)
         return np.array([w[0] for w in words], np.uint64)
 
     def _word(self, pos) -> int:
@@ -307,7 +307,7 @@ class Philox:
             self._half = self._word(self._half_at % 2**258) >> 32
             self._has = int(buffered)
         if words:
-            self._pos += words
+            self._pos = (self._pos + words) % 2**258
             self._buffer = "block"
 
     def _take_halves(self, count):
@@ -377,17 +377,17 @@ class Philox:
     def _known_ranges(self, rng, lg, index):
         """Bounded integers for ranges known now (``rng``, uint64 of the
         output's shape): the units taken in C order by the elements whose
-        range holds more than one value, 32 or 64 bits by range for 64-bit
-        dtypes (NumPy's ``random_bounded_uint64``)."""
+        range holds more than one value, for 64-bit dtypes ``wide`` (64 bits)
+        or ``narrow`` (32) by range (NumPy's ``random_bounded_uint64``)."""
         flat = rng.reshape(-1)
-        kind64 = (flat > 0xFFFFFFFF) if lg is None else np.zeros(flat.shape, bool)
-        kind32 = (flat != 0) & ~kind64
+        wide = (flat > 0xFFFFFFFF) if lg is None else np.zeros(flat.shape, bool)
+        narrow = (flat != 0) & ~wide
         ranges = _data(rng)
-        if not kind32.any() or not kind64.any():
-            takes = kind64 if kind64.any() else kind32
+        if not narrow.any() or not wide.any():
+            takes = wide if wide.any() else narrow
             units = _exclusive_count(takes)
             u = index if takes.all() else _data(units.astype(np.uint64).reshape(rng.shape))
-            if kind64.any():
+            if wide.any():
                 value = self._start(R.WIDE).bounded(u, rng=ranges)
                 self._advance(int(takes.sum()))
             else:
@@ -398,23 +398,23 @@ class Philox:
         # 32- and 64-bit units mixed: each element's word and half, as
         # NumPy's next_uint32 and next_uint64 interleave
         has = self._has
-        before32, before64 = _exclusive_count(kind32), _exclusive_count(kind64)
-        in_half = kind32 & (before32 == 0) & bool(has)
+        before32, before64 = _exclusive_count(narrow), _exclusive_count(wide)
+        in_half = narrow & (before32 == 0) & bool(has)
         fresh = np.maximum(before32 - has, 0)
         pointer = before64 + (fresh + 1) // 2
-        drawn = np.flatnonzero(kind32 & ~in_half)
+        drawn = np.flatnonzero(narrow & ~in_half)
         word = pointer.copy()
         odd = drawn[fresh[drawn] % 2 == 1]
         word[odd] = pointer[drawn][fresh[odd] - 1]
         position = word.astype(np.uint64) << np.uint64(6)
         position[odd] |= np.uint64(32)
         position[in_half] = np.uint64(R.HALF_WORD << 6 | 32)
-        mode = np.where(kind64, R.EXPLICIT | R.WIDE, R.EXPLICIT).astype(np.uint64)
+        mode = np.where(wide, R.EXPLICIT | R.WIDE, R.EXPLICIT).astype(np.uint64)
         value = self._start(R.EXPLICIT).bounded(
             _data(position.reshape(rng.shape)), _data(mode.reshape(rng.shape)), ranges)
         total = len(drawn)
         last = int(word[drawn[-1]]) if total else None
-        self._advance(int(kind64.sum()) + (total + 1) // 2, bool(in_half.any()), last,
+        self._advance(int(wide.sum()) + (total + 1) // 2, bool(in_half.any()), last,
                       total % 2 == 1)
         return value
 

@@ -1,4 +1,5 @@
-"""Random numbers as lazy nodes: Philox4x32-10, a counter-based generator.
+"""Random numbers as lazy nodes: counter-based generators, Philox4x32-10
+(the default) and Philox4x64-10 (NumPy's ``Philox``, at the end).
 
 Element ``i`` of draw ``d`` of a generator with key ``k`` is a function of
 ``(i, d, k)`` alone: Philox4x32-10 (Salmon et al., SC'11; Random123,
@@ -19,12 +20,12 @@ same program (data values are kernel arguments, not part of the key).
   float32 ones rounded from it); exponentials: ``-log u``.  These use each
   target's ``log``/``cos``, so they agree across targets to the last bits
   of those functions, not bit for bit.
-* Integers in a range of ``r`` values: ``floor(X r / 2**w)`` with ``X`` a
-  uniform ``w``-bit integer (the multiply-shift of Lemire, without the
-  rejection step): ``w = 64`` for dtypes of up to 32 bits (``r <= 2**32``),
-  ``w = 128`` for 64-bit dtypes.  No modulo bias; each value's probability
-  is off from ``1/r`` by less than ``r / 2**w`` (at most ``2**-32``, and
-  ``2**-64`` for 64-bit dtypes), and there is no loop.
+* Integers (Philox4x32's) in a range of ``r`` values: ``floor(X r / 2**w)``
+  with ``X`` a uniform ``w``-bit integer (the multiply-shift of Lemire,
+  without the rejection step): ``w = 64`` for dtypes of up to 32 bits
+  (``r <= 2**32``), ``w = 128`` for 64-bit dtypes.  No modulo bias; each
+  value's probability is off from ``1/r`` by less than ``r / 2**w`` (at
+  most ``2**-32``, and ``2**-64`` for 64-bit dtypes), and there is no loop.
 """
 from __future__ import annotations
 
@@ -122,7 +123,7 @@ class Stream:
         return philox(self._index, self._draw, self._key, half)
 
 
-def _scaled(bits, shift, scale, dtype, plus=0):
+def scaled(bits, shift, scale, dtype, plus=0):
     """``((bits >> shift) + plus) * scale`` in ``dtype``: exact."""
     top = right_shift(bits, shift)
     if plus:
@@ -133,13 +134,13 @@ def _scaled(bits, shift, scale, dtype, plus=0):
 def uniform01(stream, dtype) -> N.Node:
     """Floats in [0, 1): 53 (float64) or 24 (float32) random bits."""
     if dtype == F64:
-        return _scaled(stream.bits(), 11, 2.0**-53, F64)
-    return _scaled(stream.bits(), 40, 2.0**-24, F32)
+        return scaled(stream.bits(), 11, 2.0**-53, F64)
+    return scaled(stream.bits(), 40, 2.0**-24, F32)
 
 
 def _positive01(bits, bits_taken=53):
     """float64 in (0, 1]: ``bits_taken`` top bits, plus one, scaled."""
-    return _scaled(bits, 64 - bits_taken, 2.0**-bits_taken, F64, plus=1)
+    return scaled(bits, 64 - bits_taken, 2.0**-bits_taken, F64, plus=1)
 
 
 def standard_normal(stream, dtype) -> N.Node:
@@ -148,10 +149,10 @@ def standard_normal(stream, dtype) -> N.Node:
     Philox's block); float32 32 bits each (one half)."""
     a = stream.bits(0)
     if dtype == F64:
-        u1, u2 = _positive01(a), _scaled(stream.bits(1), 11, 2.0**-53, F64)
+        u1, u2 = _positive01(a), scaled(stream.bits(1), 11, 2.0**-53, F64)
     else:
-        u1 = _scaled(right_shift(a, 32), 0, 2.0**-32, F64, plus=1)
-        u2 = _scaled(U("bitwise_and", a, _LOW32), 0, 2.0**-32, F64)
+        u1 = scaled(right_shift(a, 32), 0, 2.0**-32, F64, plus=1)
+        u2 = scaled(U("bitwise_and", a, _LOW32), 0, 2.0**-32, F64)
     radius = U("sqrt", U("multiply", U("log", u1), -2.0))
     z = U("multiply", radius, U("cos", U("multiply", u2, 2.0 * math.pi)))
     return z if dtype == F64 else astype(z, F32)
@@ -510,7 +511,7 @@ class Draw64:
     def __init__(self, start, key, half=0, half_at=0, mode=0, rng=0):
         s, s0 = divmod(start % 2**258, 4)
         q, qw = divmod(half_at % 2**258, 4)
-        words = [s0, *_words256(s + 1), *_words256(q + 1), key[0], key[1], half, qw,
+        words = [s0, *words256(s + 1), *words256(q + 1), key[0], key[1], half, qw,
                  mode, rng % 2**64]
         leaf = array(np.array(words, U64))
         self._args = [remap(leaf, (), (k,), "random: Philox state") for k in range(len(words))]
@@ -534,7 +535,8 @@ class Draw64:
         return value
 
 
-def _words256(x):
+def words256(x) -> list:
+    """An int modulo 2**256 as four 64-bit words, low first (NumPy's counter)."""
     x %= 2**256
     return [(x >> (64 * k)) & _MASK64 for k in range(4)]
 
@@ -545,12 +547,8 @@ def offset_by(value, low, dtype) -> N.Node:
     return astype(U("add", value, base), dtype)
 
 
-def scaled(bits, shift, scale, dtype) -> N.Node:
-    """``(bits >> shift) * scale`` in ``dtype``: exact (NumPy's floats in [0, 1))."""
-    return _scaled(bits, shift, scale, dtype)
-
-
 __all__ = ["AFFINE", "Draw64", "EXPLICIT", "HALF_WORD", "HAS_HALF", "PHILOX", "PHILOX64",
            "PHILOX64_BOUNDED", "Stream", "WIDE", "affine", "bounded", "element_index",
            "integers", "offset_by", "philox", "philox4x64_block", "philox_reference",
-           "scaled", "shape_of", "standard_exponential", "standard_normal", "uniform01"]
+           "scaled", "shape_of", "standard_exponential", "standard_normal", "uniform01",
+           "words256"]
