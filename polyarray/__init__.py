@@ -70,6 +70,7 @@ from .ops.elementwise import broadcast_shapes
 from .ops.indexing import NonConcreteBooleanIndexError
 from .ops.eager import LazyValueError, ConcretizationError
 from . import linalg                           # noqa: F401  (the public namespace)
+from . import random                           # noqa: F401  (the public namespace)
 from .program import (Program, compile, set_default_target, get_default_target,
                       target)
 from .inspect.show import show, format_dag
@@ -176,7 +177,7 @@ __all__ = [
     "newaxis", "NonConcreteBooleanIndexError", "nonzero", "not_equal", "ones", "ones_like",
     "opencl_context", "opencl_queue", "outer", "pad", "permute_dims", "pi", "placeholder",
     "positive", "pow", "power", "print_environment_info", "prod", "Program", "ptp",
-    "rad2deg", "radians", "ravel", "raw_kernel", "RawKernel", "real", "reciprocal",
+    "rad2deg", "radians", "random", "ravel", "raw_kernel", "RawKernel", "real", "reciprocal",
     "reduction_kernel", "remainder", "repeat", "reshape", "result_type", "right_shift",
     "rint", "roll", "round", "ScheduleError", "schedules", "searchsorted",
     "set_default_target", "set_opencl_queue", "shared", "SharedVariable", "show", "sign", "signbit", "sin",

@@ -25,4 +25,4 @@ builders' modules in :mod:`polyarray.ops` that they call:
 Each function unwraps its array arguments (``pa.Array`` -> node), calls the
 node builder of the same name, and wraps the result in an ``Array``;
 NumPy's rules and errors live in the builders.  ``pa.linalg`` is
-:mod:`polyarray.linalg`."""
+:mod:`polyarray.linalg` and ``pa.random`` :mod:`polyarray.random`."""

@@ -1,6 +1,7 @@
 """Op generators that add new leaves to the DAG: lazy constants (``arange``,
-``full``, ``eye``, ...), captured NumPy data (``pa.asarray``), and pairs of
-placeholders whose names a naive renaming maps onto each other.
+``full``, ``eye``, ...), captured NumPy data (``pa.asarray``), draws of
+``pa.random``, and pairs of placeholders whose names a naive renaming maps
+onto each other.
 
 Each ``op_*(b)`` takes the ``_Builder`` and returns the new entry or None.
 """
@@ -8,7 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+import polyarray as pa
+from fuzz.case import Entry
 from fuzz.dtypes import BOOL, DTYPES, INT_DTYPES, _tn
+from fuzz.exactness import grid_exp
 from fuzz.names import HOSTILE_PAIRS
 
 
@@ -58,3 +62,38 @@ def op_pair(b):
     if dt == BOOL:
         form = b.choice(["({0} ^ {1})", "({0} == {1})", "({0} & ~{1})"])
     return b.apply(form.format(x.var, y.var), [x.var, y.var], ("same", []))
+
+
+def op_random(b):
+    """A draw of ``pa.random`` (the Philox bits computed inside the kernel
+    that reads them): of ``default_rng`` (Philox4x32) for even seeds, whose
+    numbers are not NumPy's, so the value is polyarray's NumPy target's,
+    which ``tests/frontend/test_random.py`` checks against Random123's known
+    answers; of NumPy's ``Philox`` for odd ones, whose ``random`` and
+    ``uniform`` are NumPy's own numbers (the value NumPy gives), the rest
+    the NumPy target's.  Integers and uniform floats are exact on every
+    target."""
+    seed = int(b.rng.integers(2**32))
+    shape = b.choice(b.shapes())
+    n = b.choice([b.A, b.B])
+    dt = b.choice(INT_DTYPES + [BOOL])
+    hi = 2 if dt == BOOL else int(min(np.iinfo(dt).max, 1000))
+    lo = 0 if dt == BOOL else int(max(np.iinfo(dt).min, -1000))
+    numpy_philox = seed % 2 == 1
+    rng = f"xp.random.Generator(xp.random.Philox({seed}))" if numpy_philox else \
+        f"xp.random.default_rng({seed})"
+    code = b.choice([f"{rng}.integers({lo}, {hi}, {shape!r}, xp.{_tn(dt)})",
+                     f"{rng}.integers({lo}, {hi}, {shape!r}, xp.{_tn(dt)}, endpoint=True)",
+                     f"{rng}.random({shape!r})", f"{rng}.random({shape!r}, xp.float32)",
+                     f"{rng}.uniform(-2.0, 2.0, {shape!r})", f"{rng}.permutation({n})",
+                     f"{rng}.choice({n}, {shape!r})"])
+    arr = eval(code, {"xp": pa})                # noqa: S307
+    if numpy_philox and code[len(rng):].startswith((".random(", ".uniform(")):
+        val = np.asarray(eval(code, {"xp": np}))    # noqa: S307
+    else:
+        val = pa.compile(arr, target="numpy")()
+    e = grid_exp(val) if val.dtype.kind == "f" else 0
+    ent = Entry(b.fresh_var(), arr, val, e, code, ())
+    b.entries.append(ent)
+    b.ops.append(code)
+    return ent
