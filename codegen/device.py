@@ -17,3 +17,4 @@ class Device:
     cpu: bool = False                   # CPU layouts: contiguous memory per work-item
     max_work_group: tuple | None = None     # (work-items per group, (per axis 0, 1, 2))
     fp64_mma: bool = False              # float64 products on warp-level DMMA (CUDA)
+    vendor_solvers: bool = False        # library calls in cuSOLVER (CUDA)

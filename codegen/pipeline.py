@@ -150,7 +150,8 @@ def _plan(outputs, target, cpu, max_work_group):
     check_device_dtypes(outputs)        # float16: a clear error before loopy (cache hits
     #                                     never get here: they were checked when lowered)
     # the CUDA target alone can emit the FP64 tensor cores' mma (inline PTX)
-    device = Device(cpu, max_work_group, fp64_mma=isinstance(target, lp.CudaTarget))
+    cuda = isinstance(target, lp.CudaTarget)
+    device = Device(cpu, max_work_group, fp64_mma=cuda, vendor_solvers=cuda)
     budget = _KERNEL_BUDGET.get()
     if budget is not None:
         _refuse_many_shapes(outputs, budget)

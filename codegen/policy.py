@@ -55,6 +55,7 @@ class Form(str, Enum):
     RAW = "raw"                         # the user's hand-written kernel (pa.raw_kernel)
     RECURRENCE = "recurrence"           # rows in order, a work-item per element of a row
     HOST_LAPACK = "host lapack"         # a library call run by NumPy's LAPACK on the host
+    CUSOLVER = "cusolver"               # ... by cuSOLVER on the device (nvmath-python)
 
     __str__ = str.__str__
     __format__ = str.__format__
@@ -269,6 +270,9 @@ def _as_reduction(c):
 # -- the table ------------------------------------------------------------------
 # First match wins.  E: elementwise, R: reduction, C: contraction, W: rows.
 
+# the library calls cuSOLVER runs (targets/cuda/solvers.py has each one's step)
+CUSOLVER_OPS = frozenset({"cholesky"})
+
 E, R, C, W = Elementwise, Reduction, Contraction, Rows
 RULES = (
     # elementwise: a schedule with build steps picks the layout
@@ -379,8 +383,12 @@ RULES = (
     # hand-written kernels (pa.raw_kernel): the user's code, grid and block
     Rule("raw: the user's kernel", Raw, lambda c, d: True, Form.RAW),
 
-    # library calls (pa.linalg's factorizations and solves): NumPy's LAPACK on the
-    # host, the inputs copied out and the results back (targets/library.py)
+    # library calls (pa.linalg's factorizations and solves): cuSOLVER on CUDA where
+    # the routine is there (targets/cuda/solvers.py; without nvmath-python the
+    # target says so and runs the host's), else NumPy's LAPACK on the host, the
+    # inputs copied out and the results back (targets/library.py)
+    Rule("linalg: cuSOLVER on the device", Call, lambda c, d: d.vendor_solvers
+         and c.op in CUSOLVER_OPS and c.dtype in ("<f4", "<f8"), Form.CUSOLVER),
     Rule("linalg: LAPACK on the host", Call, lambda c, d: True, Form.HOST_LAPACK),
 )
 del E, R, C, W

@@ -75,11 +75,17 @@ def run_routine(op, params, outputs, arrays) -> list:
 
 
 HOST_FORM = "host lapack"       # codegen.policy.Form.HOST_LAPACK's value
+DEVICE_FORMS = ("cusolver",)    # Form.CUSOLVER's: a device library (the target's step)
 
 
 def is_host_call(info) -> bool:
     """Whether a lowered kernel is a library call run on the host."""
     return info.form == HOST_FORM
+
+
+def is_library_call(info) -> bool:
+    """Whether a lowered kernel is a library call (no device code of ours)."""
+    return info.form == HOST_FORM or info.form in DEVICE_FORMS
 
 
 class HostCall:

@@ -24,7 +24,7 @@ from . import driver as cuda_driver
 from . import interop as cuda_interop
 from .build import NVCC_OPTIONS, build_module   # noqa: F401  (tests import them here)
 from ..deferred_checks import checked_array_type
-from ..library import HostCall, is_host_call
+from ..library import HostCall, is_host_call, is_library_call
 from ..device_common import (DeviceExecutable, allocation_bytes, arg_format, host_array,
                             lower_or_load, on_host, valid_lowered_entry)
 
@@ -72,9 +72,12 @@ class CudaExecutable(DeviceExecutable):
                 self._mapped = False
         self._launches = []
         for k in self.lowered.kernels:
-            if is_host_call(k):         # a library call: NumPy on the host, between kernels
-                call = HostCall(k, lambda buf, a: drv.memcpy_dtoh(a, buf),
-                                lambda buf, a: drv.memcpy_htod(buf, a))
+            if is_library_call(k):      # cuSOLVER, or NumPy on the host, between kernels
+                from .solvers import step_for
+                call = None if is_host_call(k) else step_for(k, drv, self.pool.allocate)
+                if call is None:
+                    call = HostCall(k, lambda buf, a: drv.memcpy_dtoh(a, buf),
+                                    lambda buf, a: drv.memcpy_htod(buf, a))
                 log.info("polyarray: %s", call.describe())
                 self._launches.append((call, None, k.args, None, None))
                 continue

@@ -19,7 +19,7 @@ import numpy as np
 from ..base import Target
 from ..cache import DiskCache, code_version, key_digest
 from ..deferred_checks import DeferredChecks, checked_array_type
-from ..library import HostCall, is_host_call
+from ..library import HostCall, is_library_call
 from ..device_common import (CompiledProgram, DeviceExecutable, host_array, lower_or_load,
                             on_host, valid_lowered_entry)
 
@@ -121,7 +121,7 @@ class OpenCLExecutable(DeviceExecutable):
         self._host = opencl_host if opencl_host.enabled(queue.device) else None
         self._launches = []
         for k in L.kernels:
-            if is_host_call(k):         # a library call: NumPy on the host, between kernels
+            if is_library_call(k):         # a library call: NumPy on the host, between kernels
                 # on the queue of the call (a profile swaps it): the blocking
                 # copies wait for the kernels before them
                 call = HostCall(k, lambda buf, a: self._cl.enqueue_copy(self.queue, a, buf),
@@ -321,7 +321,7 @@ def _kernel_objects(compiled):
     if getattr(compiled, "_kernels", None) is None:
         kernels, functions = {}, {}
         for k in compiled.lowered.kernels:
-            if is_host_call(k):
+            if is_library_call(k):
                 continue
             entry = k.entry or k.name
             try:

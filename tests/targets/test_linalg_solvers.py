@@ -224,3 +224,20 @@ def test_shapes_and_dtypes_are_known_at_once():
     sign, logdet = pa.linalg.slogdet(pa.placeholder("y", (2, 3, 3), np.int64))
     assert sign.shape == (2,) and sign.dtype == logdet.dtype == np.float64
     assert "linalg.svdvals" in pa.format_dag(pa.linalg.svdvals(x))
+
+
+def test_the_policy_gives_cholesky_to_cusolver_on_cuda_and_the_rest_to_the_host():
+    """The policy's rows, read from a CUDA program's kernels (code generation
+    alone: no GPU needed): cholesky is a cuSOLVER call, inv NumPy's LAPACK;
+    on OpenCL both run on the host."""
+    x = pa.placeholder("x", (3, 4, 4), np.float64)
+    outs = [pa.linalg.cholesky(x), pa.linalg.inv(x)]
+    forms = {k.facts["op"]: (k.form, k.rule) for k in pa.compile(outs, target="cuda").kernels
+             .values() if "op" in k.facts}
+    assert forms == {"cholesky": ("cusolver", "linalg: cuSOLVER on the device"),
+                     "inv": ("host lapack", "linalg: LAPACK on the host")}
+    from polyarray import targets
+    if targets.availability("opencl")[0]:
+        forms = {k.facts["op"]: k.form for k in pa.compile(outs, target="opencl").kernels
+                 .values() if "op" in k.facts}
+        assert forms == {"cholesky": "host lapack", "inv": "host lapack"}
