@@ -271,7 +271,7 @@ def _as_reduction(c):
 # First match wins.  E: elementwise, R: reduction, C: contraction, W: rows.
 
 # the library calls cuSOLVER runs (targets/cuda/solvers.py has each one's step)
-CUSOLVER_OPS = frozenset({"cholesky"})
+CUSOLVER_OPS = frozenset({"cholesky", "solve"})
 
 E, R, C, W = Elementwise, Reduction, Contraction, Rows
 RULES = (

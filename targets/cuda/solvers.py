@@ -3,11 +3,13 @@ bindings (``nvmath.bindings.cusolverDn``: NVIDIA's maintained Python
 bindings of cuSOLVER, the library CuPy and JAX call for the same routines).
 
 A step takes the call's buffers (device pointers) and runs between the
-kernels on the legacy default stream, as they do.  Only ``cholesky`` is
-here: cuSOLVER is column-major, and a row-major symmetric matrix is its own
-transpose, so the factor of the other triangle is the factor asked for (the
-triangle cuSOLVER leaves alone is cleared by the DAG's ``tril``/``triu``
-after the call).  A not positive-definite matrix raises NumPy's
+kernels on the legacy default stream, as they do.  ``cholesky`` and
+``solve`` are here.  cuSOLVER is column-major: a row-major symmetric matrix
+is its own transpose, so the factor of the other triangle is the factor
+asked for (the triangle cuSOLVER leaves alone is cleared by the DAG's
+``tril``/``triu`` after the call); a row-major matrix is the transpose of
+its column-major reading, so ``solve`` factors that and solves with the
+transpose.  A singular or not positive-definite matrix raises NumPy's
 ``LinAlgError`` when the call's ``info`` is read, which waits for the call.
 
 ``step_for`` returns None where the bindings are not installed or the
@@ -102,7 +104,84 @@ class Cholesky:
                 f"{self.batch} matrices of {self.n} x {self.n})")
 
 
-STEPS = {"cholesky": Cholesky}
+def _cublas():
+    """A cuBLAS handle for the current context, on stream 0 (``geam``'s
+    transposes around ``solve``), and the module."""
+    import pycuda.driver as drv
+    from nvmath.bindings import cublas
+    ctx = drv.Context.get_current()
+    key = ("cublas", ctx.handle if ctx is not None else None)
+    if key not in _HANDLE:
+        h = cublas.create()
+        cublas.set_stream(h, 0)
+        _HANDLE[key] = h
+    return cublas, _HANDLE[key]
+
+
+class Solve:
+    """``solve`` of a stack of ``n x n`` systems with ``k`` right-hand
+    sides: ``getrf`` of each matrix (column-major: the LU of its
+    transpose), ``getrs`` with the transpose to solve the matrix itself;
+    the right-hand sides go column-major and back through cuBLAS ``geam``
+    where ``k > 1`` (one column is the same in both orders)."""
+
+    def __init__(self, info, api, drv, alloc):
+        f = info.facts
+        (ashape, dt), (bshape, _) = f["input_specs"]
+        self.api, self.drv, self.alloc = api, drv, alloc
+        self.dtype = np.dtype(dt)
+        self.n, self.k = ashape[-1], bshape[-1]
+        self.batch = int(np.prod(ashape[:-2], dtype=np.int64))
+        self.a, self.b, self.x = info.args[0], info.args[1], info.args[2]
+        letter = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}[self.dtype]
+        self.getrf = getattr(api, f"{letter}getrf")
+        self.getrs = getattr(api, f"{letter}getrs")
+        self.buffer_size = getattr(api, f"{letter}getrf_buffer_size")
+        self.letter = letter
+        self.one, self.zero = np.ones(1, self.dtype), np.zeros(1, self.dtype)
+        self._lwork = None
+
+    def __call__(self, bufs):
+        drv, api = self.drv, self.api
+        n, k, size = self.n, self.k, self.dtype.itemsize
+        if not (self.batch and n and k):
+            return
+        a, b, x = int(bufs[self.a]), int(bufs[self.b]), int(bufs[self.x])
+        h = _handle(api)
+        lu = self.alloc(n * n * size)
+        if self._lwork is None:
+            self._lwork = max(self.buffer_size(h, n, n, int(lu), n), 1)
+        work = self.alloc(self._lwork * size)
+        ipiv = self.alloc(4 * n)
+        info = self.alloc(4 * self.batch)       # getrf's: > 0 where a pivot is zero
+        said = self.alloc(4)                    # getrs's (its arguments only)
+        if k > 1:
+            cublas, hb = _cublas()
+            geam = getattr(cublas, f"{self.letter}geam")
+            cols = self.alloc(n * k * size)
+            one, zero = self.one.ctypes.data, self.zero.ctypes.data
+        for i in range(self.batch):
+            drv.memcpy_dtod(int(lu), a + i * n * n * size, n * n * size)
+            self.getrf(h, n, n, int(lu), n, int(work), int(ipiv), int(info) + 4 * i)
+            bi, xi = b + i * n * k * size, x + i * n * k * size
+            if k == 1:
+                drv.memcpy_dtod(xi, bi, n * size)
+                self.getrs(h, 1, n, 1, int(lu), n, int(ipiv), xi, n, int(said))
+            else:       # row-major n x k is column-major k x n: transposed, solved, back
+                geam(hb, 1, 0, n, k, one, bi, k, zero, int(cols), n, int(cols), n)
+                self.getrs(h, 1, n, k, int(lu), n, int(ipiv), int(cols), n, int(said))
+                geam(hb, 1, 0, k, n, one, int(cols), n, zero, xi, k, xi, k)
+        flags = np.empty(self.batch, np.int32)
+        drv.memcpy_dtoh(flags, info)            # waits for the calls
+        if flags.any():
+            raise np.linalg.LinAlgError("Singular matrix")
+
+    def describe(self) -> str:
+        return (f"linalg.solve runs in cuSOLVER (getrf and getrs, {self.batch} systems of "
+                f"{self.n} x {self.n} with {self.k} right-hand sides)")
+
+
+STEPS = {"cholesky": Cholesky, "solve": Solve}
 
 
 def step_for(info, drv, alloc):

@@ -194,6 +194,9 @@ def test_singular_and_indefinite_matrices_raise_numpys_error(target):
         np.asarray(run(target, pa.linalg.inv, singular))
     with pytest.raises(np.linalg.LinAlgError):
         np.asarray(run(target, pa.linalg.cholesky, -np.eye(3)))
+    for b in (np.ones(2), np.ones((2, 3))):
+        with pytest.raises(np.linalg.LinAlgError):
+            np.asarray(run(target, pa.linalg.solve, singular, b))
 
 
 def test_bad_input_is_refused_when_built():
@@ -228,16 +231,18 @@ def test_shapes_and_dtypes_are_known_at_once():
 
 def test_the_policy_gives_cholesky_to_cusolver_on_cuda_and_the_rest_to_the_host():
     """The policy's rows, read from a CUDA program's kernels (code generation
-    alone: no GPU needed): cholesky is a cuSOLVER call, inv NumPy's LAPACK;
-    on OpenCL both run on the host."""
+    alone: no GPU needed): cholesky and solve are cuSOLVER calls, inv NumPy's
+    LAPACK; on OpenCL all run on the host."""
     x = pa.placeholder("x", (3, 4, 4), np.float64)
-    outs = [pa.linalg.cholesky(x), pa.linalg.inv(x)]
+    outs = [pa.linalg.cholesky(x), pa.linalg.inv(x), pa.linalg.solve(x, x)]
     forms = {k.facts["op"]: (k.form, k.rule) for k in pa.compile(outs, target="cuda").kernels
              .values() if "op" in k.facts}
     assert forms == {"cholesky": ("cusolver", "linalg: cuSOLVER on the device"),
+                     "solve": ("cusolver", "linalg: cuSOLVER on the device"),
                      "inv": ("host lapack", "linalg: LAPACK on the host")}
     from polyarray import targets
     if targets.availability("opencl")[0]:
         forms = {k.facts["op"]: k.form for k in pa.compile(outs, target="opencl").kernels
                  .values() if "op" in k.facts}
-        assert forms == {"cholesky": "host lapack", "inv": "host lapack"}
+        assert forms == {"cholesky": "host lapack", "inv": "host lapack",
+                         "solve": "host lapack"}
