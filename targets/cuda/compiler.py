@@ -59,11 +59,13 @@ def _wheel_identity():
     metadata): cuda-pathfinder loads the nvidia-cuda-nvrtc wheel's library
     before a toolkit's, so its version is the library's.  None where either
     package is not installed (the bindings then say)."""
-    from importlib import metadata
+    from importlib import metadata, util
     try:
         metadata.version("cuda-bindings")
         version = metadata.version("nvidia-cuda-nvrtc")
-    except metadata.PackageNotFoundError:
+        if util.find_spec("cuda.bindings.nvrtc") is None:     # (the package, not the library)
+            return None
+    except (metadata.PackageNotFoundError, ImportError, ValueError):
         return None
     major, minor = (version.split(".") + ["0"])[:2]
     return f"nvrtc {major}.{minor}"
