@@ -36,6 +36,25 @@ class Executable:
         import numpy as np
         return isinstance(value, np.ndarray)
 
+    # prog.profile's hooks (targets/timing.py): each target times its own calls
+    def profile_bindings(self, bindings) -> dict:
+        """``bindings`` as profiled calls take them (a device target's host
+        arrays copied to its device once)."""
+        return dict(bindings)
+
+    def wall_time(self, bindings) -> float:
+        """Seconds of one call until its work is done."""
+        from .timing import host_wall_time
+        return host_wall_time(self, bindings)
+
+    def kernel_times(self, bindings) -> list:
+        """``[(kernel name or node position, seconds)]`` of one call."""
+        raise NotImplementedError(f"{type(self).__name__} has no timing hook")
+
+    def profile_queue(self):
+        """The OpenCL queue of the program's device (to measure it), else None."""
+        return None
+
 
 class Target:
     name = "?"

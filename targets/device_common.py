@@ -159,6 +159,13 @@ class DeviceExecutable(Executable):
     buffers a call allocates, how each output is returned, and ``kernels``
     for inspection."""
 
+    def profile_bindings(self, bindings) -> dict:
+        return {name: self.to_device(v) for name, v in bindings.items()}
+
+    def wall_time(self, bindings) -> float:
+        from .timing import device_wall_time
+        return device_wall_time(self, bindings)
+
     def __init__(self, compiled, outputs, lp_target, cpu=False, schedules=None):
         from polyarray.codegen import data_nodes
         from polyarray.ir import nodes as N

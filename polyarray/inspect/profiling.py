@@ -192,7 +192,6 @@ def profile_program(prog, bindings, repeat=5, hardware=None) -> Profile:
     anything runs), warm up, then ``repeat`` profiled calls and ``repeat``
     timed plain calls.  ``hardware``: a ``polyarray.inspect.hardware.Hardware``
     (None: measured once per process; False: no fractions)."""
-    from polyarray.targets import timing as tp
     if not isinstance(repeat, int) or repeat < 1:
         raise ValueError(f"repeat must be a positive integer, got {repeat!r}")
     prepared = prog.check_bindings(bindings)
@@ -200,13 +199,13 @@ def profile_program(prog, bindings, repeat=5, hardware=None) -> Profile:
         full = dict(bindings, **prog._state.bindings(prog._exe.can_read))
         prepared = prog._state.prepared(prog, bindings, full)
     exe = prog._exe
-    bound = tp.device_bindings(exe, prepared)
-    tp.wall_time(exe, bound)                        # warm-up: builds, allocates
-    calls = [tp.kernel_times(exe, bound) for _ in range(repeat)]
-    walls = tuple(tp.wall_time(exe, bound) for _ in range(repeat))
+    bound = exe.profile_bindings(prepared)          # each target's own timing hooks
+    exe.wall_time(bound)                            # warm-up: builds, allocates
+    calls = [exe.kernel_times(bound) for _ in range(repeat)]
+    walls = tuple(exe.wall_time(bound) for _ in range(repeat))
     if hardware is None:
         from .hardware import measure
-        hardware = measure(prog.target_name, tp.device_queue(exe))
+        hardware = measure(prog.target_name, exe.profile_queue())
     hw = hardware or None
     order = N.topological_order(prog._outputs)
     listing = [f"{name} {typ} = {body}" for name, typ, body, *_ in dag_listing(prog._outputs)]

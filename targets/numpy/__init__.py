@@ -156,6 +156,10 @@ class NumpyExecutable(Executable):
     def kernels(self) -> dict:
         return {}
 
+    def kernel_times(self, bindings) -> list:
+        from .timing import kernel_times
+        return kernel_times(self, bindings)
+
     def run(self, bindings):
         evaluator = NumpyNodeEvaluator()
         values = {}

@@ -146,6 +146,13 @@ class OpenCLExecutable(DeviceExecutable):
         self.queue.finish()
         _DEFERRED.resolve()
 
+    def kernel_times(self, bindings) -> list:
+        from .timing import kernel_times
+        return kernel_times(self, bindings)
+
+    def profile_queue(self):
+        return self.queue
+
     def can_read(self, value):
         return isinstance(value, self._cla.Array) and value.context == self.ctx
 
