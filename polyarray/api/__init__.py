@@ -20,7 +20,10 @@ builders' modules in :mod:`polyarray.ops` that they call:
 ``polynomials`` polyval, vander, convolve, correlate
 ``calculus``   gradient, trapezoid, interp, unwrap
 ``indexing``   take, take_along_axis, nonzero, argwhere, flatnonzero
-``ordering``   sort, argsort, searchsorted, isin, unique and its family
+``ordering``   sort, argsort, partition, argpartition, lexsort, searchsorted,
+               isin, unique and its family
+``quantiles``  median, quantile, percentile, nanmedian, nanquantile, nanpercentile
+``histograms`` digitize, histogram, histogram2d, bincount (eager)
 ``scans``      cumsum, cumprod, cumulative_sum, cumulative_prod
 ``dtypes``     result_type, can_cast, finfo, iinfo, isdtype
 ``custom``     elementwise_kernel, reduction_kernel (CuPy-style user kernels)

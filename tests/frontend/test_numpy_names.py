@@ -399,6 +399,69 @@ case("cov_corrcoef", "all", lambda xp, a, b, w: (
     xp.cov(a.astype(np.float32)), xp.corrcoef(a), xp.corrcoef(a, rowvar=False),
     xp.corrcoef(a[0], b[0]), xp.corrcoef(a[0]), xp.corrcoef(b)), F64, I32, np.abs(F64[2]) + 0.5)
 
+# -- order statistics and counting ----------------------------------------------------
+STAT = rng.standard_normal((4, 7))
+STATNAN = STAT.copy()
+STATNAN[0, 1] = STATNAN[2, 3] = np.nan
+STATNAN[3] = np.nan
+STATI = rng.integers(-9, 10, (4, 7))
+case("median", "all", lambda xp, a, b, c: (
+    xp.median(a), xp.median(a, axis=1), xp.median(a, 0), xp.median(a, (0, 1)), xp.median(b, 1),
+    xp.median(c), xp.median(c, 1, keepdims=True), xp.median(a[:, :6], 1),
+    xp.median(a.astype(np.float32), 0), xp.median(a[:, :0], 1), xp.median(c.astype(np.int8)),
+    xp.median(a[None], axis=(0, 2))), STAT, STATNAN, STATI)
+for _method in ("inverted_cdf", "averaged_inverted_cdf", "closest_observation",
+                "interpolated_inverted_cdf", "hazen", "weibull", "linear", "median_unbiased",
+                "normal_unbiased", "lower", "higher", "midpoint", "nearest"):
+    case("quantile", _method, lambda xp, a, b, c, m=_method: (
+        xp.quantile(a, 0.3, method=m), xp.quantile(a, [0, 0.25, 0.5, 0.99, 1], axis=1, method=m),
+        xp.quantile(c, np.array([0.1, 0.9]), axis=0, method=m), xp.quantile(b, 0.5, axis=1, method=m),
+        xp.quantile(a.astype(np.float32), 0.7, 1, method=m),
+        xp.percentile(a, [10, 90], 1, method=m, keepdims=True),
+        xp.nanquantile(b, [0.2, 0.5], 1, method=m), xp.nanpercentile(b, 50, 0, method=m),
+        xp.quantile(c[:, :1], 0.5, 1, method=m), xp.nanquantile(a, np.float32(0.4), (0, 1),
+                                                                method=m)),
+        STAT, STATNAN, STATI)
+case("quantile", "integer_q", lambda xp, a: xp.quantile(a, np.array([0, 1]), axis=1), STATI)
+case("nanmedian", "all", lambda xp, a, b, c: (
+    xp.nanmedian(a), xp.nanmedian(b, 1), xp.nanmedian(b, 0, keepdims=True), xp.nanmedian(c, 1),
+    xp.nanmedian(b.astype(np.float32), 1), xp.nanquantile(b[3], 0.5)), STAT, STATNAN, STATI)
+case("partition", "kth_places", lambda xp, a, b: (
+    xp.partition(a, 3, axis=1)[:, 3], xp.partition(a, [1, 5])[..., [1, 5]],
+    xp.partition(a, -1, axis=0)[-1], xp.sort(xp.partition(a, 2, axis=None)),
+    xp.partition(b, 2)[..., 2],
+    xp.take_along_axis(a, xp.argpartition(a, 3, axis=1), 1)[:, 3],
+    xp.argpartition(a[0], 0)[0], xp.sort(xp.argpartition(b, 4, axis=None))), STAT, STATI)
+case("lexsort", "all", lambda xp, a, b: (
+    xp.lexsort([a[0], b[0]]), xp.lexsort((b[0] > 0, a[1] > 0, b[1])), xp.lexsort(b),
+    xp.lexsort([a, b], axis=0), xp.lexsort([a, b]), xp.lexsort(b[0]),
+    xp.lexsort([b[:, :0], b[:, :0]])), STAT, STATI)
+HISTV = rng.standard_normal(200)
+HISTW = rng.uniform(0, 2, 200)
+HISTE = np.array([-2.0, -0.5, 0.0, 0.3, 1.0, 2.5])
+HISTI = rng.integers(-5, 20, 300)
+case("digitize", "all", lambda xp, x, e, d: (
+    xp.digitize(x, e), xp.digitize(x, e, right=True), xp.digitize(x, e[::-1]),
+    xp.digitize(x, e[::-1], True), xp.digitize(x, d), xp.digitize(x, d, True),
+    xp.digitize(np.array([-0.5, 0.0, 3.0]), e)), HISTV, HISTE, HISTE[::-1].copy())
+case("histogram", "even_bins", lambda xp, a, w, b, i: (
+    xp.histogram(a) + xp.histogram(a, 5, (-1, 1)) + xp.histogram(a, 100)
+    + xp.histogram(a, 7, weights=w) + xp.histogram(a, 6, density=True)
+    + xp.histogram(b, 12) + xp.histogram(i, 9) + xp.histogram(i, 50, (0, 10))
+    + xp.histogram(a[:0], 3) + xp.histogram(np.full(5, 2.5), 4) + xp.histogram(b, 40, (-1.5, 2.0))),
+    HISTV, HISTW, HISTV.astype(np.float32), HISTI)
+case("histogram", "sorted_counts", lambda xp, a, w: (
+    xp.histogram(a, 1100) + xp.histogram(a, 1100, weights=w) + xp.histogram2d(a, a[::-1], 40)),
+    HISTV, HISTW)
+case("histogram", "edges", lambda xp, a, w, e: (
+    xp.histogram(a, [-3, -1, 0, 0.5, 2]) + xp.histogram(a, e, weights=w, density=True)
+    + xp.histogram(a, e)), HISTV, HISTW, HISTE)
+case("histogram2d", "all", lambda xp, x, y, w: (
+    xp.histogram2d(x, y) + xp.histogram2d(x, y, 4, [[-1, 1], [-2, 2]])
+    + xp.histogram2d(x, y, [3, 7], weights=w) + xp.histogram2d(x, y, 20, density=True)
+    + xp.histogram2d(x, y, [HISTE, np.array([-1.0, 0.0, 1.0])]) + xp.histogram2d(x, y, HISTE)),
+    HISTV, HISTV[::-1] * 2, HISTW)
+
 EMPTY = np.zeros((3, 0), np.float32)
 case("empty_axes", "all", lambda xp, a, b: (
     xp.nansum(a, axis=1), xp.nanmax(a, axis=1, initial=-1), xp.count_nonzero(a, axis=0),

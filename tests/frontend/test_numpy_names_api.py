@@ -14,7 +14,7 @@ def test_eager_functions_refuse_placeholders_naming_them():
     x = pa.placeholder("x", (3,), np.float32)
     w = pa.placeholder("weights", (3,), np.float32)
     for fn in (pa.unique, pa.nonzero, pa.argwhere, pa.flatnonzero, pa.where,
-               lambda a: a.nonzero(), pa.unique_counts):
+               lambda a: a.nonzero(), pa.unique_counts, pa.bincount):
         with pytest.raises(pa.ConcretizationError, match=r"eager.*'weights', 'x'"):
             fn(x * w)
     assert issubclass(pa.ConcretizationError, TypeError)
@@ -120,7 +120,9 @@ NUMPY_NAMES = """allclose isclose atleast_1d atleast_2d atleast_3d cross diag di
     split array_split hsplit vsplit dsplit append insert delete ediff1d fliplr flipud rot90
     indices tril_indices triu_indices fabs fmod modf frexp ldexp gcd lcm logaddexp2 sinc
     array_equal array_equiv select piecewise logspace geomspace vander polyval convolve
-    correlate trapezoid interp gradient unwrap cov corrcoef""".split()
+    correlate trapezoid interp gradient unwrap cov corrcoef median quantile percentile
+    nanmedian nanquantile nanpercentile partition argpartition lexsort digitize histogram
+    histogram2d bincount""".split()
 ARRAY_API_NAMES = """acos acosh asin asinh atan atan2 atanh concat pow bitwise_invert
     bitwise_left_shift bitwise_right_shift permute_dims matrix_transpose unstack vecdot
     expand_dims isdtype result_type can_cast finfo iinfo astype bool e pi inf nan
@@ -201,7 +203,31 @@ SAME_ERRORS = [
     lambda xp, a: xp.cov(a, fweights=[1.5] * 6), lambda xp, a: xp.cov(a[None]),
     lambda xp, a: xp.cov(a, fweights=[-1] * 6), lambda xp, a: xp.cov(a, aweights=[1] * 5),
     lambda xp, a: xp.cov(a, ddof=1.5), lambda xp, a: xp.cov(a, a[None]),
+    lambda xp, a: xp.quantile(a, 1.5), lambda xp, a: xp.percentile(a, -1),
+    lambda xp, a: xp.quantile(a, 0.5, method="bad"),
+    lambda xp, a: xp.quantile(a, np.ones((2, 2, 2)) * 0.5),
+    lambda xp, a: xp.quantile(a[:, :0], 0.5), lambda xp, a: xp.quantile(a, 0.5, weights=a),
+    lambda xp, a: xp.partition(a, 10), lambda xp, a: xp.partition(a, 1.5),
+    lambda xp, a: xp.partition(a, 2, kind="bad"), lambda xp, a: xp.argpartition(a, -7),
+    lambda xp, a: xp.lexsort([]), lambda xp, a: xp.lexsort([a, a[:3]]),
+    lambda xp, a: xp.digitize(a[0], [1, 3, 2]), lambda xp, a: xp.histogram(a, 5, (2, 1)),
+    lambda xp, a: xp.histogram(a, [1, 0, 2]), lambda xp, a: xp.histogram(a, 0),
+    lambda xp, a: xp.histogram(a, 5, (0, np.inf)), lambda xp, a: xp.histogram(a, 5, weights=a[0]),
+    lambda xp, a: xp.histogram2d(a[0], a[0, :3]),
+    lambda xp, a: xp.histogram2d(a[0], a[0], 3, [(0, 1)]),
 ]
+
+
+def test_bincount_is_eager():
+    """``bincount``'s length is the largest value: its input is evaluated
+    when it is called (data, or lazy arrays without placeholders)."""
+    x = np.array([0, 3, 3, 7, 1])
+    for got, want in ((pa.bincount(x), np.bincount(x)),
+                      (pa.bincount(pa.asarray(x) * 2, minlength=20), np.bincount(x * 2, minlength=20)),
+                      (pa.bincount(x, weights=pa.asarray(x) * 0.5), np.bincount(x, x * 0.5))):
+        assert isinstance(got, pa.Array)
+        np.testing.assert_array_equal(np.asarray(got), want)
+        assert np.asarray(got).dtype == want.dtype
 
 
 @pytest.mark.parametrize("call", SAME_ERRORS)
