@@ -216,7 +216,7 @@ def test_a_failed_split_build_falls_back_to_the_whole_build(monkeypatch, caplog)
 
 @pytest.mark.skipif(NVCC is None or cuda_compiler.linker() is None,
                     reason="no CUDA toolkit (nvcc and a linker) on this machine")
-@pytest.mark.parametrize("seed", [12, 89, 90, 111])
+@pytest.mark.parametrize("seed", [0, 7, 89, 111])
 def test_random_dags_split_into_units_that_compile_and_link(seed, monkeypatch, tmp_path, caplog):
     """Random DAGs (the fuzzer's seeds), every kernel outlined and every
     region of two statements or more split: each unit compiles as
