@@ -47,22 +47,34 @@ from .api.elementwise import (signbit, deg2rad, rad2deg, radians, degrees, recip
                               float_power, left_shift, right_shift, bitwise_left_shift,
                               bitwise_right_shift, nan_to_num, isclose, allclose)
 from .api.elementwise import conj, conjugate, real, imag
+from .api.elementwise import (fabs, fmod, modf, frexp, ldexp, gcd, lcm, logaddexp2, sinc,
+                              array_equal, array_equiv, select, piecewise)
 from .api.reductions import (sum, prod, mean, max, min, amax, amin, any, all, var,
                              std, argmax, argmin)
 from .api.reductions import (nansum, nanprod, nanmax, nanmin, nanmean, ptp, average,
-                             count_nonzero)
+                             count_nonzero, cov, corrcoef)
 from .api.matrices import (dot, matmul, vdot, inner, outer, tensordot, einsum, kron,
-                           diag, diagonal, trace, tril, triu, cross, vecdot)
+                           diag, diagonal, trace, tril, triu, cross, vecdot, tril_indices,
+                           triu_indices)
 from .api.shapes import (reshape, transpose, permute_dims, matrix_transpose,
                          broadcast_to, broadcast_arrays, expand_dims, squeeze,
                          concatenate, concat, stack, flip, moveaxis, swapaxes, ravel)
 from .api.arrange import (atleast_1d, atleast_2d, atleast_3d, hstack, vstack,
                           dstack, column_stack, unstack, meshgrid, tile, repeat,
                           roll, diff, pad)
+from .api.arrange import (split, array_split, hsplit, vsplit, dsplit, append, insert,
+                          delete, ediff1d, fliplr, flipud, rot90, indices)
 from .api.indexing import take, take_along_axis, nonzero, argwhere, flatnonzero
 from .api.ordering import (sort, argsort, searchsorted, isin, unique, unique_values,
-                           unique_counts, unique_inverse, unique_all)
+                           unique_counts, unique_inverse, unique_all, partition,
+                           argpartition, lexsort)
+from .api.histograms import digitize, histogram, histogram2d, bincount
+from .api.quantiles import (median, quantile, percentile, nanmedian, nanquantile,
+                            nanpercentile)
 from .api.scans import cumsum, cumprod, cumulative_sum, cumulative_prod
+from .api.ranges import logspace, geomspace
+from .api.polynomials import polyval, vander, convolve, correlate
+from .api.calculus import gradient, trapezoid, interp, unwrap
 from .api.dtypes import result_type, can_cast, finfo, iinfo, isdtype
 from .api.custom import elementwise_kernel, reduction_kernel
 from .api.raw import raw_kernel, RawKernel
@@ -152,42 +164,47 @@ ndarray = _numpy_names.ndarray     # NumPy's name: isinstance and np.ndarray(sha
 # implementation's modules (api, ops, program...) stay importable, unlisted
 __all__ = [
     "abs", "absolute", "acos", "acosh", "add", "all", "allclose", "amax", "amin", "any",
-    "arange", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh",
-    "argmax", "argmin", "argsort", "argwhere", "around", "Array", "array",
-    "array_namespace", "asarray", "asin", "asinh", "astype", "atan", "atan2", "atanh",
-    "atleast_1d", "atleast_2d", "atleast_3d", "available_targets", "average", "bitwise_and",
-    "bitwise_invert", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift",
-    "bitwise_xor", "bool", "bool_", "broadcast_arrays", "broadcast_shapes", "broadcast_to",
-    "can_cast", "cbrt", "ceil", "check", "CheckReport", "clip", "column_stack", "compile",
-    "concat", "concatenate", "ConcretizationError", "conj", "conjugate", "copysign", "cos",
-    "cosh", "count_nonzero", "cross", "cumprod", "cumsum", "cumulative_prod",
-    "cumulative_sum", "dask", "deg2rad", "degrees", "Device", "diag", "diagonal", "diff",
-    "divide", "dot", "dstack", "e", "einsum", "elementwise_kernel", "empty", "empty_like",
-    "equal", "exp", "exp2", "expand_dims", "expm1", "eye", "finfo", "flatnonzero", "flip",
-    "float16", "float32", "float64", "float_power", "floor", "floor_divide", "fmax", "fmin",
-    "fori_loop", "format_dag", "from_dlpack", "full", "full_like", "get_array_module",
-    "get_default_target", "greater", "greater_equal", "heaviside", "hstack", "hypot",
-    "identity", "iinfo", "imag", "inf", "inner", "int16", "int32", "int64", "int8",
+    "append", "arange", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
+    "arctanh", "argmax", "argmin", "argpartition", "argsort", "argwhere", "around", "Array",
+    "array", "array_equal", "array_equiv", "array_namespace", "array_split", "asarray", "asin",
+    "asinh", "astype", "atan", "atan2", "atanh", "atleast_1d", "atleast_2d", "atleast_3d",
+    "available_targets", "average", "bincount", "bitwise_and", "bitwise_invert",
+    "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "bool", "bool_",
+    "broadcast_arrays", "broadcast_shapes", "broadcast_to", "can_cast", "cbrt", "ceil", "check",
+    "CheckReport", "clip", "column_stack", "compile", "concat", "concatenate",
+    "ConcretizationError", "conj", "conjugate", "convolve", "copysign", "corrcoef", "correlate",
+    "cos", "cosh", "count_nonzero", "cov", "cross", "cumprod", "cumsum", "cumulative_prod",
+    "cumulative_sum", "dask", "deg2rad", "degrees", "delete", "Device", "diag", "diagonal",
+    "diff", "digitize", "divide", "dot", "dsplit", "dstack", "e", "ediff1d", "einsum",
+    "elementwise_kernel", "empty", "empty_like", "equal", "exp", "exp2", "expand_dims", "expm1",
+    "eye", "fabs", "finfo", "flatnonzero", "flip", "fliplr", "flipud", "float16", "float32",
+    "float64", "float_power", "floor", "floor_divide", "fmax", "fmin", "fmod", "fori_loop",
+    "format_dag", "frexp", "from_dlpack", "full", "full_like", "gcd", "geomspace",
+    "get_array_module", "get_default_target", "gradient", "greater", "greater_equal",
+    "heaviside", "histogram", "histogram2d", "hsplit", "hstack", "hypot", "identity", "iinfo",
+    "imag", "indices", "inf", "inner", "insert", "int16", "int32", "int64", "int8", "interp",
     "invert", "isclose", "isdtype", "isfinite", "isin", "isinf", "isnan", "jit", "Jitted",
-    "kron", "LazyValueError", "left_shift", "less", "less_equal", "linalg", "linspace",
-    "log", "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not",
-    "logical_or", "logical_xor", "matmul", "matrix_transpose", "max", "maximum", "mean",
-    "memory_stats", "meshgrid", "min", "minimum", "moveaxis", "multiply", "nan",
-    "nan_to_num", "nanmax", "nanmean", "nanmin", "nanprod", "nansum", "ndarray", "negative",
-    "newaxis", "NonConcreteBooleanIndexError", "nonzero", "not_equal", "ones", "ones_like",
-    "opencl_context", "opencl_queue", "outer", "pad", "permute_dims", "pi", "placeholder",
-    "positive", "pow", "power", "print_environment_info", "prod", "Program", "ptp",
-    "rad2deg", "radians", "random", "ravel", "raw_kernel", "RawKernel", "real", "reciprocal",
-    "reduction_kernel", "remainder", "repeat", "reshape", "result_type", "right_shift",
-    "rint", "roll", "round", "ScheduleError", "schedules", "searchsorted",
-    "set_default_target", "set_opencl_queue", "shared", "SharedVariable", "show", "sign", "signbit", "sin",
-    "sinh", "sort", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum",
+    "kron", "LazyValueError", "lcm", "ldexp", "left_shift", "less", "less_equal", "lexsort",
+    "linalg", "linspace", "log", "log10", "log1p", "log2", "logaddexp", "logaddexp2",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "logspace", "matmul",
+    "matrix_transpose", "max", "maximum", "mean", "median", "memory_stats", "meshgrid", "min",
+    "minimum", "modf", "moveaxis", "multiply", "nan", "nan_to_num", "nanmax", "nanmean",
+    "nanmedian", "nanmin", "nanpercentile", "nanprod", "nanquantile", "nansum", "ndarray",
+    "negative", "newaxis", "NonConcreteBooleanIndexError", "nonzero", "not_equal", "ones",
+    "ones_like", "opencl_context", "opencl_queue", "outer", "pad", "partition", "percentile",
+    "permute_dims", "pi", "piecewise", "placeholder", "polyval", "positive", "pow", "power",
+    "print_environment_info", "prod", "Program", "ptp", "quantile", "rad2deg", "radians",
+    "random", "ravel", "raw_kernel", "RawKernel", "real", "reciprocal", "reduction_kernel",
+    "remainder", "repeat", "reshape", "result_type", "right_shift", "rint", "roll", "rot90",
+    "round", "ScheduleError", "schedules", "searchsorted", "select", "set_default_target",
+    "set_opencl_queue", "shared", "SharedVariable", "show", "sign", "signbit", "sin", "sinc",
+    "sinh", "sort", "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum",
     "swapaxes", "take", "take_along_axis", "tan", "tanh", "target", "tensordot", "testing",
-    "tile", "trace", "transpose", "tri", "tril", "triu", "true_divide", "trunc", "ufunc",
-    "uint16", "uint32", "uint64", "uint8", "unique", "unique_all", "unique_counts",
-    "unique_inverse", "unique_values", "unstack", "var", "vdot", "vecdot", "vstack",
-    "where", "while_loop", "zeros", "zeros_like",
-]
+    "tile", "trace", "transpose", "trapezoid", "tri", "tril", "tril_indices", "triu",
+    "triu_indices", "true_divide", "trunc", "ufunc", "uint16", "uint32", "uint64", "uint8",
+    "unique", "unique_all", "unique_counts", "unique_inverse", "unique_values", "unstack",
+    "unwrap", "vander", "var", "vdot", "vecdot", "vsplit", "vstack", "where", "while_loop",
+    "zeros", "zeros_like"]
 
 
 def __dir__():

@@ -17,7 +17,7 @@ import math
 import operator
 from typing import NamedTuple
 
-import numpy as np
+import numpy as _np
 
 from .array import Array, node_of
 from .api.creation import eye as _eye
@@ -34,7 +34,7 @@ __all__ = ["norm", "vector_norm", "matrix_norm", "vecdot", "matrix_transpose", "
            "matrix_rank", "matrix_power", "multi_dot", "LinAlgError", "EighResult",
            "QRResult", "SlogdetResult", "SVDResult"]
 
-LinAlgError = np.linalg.LinAlgError
+LinAlgError = _np.linalg.LinAlgError
 
 
 class EighResult(NamedTuple):
@@ -211,27 +211,27 @@ def lstsq(a, b, rcond=None):
     return x, residuals, rank, s
 
 
-def pinv(a, /, rcond=None, hermitian=False, *, rtol=np._NoValue):
+def pinv(a, /, rcond=None, hermitian=False, *, rtol=_np._NoValue):
     """The Moore-Penrose pseudo-inverse (``np.linalg.pinv``): from the SVD,
     singular values at most ``rcond`` (or ``rtol``) times the largest taken
     as zero, as NumPy does."""
     x = _asarray(a)
     if rcond is None:
-        if rtol is np._NoValue:
+        if rtol is _np._NoValue:
             rcond = 1e-15
         elif rtol is None:
-            rcond = max(x.shape[-2:]) * np.finfo(S.real_dtype(S.compute_dtype(
+            rcond = max(x.shape[-2:]) * _np.finfo(S.real_dtype(S.compute_dtype(
                 node_of(x), what="pinv"))).eps
         else:
             rcond = rtol
-    elif rtol is not np._NoValue:
+    elif rtol is not _np._NoValue:
         raise ValueError("`rtol` and `rcond` can't be both set.")
     if x.ndim >= 2 and 0 in x.shape[-2:]:
         t = S.compute_dtype(node_of(x), what="pinv")
         return _empty(x.shape[:-2] + (x.shape[-1], x.shape[-2]), dtype=t)
     u, s, vt = svd(x.conj() if x.dtype.kind == "c" else x, full_matrices=False,
                    hermitian=hermitian)
-    rc = rcond if np.isscalar(rcond) else _asarray(rcond)[..., None]
+    rc = rcond if _np.isscalar(rcond) else _asarray(rcond)[..., None]
     cutoff = rc * s.max(axis=-1, keepdims=True)
     large = s > cutoff
     s_inv = _where(large, 1 / _where(large, s, 1), 0).astype(s.dtype)
@@ -244,18 +244,18 @@ def matrix_rank(A, /, tol=None, hermitian=False, *, rtol=None) -> Array:
     times ``rtol``)."""
     x = _asarray(A)
     if x.ndim < 2:
-        return (x != 0).any().astype(np.int64)
+        return (x != 0).any().astype(_np.int64)
     s = svdvals(x) if not hermitian else abs(eigvalsh(x))
     if tol is None:
         if rtol is None:
-            rtol = max(x.shape[-2:]) * np.finfo(s.dtype).eps
-        r = rtol if np.isscalar(rtol) else _asarray(rtol)[..., None]
+            rtol = max(x.shape[-2:]) * _np.finfo(s.dtype).eps
+        r = rtol if _np.isscalar(rtol) else _asarray(rtol)[..., None]
         tol = s.max(axis=-1, keepdims=True) * r
     else:
         if rtol is not None:
             raise ValueError("`tol` and `rtol` can't be both set.")
-        tol = tol if np.isscalar(tol) else _asarray(tol)[..., None]
-    return (s > tol).sum(axis=-1).astype(np.int64)
+        tol = tol if _np.isscalar(tol) else _asarray(tol)[..., None]
+    return (s > tol).sum(axis=-1).astype(_np.int64)
 
 
 def matrix_power(a, n, /) -> Array:

@@ -1,10 +1,16 @@
 """``pa.*`` rearranging (:mod:`polyarray.ops.arrange`, :mod:`polyarray.ops.padding`):
 ``atleast_*d``, ``hstack``, ``vstack``, ``dstack``, ``column_stack``,
-``unstack``, ``meshgrid``, ``tile``, ``repeat``, ``roll``, ``diff``, ``pad``."""
+``unstack``, ``meshgrid``, ``indices``, ``tile``, ``repeat``, ``roll``,
+``diff``, ``ediff1d``, ``pad``, ``fliplr``, ``flipud``, ``rot90``, the
+``split`` family, ``append``, ``insert`` and ``delete``."""
 from __future__ import annotations
 
 from ..array import Array, node_of, reshaped, view_getitem, wrap as _wrap
+from ..ir import nodes as N
 from ..ops import arrange as AR, padding as P
+from ..ops.axes import normalize_axis_index
+from ..ops.creation import as_node
+from ..ops.indexing import getitem
 from ..ops.reductions import NoValue
 
 
@@ -120,3 +126,103 @@ def pad(array, pad_width, mode="constant", **kwargs) -> Array:
     with zeros).  NotImplementedError for linear_ramp, maximum, mean, median,
     minimum, a function as the mode, and ``reflect_type="odd"``."""
     return Array(P.pad(node_of(array), pad_width, mode, **kwargs))
+
+
+# -- splitting ----------------------------------------------------------------
+
+def _pieces(ary, indices_or_sections, axis, equal):
+    node = node_of(ary)
+    node = node if isinstance(node, N.Node) else as_node(node)
+    axis = normalize_axis_index(axis, node.ndim)
+    bounds = AR.split_bounds(node.shape[axis], node_of(indices_or_sections), equal)
+    keys = [(slice(None),) * axis + (slice(a, b),) for a, b in bounds]
+    if isinstance(ary, Array):
+        return [view_getitem(ary, key) for key in keys]
+    return [Array(getitem(node, key)) for key in keys]
+
+
+def array_split(ary, indices_or_sections, axis=0) -> list:
+    """``ary`` cut along ``axis`` into ``indices_or_sections`` pieces (an int:
+    pieces of sizes that differ by at most one) or at the given indices
+    (``np.array_split``): a list of views of ``ary``, as NumPy's."""
+    return _pieces(ary, indices_or_sections, axis, False)
+
+
+def split(ary, indices_or_sections, axis=0) -> list:
+    """``ary`` cut along ``axis`` into equal pieces or at the given indices
+    (``np.split``): a list of views; ValueError where an int does not divide
+    the axis."""
+    return _pieces(ary, indices_or_sections, axis, True)
+
+
+def _split_along(name, ary, indices_or_sections):
+    node = node_of(ary)
+    node = node if isinstance(node, N.Node) else as_node(node)
+    return _pieces(ary, indices_or_sections, AR.split_axis(name, node.ndim), True)
+
+
+def hsplit(ary, indices_or_sections) -> list:
+    """``split`` along axis 1 (axis 0 for 1-D arrays) (``np.hsplit``)."""
+    return _split_along("hsplit", ary, indices_or_sections)
+
+
+def vsplit(ary, indices_or_sections) -> list:
+    """``split`` along axis 0 of an array of 2 or more dimensions (``np.vsplit``)."""
+    return _split_along("vsplit", ary, indices_or_sections)
+
+
+def dsplit(ary, indices_or_sections) -> list:
+    """``split`` along axis 2 of an array of 3 or more dimensions (``np.dsplit``)."""
+    return _split_along("dsplit", ary, indices_or_sections)
+
+
+# -- adding and removing elements ---------------------------------------------
+
+def append(arr, values, axis=None) -> Array:
+    """``values`` joined after ``arr`` along ``axis`` (both flattened when
+    None) (``np.append``), lazily."""
+    return Array(AR.append(node_of(arr), node_of(values), axis))
+
+
+def insert(arr, obj, values, axis=None) -> Array:
+    """``values`` inserted before the positions ``obj`` along ``axis``
+    (flattened when None) (``np.insert``), lazily.  ``obj`` must be concrete
+    (an int, a slice, ints or booleans); ``values`` may be lazy."""
+    return Array(AR.insert(node_of(arr), node_of(obj), node_of(values), axis))
+
+
+def delete(arr, obj, axis=None) -> Array:
+    """``arr`` without the positions ``obj`` along ``axis`` (flattened when
+    None) (``np.delete``), lazily; ``obj`` must be concrete."""
+    return Array(AR.delete(node_of(arr), node_of(obj), axis))
+
+
+def ediff1d(ary, to_end=None, to_begin=None) -> Array:
+    """Differences of consecutive elements of the flattened ``ary``, with
+    ``to_begin`` and ``to_end`` joined (``np.ediff1d``), lazily."""
+    return Array(AR.ediff1d(node_of(ary), node_of(to_end), node_of(to_begin)))
+
+
+# -- flips and grids -----------------------------------------------------------
+
+def fliplr(m) -> Array:
+    """``m`` with the order of its columns (axis 1) reversed (``np.fliplr``), lazily."""
+    return Array(AR.fliplr(node_of(m)))
+
+
+def flipud(m) -> Array:
+    """``m`` with the order of its rows (axis 0) reversed (``np.flipud``), lazily."""
+    return Array(AR.flipud(node_of(m)))
+
+
+def rot90(m, k=1, axes=(0, 1)) -> Array:
+    """``m`` rotated by 90 degrees ``k`` times in the plane of ``axes``
+    (``np.rot90``), lazily."""
+    return Array(AR.rot90(node_of(m), k, axes))
+
+
+def indices(dimensions, dtype=int, sparse=False):
+    """The index grid of an array of shape ``dimensions`` (``np.indices``): a
+    lazy constant of shape ``(len(dimensions),) + dimensions``, or with
+    ``sparse`` a tuple of broadcastable ones."""
+    return _wrap(AR.indices(dimensions, dtype, sparse))

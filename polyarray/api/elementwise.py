@@ -2,15 +2,17 @@
 :mod:`polyarray.ops.ufuncs`): NumPy's ufuncs (each a ``pa.ufunc`` with
 ``.outer``, ``.reduce``, ``.accumulate``, ``.at``), the composed ones
 (``hypot``, ``logaddexp``, ``signbit``...), ``where``, ``clip``, ``round``,
-``astype``, ``isclose``/``allclose``, ``nan_to_num`` and the complex parts
-of real arrays."""
+``astype``, ``isclose``/``allclose``, ``array_equal``/``array_equiv``,
+``nan_to_num``, ``sinc``, ``select``, ``piecewise`` and the complex parts of
+real arrays (:mod:`polyarray.ops.number_theory`: ``gcd``, ``lcm``)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..array import Array, _same_or_new, node_of, ufunc_into
 from ..ufunc import ufunc
-from ..ops import creation as C, eager as G, elementwise as E, ufuncs as F, reductions as R
+from ..ops import (creation as C, eager as G, elementwise as E, number_theory as NT,
+                   reductions as R, scatter as SC, ufuncs as F)
 from ..ops.axes import no_out
 from ..ops.reductions import NoValue
 from ..ops.elementwise import BINARY, UNARY
@@ -208,6 +210,14 @@ _COMPOSED_SUMMARY = {
                   "``pa.bitwise_left_shift`` is the same function).",
     "right_shift": "``x1 >> x2`` (arithmetic for signed types), elementwise "
                    "(``np.right_shift``; ``pa.bitwise_right_shift`` is the same function).",
+    "fabs": "Absolute value as a float, elementwise (``np.fabs``).",
+    "fmod": "C's remainder of ``x1 / x2``, with the sign of ``x1``, elementwise "
+            "(``np.fmod``).",
+    "logaddexp2": "``log2(2**x1 + 2**x2)`` without overflow, elementwise "
+                  "(``np.logaddexp2``).",
+    "ldexp": "``x1 * 2**x2`` for integer ``x2``, elementwise (``np.ldexp``).",
+    "gcd": "Greatest common divisor of ``|x1|`` and ``|x2|``, elementwise (``np.gcd``).",
+    "lcm": "Least common multiple of ``|x1|`` and ``|x2|``, elementwise (``np.lcm``).",
 }
 
 # where a composition differs from NumPy's loop
@@ -218,6 +228,12 @@ _DIFFERENCE = {
     "reciprocal": "Integers as NumPy's loop: 0 unless ``x`` is 1 or -1, and ``1 / 0`` what\n"
                   "NumPy gives on x86-64 (the type's minimum for 32- and 64-bit signed\n"
                   "integers, else 0).",
+    "ldexp": "Exact as C's ``ldexp``: ``x1`` normalized by multiplications by powers of\n"
+             "two, then one multiplication that alone rounds (no ``log2`` or ``pow``).",
+    "gcd": "Euclid's loop as a small C function on the devices (NumPy's on the numpy\n"
+           "target); magnitudes in the unsigned type of the width, as NumPy's.",
+    "lcm": "Euclid's loop as a small C function on the devices (NumPy's on the numpy\n"
+           "target); ``|x1| / gcd * |x2|`` wrapping, as NumPy's.",
 }
 
 
@@ -246,11 +262,12 @@ def _ufunc(name, fn, nin):
 
 _UNARY = {"signbit": F.signbit, "deg2rad": F.deg2rad, "rad2deg": F.rad2deg,
           "radians": F.radians, "degrees": F.degrees, "reciprocal": F.reciprocal,
-          "cbrt": F.cbrt, "exp2": F.exp2}
+          "cbrt": F.cbrt, "exp2": F.exp2, "fabs": F.fabs}
 _BINARY = {"hypot": F.hypot, "copysign": F.copysign, "logaddexp": F.logaddexp,
            "fmax": F.fmax, "fmin": F.fmin, "heaviside": F.heaviside,
            "float_power": F.float_power, "left_shift": F.left_shift,
-           "right_shift": F.right_shift}
+           "right_shift": F.right_shift, "fmod": F.fmod, "logaddexp2": F.logaddexp2,
+           "ldexp": F.ldexp, "gcd": NT.gcd, "lcm": NT.lcm}
 globals().update({n: ufunc(_ufunc(n, fn, 1), getattr(np, n)) for n, fn in _UNARY.items()})
 globals().update({n: ufunc(_ufunc(n, fn, 2), getattr(np, n)) for n, fn in _BINARY.items()})
 bitwise_left_shift, bitwise_right_shift = left_shift, right_shift   # noqa: F821
@@ -287,6 +304,88 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> Array:
     ``pa.LazyValueError`` if it depends on placeholders."""
     return Array(R.all(F.isclose(node_of(a), node_of(b), *_tolerances(rtol, atol),
                                  equal_nan)))
+
+
+def _two_outputs(name, fn, summary):
+    """A ufunc of one input and two outputs (``modf``, ``frexp``): a tuple of
+    lazy arrays; ``out`` must be None (or two Nones)."""
+    def f(x, /, out=None, *, where=True, dtype=None):
+        if out is not None and tuple(out) != (None, None):
+            raise NotImplementedError(f"{name}: out= is not supported; assign the returned "
+                                      "arrays instead")
+        if where is not True:
+            raise NotImplementedError(f"{name}: where= is not supported")
+        node = node_of(x)
+        if dtype is not None:
+            node = E.astype(C.as_node(node), dtype)
+        return tuple(Array(n) for n in fn(node))
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"{summary}\n\n{F.UFUNC_NOTE}"
+    return f
+
+
+modf = ufunc(_two_outputs("modf", F.modf, "The fractional and integral parts of ``x``, "
+                          "both with its sign, elementwise (``np.modf``)."), np.modf)
+frexp = ufunc(_two_outputs("frexp", F.frexp, "Mantissa in [0.5, 1) and int32 exponent "
+                           "with ``x = m * 2**e``, elementwise (``np.frexp``); exact."),
+              np.frexp)
+
+
+def sinc(x) -> Array:
+    """``sin(pi x) / (pi x)``, 1 at 0 (``np.sinc``), lazily."""
+    return Array(F.sinc(node_of(x)))
+
+
+def array_equal(a1, a2, equal_nan=False) -> Array:
+    """Whether ``a1`` and ``a2`` have the same shape and elements
+    (``np.array_equal``; ``equal_nan``: NaN equals NaN), as a lazy 0-d bool
+    where NumPy returns a Python bool (``bool()`` of it evaluates it)."""
+    return Array(R.array_equal(node_of(a1), node_of(a2), equal_nan))
+
+
+def array_equiv(a1, a2) -> Array:
+    """Whether ``a1`` and ``a2`` broadcast to one shape with equal elements
+    (``np.array_equiv``), as a lazy 0-d bool."""
+    return Array(R.array_equiv(node_of(a1), node_of(a2)))
+
+
+def select(condlist, choicelist, default=0) -> Array:
+    """Elementwise, the choice of the first condition that holds, else
+    ``default`` (``np.select``), lazily."""
+    return Array(F.select([node_of(c) for c in condlist], [node_of(c) for c in choicelist],
+                          node_of(default)))
+
+
+def piecewise(x, condlist, funclist, *args, **kw) -> Array:
+    """``funclist[i]`` where ``condlist[i]`` holds (later conditions win; one
+    function more is for where none holds), a value or a function of ``x``
+    (``np.piecewise``), lazily.
+
+    Each function is called once on the whole ``x`` (NumPy calls it on the
+    selected elements), so it must be elementwise; the values are cast to
+    ``x``'s dtype."""
+    xa = x if isinstance(x, Array) else Array(C.as_node(node_of(x)))
+    if isinstance(condlist, (Array, np.ndarray)):     # NumPy's condlist[0]: a row if 2-D
+        one = condlist.ndim == 0 or (condlist.ndim == 1 and xa.ndim != 0)
+    else:
+        one = np.isscalar(condlist) or (not isinstance(condlist[0], (list, np.ndarray, Array))
+                                        and xa.ndim != 0)
+    if one:
+        condlist = [condlist]
+    conds = [E.astype(C.as_node(node_of(c)), np.bool_) for c in condlist]
+    if len(conds) == len(funclist) - 1:
+        anyc = conds[0]
+        for c in conds[1:]:
+            anyc = E.apply_ufunc("logical_or", anyc, c)
+        conds.append(E.apply_ufunc("logical_not", anyc))
+    elif len(conds) != len(funclist):
+        raise ValueError(f"with {len(conds)} condition(s), either {len(conds)} or "
+                         f"{len(conds) + 1} functions are expected")
+    out = C.zeros_like(xa.node)
+    for cond, func in zip(conds, funclist):
+        value = func(xa, *args, **kw) if callable(func) else func
+        out = E.where(cond, SC.value_node(node_of(value), xa.dtype), out)
+    return Array(out)
 
 
 # -- complex parts of real arrays, and DLPack (the array API) -----------------

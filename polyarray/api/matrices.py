@@ -1,7 +1,7 @@
 """``pa.*`` products and matrix functions (:mod:`polyarray.ops.linalg`,
 :mod:`polyarray.ops.matrices`): ``einsum``, ``matmul``, ``dot``, ``tensordot``,
 ``vdot``, ``inner``, ``outer``, ``kron``, ``cross``, ``vecdot``, ``diag``,
-``diagonal``, ``trace``, ``tril``, ``triu``."""
+``diagonal``, ``trace``, ``tril``, ``triu``, ``tril_indices``, ``triu_indices``."""
 from __future__ import annotations
 
 from ..array import Array, node_of
@@ -115,3 +115,15 @@ def vecdot(x1, x2, /, out=None, *, axis=-1) -> Array:
     (``np.vecdot``), lazily; ``out=`` must be None."""
     no_out(out, "vecdot")
     return Array(M.vecdot(node_of(x1), node_of(x2), axis))
+
+
+def tril_indices(n, k=0, m=None) -> tuple:
+    """Row and column indices of the lower triangle (at and below diagonal
+    ``k``) of an ``(n, m)`` matrix (``np.tril_indices``): two int64 data arrays."""
+    return tuple(Array(x) for x in M.triangle_indices("tril", n, k, m))
+
+
+def triu_indices(n, k=0, m=None) -> tuple:
+    """Row and column indices of the upper triangle (at and above diagonal
+    ``k``) of an ``(n, m)`` matrix (``np.triu_indices``): two int64 data arrays."""
+    return tuple(Array(x) for x in M.triangle_indices("triu", n, k, m))

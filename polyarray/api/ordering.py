@@ -1,6 +1,7 @@
 """``pa.*`` ordering (:mod:`polyarray.ops.ordering`, :mod:`polyarray.ops.eager`):
-``sort``, ``argsort``, ``searchsorted``, ``isin``, and the eager ``unique``
-family (evaluated when called: its shape depends on the values)."""
+``sort``, ``argsort``, ``partition``, ``argpartition``, ``lexsort``,
+``searchsorted``, ``isin``, and the eager ``unique`` family (evaluated when
+called: its shape depends on the values)."""
 from __future__ import annotations
 
 from ..array import Array, node_of, wrap as _wrap
@@ -78,3 +79,25 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None
     (a lazy bool array; a sort and a binary search on the device).
     ``assume_unique`` and ``kind`` are accepted and change nothing."""
     return Array(O.isin(node_of(element), node_of(test_elements), invert))
+
+
+def partition(a, kth, axis=-1, kind="introselect", order=None) -> Array:
+    """``a`` partitioned around the ``kth`` elements along ``axis``
+    (``np.partition``), lazily, as a full stable sort: each ``kth`` element
+    in its sorted place, the rest in sorted order (NumPy leaves their order
+    unspecified, so it may differ)."""
+    return Array(O.partition(node_of(a), node_of(kth), axis, kind, order))
+
+
+def argpartition(a, kth, axis=-1, kind="introselect", order=None) -> Array:
+    """Indices that partition ``a`` around ``kth`` (``np.argpartition``),
+    lazily, as a full stable ``argsort`` (see ``partition``)."""
+    return Array(O.argpartition(node_of(a), node_of(kth), axis, kind, order))
+
+
+def lexsort(keys, axis=-1) -> Array:
+    """Indices that sort by the last of ``keys``, ties broken by the one
+    before, and so on (``np.lexsort``), lazily: a stable sort per key."""
+    if isinstance(keys, (list, tuple)):
+        keys = [node_of(k) for k in keys]
+    return Array(O.lexsort(node_of(keys), axis))

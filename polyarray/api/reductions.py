@@ -1,7 +1,7 @@
 """``pa.*`` reductions and statistics (:mod:`polyarray.ops.reductions`,
 :mod:`polyarray.ops.statistics`): ``sum``, ``prod``, ``max``, ``min``, ``any``,
 ``all``, ``argmax``, ``argmin``, ``mean``, ``var``, ``std``, the ``nan*``
-family, ``ptp``, ``average``, ``count_nonzero``."""
+family, ``ptp``, ``average``, ``count_nonzero``, ``cov``, ``corrcoef``."""
 from __future__ import annotations
 
 from ..array import Array, node_of, wrap as _wrap, into_out
@@ -69,6 +69,22 @@ def count_nonzero(a, axis=None, *, keepdims=False) -> Array:
     """Number of nonzero values over ``axis`` (``np.count_nonzero``), as a lazy
     int64 array (NumPy returns a Python int when ``axis`` is None)."""
     return Array(R.count_nonzero(node_of(a), axis, keepdims))
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *,
+        dtype=None) -> Array:
+    """The covariance matrix of the variables in the rows of ``m`` (columns
+    unless ``rowvar``) and ``y`` (``np.cov``), lazily, NumPy's formula.
+    Weights given as data are checked as NumPy checks them; lazy weights
+    are not."""
+    return Array(T.cov(node_of(m), node_of(y), rowvar, bias, ddof, node_of(fweights),
+                       node_of(aweights), dtype))
+
+
+def corrcoef(x, y=None, rowvar=True, *, dtype=None) -> Array:
+    """Pearson correlation coefficients, ``cov`` normalized by the standard
+    deviations and clipped to [-1, 1] (``np.corrcoef``), lazily."""
+    return Array(T.corrcoef(node_of(x), node_of(y), rowvar, dtype))
 
 
 def _result(out, name, node) -> Array:

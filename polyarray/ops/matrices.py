@@ -18,7 +18,7 @@ import pymbolic.primitives as p
 from ..ir import nodes as N
 from ..ir.expr import binding_name, broadcast_indices, call, index_var, read
 from .axes import axis_index, normalize_axis_index, normalize_axis_tuple
-from .creation import as_node
+from .creation import array, as_node
 from .elementwise import apply_ufunc as U, astype, broadcast_shapes
 from .linalg import einsum, outer
 from .reductions import max as max_, min as min_, sum as sum_
@@ -275,3 +275,10 @@ def linalg_cross(x1, x2, axis=-1) -> N.Node:
         raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, "
                          f"but they are {da} and {db} dimensional instead.")
     return cross(a, b, axis=axis)
+
+
+def triangle_indices(which, n, k=0, m=None) -> tuple:
+    """``np.tril_indices``/``np.triu_indices``: concrete sizes, so host data
+    (two int64 index arrays)."""
+    rows, cols = getattr(np, f"{which}_indices")(n, k, m)
+    return array(rows), array(cols)

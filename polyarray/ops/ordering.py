@@ -11,6 +11,9 @@ A level gathers from the last one at ``2 bit_length(m) + 2`` places, so the
 materialization pass gives each level a buffer (``passes/materialize``): a
 kernel per level, computing its keys and positions together.
 
+``partition``/``argpartition`` are the full sort (a valid partition), and
+``lexsort`` a stable ``argsort`` per key.
+
 The merge takes the left run's element on ties and runs are contiguous
 ranges of the input, so the sort is stable: ``argsort`` always has NumPy's
 ``kind='stable'`` semantics (equal keys keep their index order).  The
@@ -28,7 +31,7 @@ from .axes import normalize_axis_index
 from .creation import array, as_node, zeros
 from .dtypes import INDEX_DTYPE, check_dtype
 from .elementwise import apply_ufunc, astype
-from .indexing import getitem, take
+from .indexing import getitem, take, take_along_axis
 from .shapes import moveaxis, ravel
 
 
@@ -267,3 +270,70 @@ def isin(element, test_elements, invert=False) -> N.Node:
         found = apply_ufunc("equal", astype(take(table, pos, mode="clip"), dtype),
                             astype(x, dtype))
     return apply_ufunc("logical_not", found) if invert else found
+
+
+def _check_kth(kth, n, kind, order):
+    """NumPy's checks of ``partition``'s ``kth``, ``kind`` and ``order``."""
+    if kind != "introselect":
+        raise ValueError(f"select kind must be 'introselect' (got {kind!r})")
+    if order is not None:
+        raise ValueError("Cannot specify order when the array has no fields.")
+    if isinstance(kth, N.Node):
+        if not isinstance(kth, N.DataWrapper):
+            raise TypeError("partition: kth must be concrete (ints), not a lazy array")
+        kth = kth.data
+    ks = np.asarray(kth)
+    if ks.dtype.kind not in "iu" and ks.dtype != np.bool_:
+        raise TypeError("Partition index must be integer")
+    for k in ks.reshape(-1).tolist():
+        if not -n <= k < n:
+            raise ValueError(f"kth(={k + n if k < 0 else k}) out of bounds ({n})")
+
+
+def partition(a, kth, axis=-1, kind="introselect", order=None) -> N.Node:
+    """``np.partition`` as a full stable sort: every ``kth`` element is in
+    its sorted place, smaller ones before it and larger after (the others
+    in sorted order, which NumPy leaves unspecified)."""
+    node = as_node(a)
+    if axis is None:
+        node, axis = ravel(node), 0
+    axis = normalize_axis_index(axis, node.ndim)
+    _check_kth(kth, node.shape[axis], kind, order)
+    return sort(node, axis)
+
+
+def argpartition(a, kth, axis=-1, kind="introselect", order=None) -> N.Node:
+    """``np.argpartition`` as a full stable ``argsort`` (see ``partition``)."""
+    node = as_node(a)
+    if axis is None:
+        node, axis = ravel(node), 0
+    axis = normalize_axis_index(axis, node.ndim)
+    _check_kth(kth, node.shape[axis], kind, order)
+    return argsort(node, axis)
+
+
+def lexsort(keys, axis=-1) -> N.Node:
+    """The indices that sort by the last key, ties by the one before, ...
+    (``np.lexsort``): a stable ``argsort`` by each key, first to last, each
+    reading the key in the order so far."""
+    if isinstance(keys, N.Node):
+        keys = [remap_row(keys, k) for k in range(keys.shape[0])] if keys.ndim else [keys]
+    keys = [as_node(k) for k in keys]
+    if not keys:
+        raise TypeError("need sequence of keys with len > 0 in lexsort")
+    if any(k.shape != keys[0].shape for k in keys):
+        raise ValueError("all keys need to be the same shape")
+    first = keys[0]
+    if first.ndim == 0:
+        return zeros((), INDEX_DTYPE)
+    axis = normalize_axis_index(axis, first.ndim)
+    order = argsort(first, axis)
+    for key in keys[1:]:
+        step = argsort(take_along_axis(key, order, axis), axis)
+        order = take_along_axis(order, step, axis)
+    return order
+
+
+def remap_row(node, k):
+    """Row ``k`` of ``node`` (its first axis dropped)."""
+    return getitem(node, (k,))

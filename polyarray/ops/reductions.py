@@ -1,4 +1,5 @@
-"""Reduction nodes with NumPy's axis, keepdims and dtype rules.
+"""Reduction nodes with NumPy's axis, keepdims and dtype rules (and
+``array_equal``/``array_equiv``, an ``all`` of ``==``).
 
 ``mean``, ``var`` and ``std`` are compositions of ``sum`` and elementwise
 ops (var is the two-pass formula, as NumPy computes it), so the lowering
@@ -204,3 +205,28 @@ def var(x, axis=None, dtype=None, ddof=0, keepdims=False, where=True,
 def std(x, axis=None, dtype=None, ddof=0, keepdims=False, where=True,
         correction=NoValue) -> N.Node:
     return apply_ufunc("sqrt", var(x, axis, dtype, ddof, keepdims, where, correction))
+
+
+def array_equal(a1, a2, equal_nan=False) -> N.Node:
+    """Whether the two have one shape and equal elements (NaN equal to NaN
+    with ``equal_nan``), as a lazy 0-d bool (a constant False where the
+    shapes differ)."""
+    x, y = as_node(a1), as_node(a2)
+    if x.shape != y.shape:
+        return full((), False, np.bool_)
+    same = apply_ufunc("equal", x, y)
+    if equal_nan and x.dtype.kind == "f" and y.dtype.kind == "f":
+        both = apply_ufunc("logical_and", apply_ufunc("isnan", x), apply_ufunc("isnan", y))
+        same = apply_ufunc("logical_or", same, both)
+    return all(same)
+
+
+def array_equiv(a1, a2) -> N.Node:
+    """Whether the two broadcast to one shape with equal elements, as a lazy
+    0-d bool (a constant False where they do not broadcast)."""
+    x, y = as_node(a1), as_node(a2)
+    try:
+        np.broadcast_shapes(x.shape, y.shape)
+    except ValueError:
+        return full((), False, np.bool_)
+    return all(apply_ufunc("equal", x, y))

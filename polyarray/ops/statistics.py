@@ -1,6 +1,7 @@
-"""NaN-ignoring reductions, ``ptp`` and ``average``: compositions of the
-reductions with elementwise selects, following NumPy's own formulas
-(``numpy/lib/_nanfunctions_impl.py``, ``_function_base_impl.average``)."""
+"""NaN-ignoring reductions, ``ptp``, ``average``, ``cov`` and ``corrcoef``:
+compositions of the reductions with elementwise selects and a product,
+following NumPy's own formulas (``numpy/lib/_nanfunctions_impl.py``,
+``_function_base_impl.average``/``cov``/``corrcoef``)."""
 from __future__ import annotations
 
 import math
@@ -8,12 +9,16 @@ import math
 import numpy as np
 
 from ..ir import nodes as N
+from ..ir.expr import index_var
 from .axes import normalize_axis_tuple
 from .creation import as_node, full
 from .elementwise import apply_ufunc as U, astype, where as select
+from .indexing import getitem
+from .linalg import dot
 from .reductions import (NoValue, _given, _reduce, all as all_, max as max_, mean,
                          min as min_, sum as sum_)
-from .shapes import broadcast_to, reshape, transpose
+from .shapes import (broadcast_to, concatenate, expand_dims, remap, reshape, squeeze,
+                     transpose)
 
 
 def _nan_filled(node, value):
@@ -121,3 +126,99 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     if returned:
         return avg, (scl if scl.shape == avg.shape else broadcast_to(scl, avg.shape))
     return avg
+
+
+def _weights(w, n, name, integral):
+    """A weight vector of ``cov``: host data checked as NumPy checks it;
+    a lazy one (float64) is not."""
+    node = astype(as_node(w), np.float64)
+    data = w.data if isinstance(w, N.DataWrapper) else None if isinstance(w, N.Node) \
+        else np.asarray(w, dtype=float)
+    if data is not None:
+        data = np.asarray(data, dtype=float)
+        if integral and not np.all(data == np.around(data)):
+            raise TypeError("fweights must be integer")
+    if node.ndim > 1:
+        raise RuntimeError(f"cannot handle multidimensional {name}")
+    if node.shape[0] != n:
+        raise RuntimeError(f"incompatible numbers of samples and {name}")
+    if data is not None and np.any(data < 0):
+        raise ValueError(f"{name} cannot be negative")
+    return node
+
+
+def _rows(x, dtype, rowvar):
+    """``np.array(x, ndmin=2, dtype=dtype)``, transposed unless ``rowvar``."""
+    node = astype(as_node(x), dtype)
+    two = reshape(node, (1,) * (2 - node.ndim) + node.shape) if node.ndim < 2 else node
+    return two, node.ndim
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None,
+        dtype=None) -> N.Node:
+    """NumPy's ``cov``: the weighted mean of each row subtracted, ``X @
+    X.T`` (weighted) times ``1 / fact``; the result squeezed."""
+    if ddof is not None and ddof != int(ddof):
+        raise ValueError("ddof must be integer")
+    x = as_node(m)
+    if x.ndim > 2:
+        raise ValueError("m has more than 2 dimensions")
+    ys = None if y is None else as_node(y)
+    if ys is not None and ys.ndim > 2:
+        raise ValueError("y has more than 2 dimensions")
+    if dtype is None:
+        dtype = np.result_type(x.dtype, np.float64) if ys is None else \
+            np.result_type(x.dtype, ys.dtype, np.float64)
+    X, ndim = _rows(x, dtype, rowvar)
+    if not rowvar and ndim != 1:
+        X = transpose(X)
+    if X.shape[0] == 0:
+        return full((0, 0), 0, np.float64)
+    if ys is not None:
+        Y, _ = _rows(ys, dtype, rowvar)
+        if not rowvar and Y.shape[0] != 1:
+            Y = transpose(Y)
+        X = concatenate([X, Y], 0)
+    if ddof is None:
+        ddof = 1 if bias == 0 else 0
+    w = None
+    if fweights is not None:
+        w = _weights(fweights, X.shape[1], "fweights", True)
+    aw = None
+    if aweights is not None:
+        aw = _weights(aweights, X.shape[1], "aweights", False)
+        w = aw if w is None else U("multiply", w, aw)
+    avg, w_sum = average(X, 1, w, True)
+    w_sum = getitem(w_sum, (0,))
+    if w is None:
+        fact = X.shape[1] - ddof
+        fact = 0.0 if fact <= 0 else fact
+    else:
+        if ddof == 0:
+            fact = w_sum
+        elif aw is None:
+            fact = U("subtract", w_sum, ddof)
+        else:
+            fact = U("subtract", w_sum, U("divide", U("multiply", ddof, sum_(
+                U("multiply", w, aw))), w_sum))
+        fact = select(U("less_equal", fact, 0), full((), 0.0, fact.dtype), fact)
+    X = U("subtract", X, expand_dims(avg, 1))
+    X_T = transpose(X if w is None else U("multiply", X, w))
+    c = dot(X, X_T)
+    c = astype(U("multiply", c, U("true_divide", 1, fact)), c.dtype)    # NumPy's c *= ...
+    return squeeze(c)
+
+
+def corrcoef(x, y=None, rowvar=True, dtype=None) -> N.Node:
+    """``cov`` divided by the outer product of the standard deviations,
+    clipped to [-1, 1] (a 0-d covariance: ``c / c``)."""
+    c = cov(x, y, rowvar, dtype=dtype)
+    if c.ndim == 0:
+        return U("divide", c, c)
+    if c.ndim != 2:
+        raise ValueError("Input must be 1- or 2-d.")
+    i = index_var(0)
+    stddev = U("sqrt", remap(c, (c.shape[0],), (i, i), "diagonal"))
+    c = U("divide", c, expand_dims(stddev, 1))
+    c = U("divide", c, expand_dims(stddev, 0))
+    return U("minimum", U("maximum", c, -1), 1)

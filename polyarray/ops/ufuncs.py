@@ -1,6 +1,7 @@
 """NumPy ufuncs that no target lowers directly, composed from those that do
-(``hypot``, ``copysign``, ``logaddexp``, ``fmax``, shifts, ...), plus
-``nan_to_num`` and ``isclose``.
+(``hypot``, ``copysign``, ``logaddexp``, ``fmax``, shifts, ``fmod``,
+``frexp``/``ldexp``, ...), plus ``nan_to_num``, ``isclose``, ``sinc`` and
+``select``.
 
 Each resolves NumPy's own loop for its operands first
 (``ufunc.resolve_dtypes``, so dtypes, NEP 50 weak scalars and "no loop"
@@ -17,9 +18,9 @@ import numpy as np
 
 from ..ir import nodes as N
 from .axes import no_out
-from .creation import array, full
+from .creation import array, as_node, full
 from .dtypes import check_dtype, is_python_scalar, resolve_ufunc, weak_type
-from .elementwise import apply_ufunc as U, astype, where, _operand
+from .elementwise import apply_ufunc as U, astype, clip, where, _operand
 
 _LN2 = math.log(2.0)
 
@@ -288,3 +289,160 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> N.Node:
     if equal_nan:
         result = U("logical_or", result, U("logical_and", U("isnan", x), U("isnan", y)))
     return result
+
+
+# -- more of NumPy's ufuncs, composed ----------------------------------------------
+
+def fabs(x) -> N.Node:
+    """``|x|`` in NumPy's float loop (integers converted)."""
+    x, _ = _float("fabs", x)
+    return U("absolute", x)
+
+
+def fmod(x1, x2) -> N.Node:
+    """C's ``fmod`` (the sign of ``x1``): floats ``copysign(remainder(|x1|,
+    |x2|), x1)``, exact (a remainder of non-negative operands is C's
+    ``fmod``); integers the floor remainder moved to the dividend's sign
+    (a zero divisor gives 0, as NumPy's)."""
+    (a, b), out = loop_operands("fmod", x1, x2)
+    if out.kind == "f":
+        return U("copysign", U("remainder", U("absolute", a), U("absolute", b)), a)
+    r = U("remainder", a, b)
+    if out.kind == "u":
+        return r
+    moved = U("logical_and", U("not_equal", r, 0),
+              U("not_equal", U("less", r, 0), U("less", a, 0)))
+    return where(moved, U("subtract", r, b), r)
+
+
+def modf(x) -> tuple:
+    """(fractional part, integral part), both with ``x``'s sign: ``x -
+    trunc(x)`` (exact) and ``trunc(x)``; infinities have fraction 0."""
+    x, out = _float("modf", x)
+    whole = U("trunc", x)
+    frac = where(U("isinf", x), full((), 0, out), U("subtract", x, whole))
+    return U("copysign", frac, x), whole
+
+
+def _exponent_steps(dtype):
+    """The powers ``j`` of the normalizing steps of ``dtype``: down from
+    its largest finite values, up from its smallest subnormals."""
+    info = np.finfo(dtype)
+    top = 1 << (info.maxexp - 1).bit_length() - 1            # 512 for float64
+    down = [top >> k for k in range(top.bit_length())]
+    smallest = info.nmant - info.minexp + 1                  # 1074: 2**-1074
+    up = [top] * max(1, -(-(smallest - (top - 1)) // top)) + down[1:]
+    return down, up
+
+
+def _normalized(x, dtype):
+    """``(y, e)`` with ``|x| = y * 2**e``, ``y`` in [1, 2), for finite
+    nonzero ``x``: multiplications by powers of two, exact, the exponent
+    found bit by bit (no ``log2``: the same bits on every target)."""
+    y, e = U("absolute", x), full(x.shape, 0, np.int32)
+    down, up = _exponent_steps(dtype)
+    for j in down:
+        big = U("greater_equal", y, dtype.type(2.0 ** j))
+        y = where(big, U("multiply", y, dtype.type(2.0 ** -j)), y)
+        e = where(big, U("add", e, np.int32(j)), e)
+    for j in up:
+        small = U("less", y, dtype.type(2.0 ** (1 - j)))
+        y = where(small, U("multiply", y, dtype.type(2.0 ** j)), y)
+        e = where(small, U("subtract", e, np.int32(j)), e)
+    return y, e
+
+
+def frexp(x) -> tuple:
+    """(mantissa in [0.5, 1) with ``x``'s sign, int32 exponent): exact;
+    0, inf and NaN give ``(x, 0)``, as C's ``frexp``."""
+    x, out = _float("frexp", x)
+    y, e = _normalized(x, out)
+    special = U("logical_or", U("equal", x, 0), U("logical_not", U("isfinite", x)))
+    mantissa = where(special, x, U("copysign", U("multiply", y, out.type(0.5)), x))
+    return mantissa, where(special, full((), 0, np.int32), U("add", e, np.int32(1)))
+
+
+def _float_pow2(k, dtype):
+    """``2.0 ** k`` in ``dtype`` for int64 ``k`` in its normal range: a
+    product of the powers ``2 ** (+-2 ** j)`` of ``|k|``'s bits, exact."""
+    info = np.finfo(dtype)
+    neg = U("less", k, 0)
+    mag = U("absolute", k)
+    out = full((), 1, dtype)
+    for j in range((info.maxexp - 1).bit_length()):
+        bit = U("not_equal", U("bitwise_and", mag, np.int64(1 << j)), 0)
+        factor = where(neg, dtype.type(2.0 ** -(1 << j)), dtype.type(2.0 ** (1 << j)))
+        out = U("multiply", out, where(bit, factor, dtype.type(1)))
+    return out
+
+
+def ldexp(x1, x2) -> N.Node:
+    """``x1 * 2**x2``, correctly rounded as C's ``ldexp``: ``x1``
+    normalized exactly, scaled by an exact power of two within the normal
+    range, then one multiplication that alone may round (to a subnormal,
+    0 or inf).  0, inf and NaN are returned as they are."""
+    (a, n), out = loop_operands("ldexp", x1, x2)
+    info = np.finfo(out)
+    y, e = _normalized(a, out)
+    wide = np.dtype(np.int64)
+    exponent = U("add", astype(e, wide), clip(astype(n, wide), -8 * info.maxexp,
+                                               8 * info.maxexp))
+    lo, hi = info.minexp - 1, info.maxexp - 1            # 2**lo, 2**hi: normal
+    normal = clip(exponent, lo, hi)
+    rest = clip(U("subtract", exponent, normal), -(info.nmant + 3), 2)
+    value = U("multiply", U("multiply", y, _float_pow2(normal, out)), _float_pow2(rest, out))
+    special = U("logical_or", U("equal", a, 0), U("logical_not", U("isfinite", a)))
+    return where(special, a, U("copysign", value, a))
+
+
+_LOG2E = 1.0 / math.log(2.0)
+
+
+def logaddexp2(x1, x2) -> N.Node:
+    """``log2(2**x1 + 2**x2)``: ``max + log2(1 + 2**-|x1 - x2|)``, NumPy's
+    formula; equal operands (infinities included) give ``x + 1``."""
+    (a, b), _ = loop_operands("logaddexp2", x1, x2)
+    d = U("absolute", U("subtract", a, b))
+    val = U("add", U("maximum", a, b),
+            U("multiply", U("log1p", U("exp2", U("negative", d))), _LOG2E))
+    return where(U("equal", a, b), U("add", a, 1), val)
+
+
+def sinc(x) -> N.Node:
+    """``sin(pi x) / (pi x)``, NumPy's formula: ``pi x`` replaced by the
+    dtype's epsilon where it is 0 (1 there)."""
+    node = _operand(x)
+    node = node if isinstance(node, N.Node) else array(node)
+    px = U("multiply", math.pi, node)
+    eps = np.finfo(px.dtype).eps if px.dtype.kind == "f" else 1e-20
+    y = where(U("not_equal", px, 0), px, full((), eps, px.dtype))
+    return U("divide", U("sin", y), y)
+
+
+def select(condlist, choicelist, default=0) -> N.Node:
+    """The first choice whose condition holds, else ``default``, elementwise:
+    NumPy's dtype (of the choices and default, Python scalars weak) and
+    checks, then one ``where`` per condition, the last first."""
+    condlist, choicelist = list(condlist), list(choicelist)
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if len(condlist) == 0:
+        raise ValueError("select with an empty condition list is not possible")
+    weak = lambda v: v if type(v) in (int, float) else as_node(v)    # noqa: E731  NumPy's
+    choices = [weak(c) for c in choicelist] + [weak(default)]
+    try:
+        dtype = np.result_type(*(c.dtype if isinstance(c, N.Node) else c for c in choices))
+    except TypeError as e:
+        raise TypeError(f"Choicelist and default value do not have a common dtype: {e}") \
+            from None
+    dtype = check_dtype(dtype, "select")
+    choices = [astype(c, dtype) if isinstance(c, N.Node) else full((), c, dtype)
+               for c in choices]
+    conds = [as_node(c) for c in condlist]
+    for i, c in enumerate(conds):
+        if c.dtype != np.bool_:
+            raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
+    out = choices[-1]
+    for cond, choice in zip(conds[::-1], choices[-2::-1]):
+        out = where(cond, choice, out)
+    return out

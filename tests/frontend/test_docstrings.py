@@ -2,9 +2,9 @@
 and polyarray/numpy_differences.md names only functions that exist.
 
 The public callables: everything in ``dir(pa)`` that is callable, does not
-start with ``_`` and is not a dtype class; ``pa.linalg.__all__``; and the
-public methods and properties of ``pa.Array``, ``pa.Program`` and
-``pa.Jitted``.  A new function without a docstring, or a ufunc without its
+start with ``_`` and is not a dtype class; ``pa.linalg.__all__`` and
+``pa.random.__all__``; and the public methods and properties of ``pa.Array``,
+``pa.Program``, ``pa.Jitted`` and ``pa.random.Generator``.  A new function without a docstring, or a ufunc without its
 line in the summary tables of ``polyarray/api/elementwise.py`` (it
 would keep the generic "Elementwise ``np.X``."), fails here."""
 from __future__ import annotations
@@ -35,10 +35,13 @@ def public_callables() -> dict:
         found[f"pa.{name}"] = obj
     for name in pa.linalg.__all__:
         found[f"pa.linalg.{name}"] = getattr(pa.linalg, name)
-    for cls in (pa.Array, pa.Program, pa.Jitted):
+    for name in pa.random.__all__:
+        found[f"pa.random.{name}"] = getattr(pa.random, name)
+    for where, cls in (("pa", pa.Array), ("pa", pa.Program), ("pa", pa.Jitted),
+                       ("pa.random", pa.random.Generator)):
         for name, obj in vars(cls).items():
             if not name.startswith("_") and (callable(obj) or isinstance(obj, property)):
-                found[f"pa.{cls.__name__}.{name}"] = obj
+                found[f"{where}.{cls.__name__}.{name}"] = obj
     return found
 
 
@@ -55,7 +58,8 @@ def test_the_set_is_complete():
     # a sample from each source, so a change to the walk above is noticed
     for name in ("pa.exp", "pa.acos", "pa.hypot", "pa.sum", "pa.sort", "pa.jit",
                  "pa.compile", "pa.linalg.norm", "pa.Array.sum", "pa.Array.shape",
-                 "pa.Array.device", "pa.Program.tune", "pa.Jitted.lower"):
+                 "pa.Array.device", "pa.Program.tune", "pa.Jitted.lower",
+                 "pa.random.default_rng", "pa.random.Generator.integers"):
         assert name in PUBLIC
     assert "pa.float32" not in PUBLIC and "pa.bool" not in PUBLIC
     assert len(PUBLIC) > 250

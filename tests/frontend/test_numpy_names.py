@@ -258,6 +258,210 @@ case("array_api", "all", lambda xp, a, b: (
     xp.astype(b, np.float32, copy=False), xp.expand_dims(b, 1), b.mT, xp.bitwise_left_shift(b, 2),
     xp.take(b, np.array([0, 3]), axis=0), xp.unstack(b)[1]), F32, I32)
 
+# -- splitting, adding and removing elements, flips, grids --------------------------
+SQ = rng.standard_normal((4, 6))
+case("split", "all", lambda xp, a: (
+    xp.split(a, 3, axis=1) + xp.split(a, [1, 3, -1, 10]) + xp.array_split(a, 4, axis=1)
+    + xp.array_split(a, [2, 1], axis=-1) + xp.array_split(a[0], 5) + xp.split(a, 1)
+    + xp.hsplit(a, 2) + xp.hsplit(a[0], [2]) + xp.vsplit(a, [1]) + xp.dsplit(a[None], 3)
+    + xp.array_split(a[:, :0], 2, axis=1)), SQ)
+case("split", "int_bool", lambda xp, a, b: tuple(xp.array_split(a, 3)) + tuple(
+    xp.split(b, [2], axis=1)), I32, B)
+case("append", "all", lambda xp, a, b: (
+    xp.append(a, [1, 2]), xp.append(a, a[:1], axis=0), xp.append(a, b[:, :2], axis=1),
+    xp.append(b, 2.5), xp.append(a[0], a[1]), xp.append(a[:0], b[0])), F64, I32)
+case("insert", "scalar_index", lambda xp, a: (
+    xp.insert(a, 1, 9), xp.insert(a, 1, [7, 8, 9, 10], axis=1), xp.insert(a, -1, 2.5, axis=0),
+    xp.insert(a, 0, a[:, 0], axis=1), xp.insert(a, 5, [[1], [2], [3], [4]], axis=1),
+    xp.insert(a, [1], [[7], [8], [9], [10]], axis=1)), I32)
+case("insert", "indices", lambda xp, a, b: (
+    xp.insert(a, [0, 2, 2, -1], [7, 8, 9, 6], axis=1), xp.insert(a, slice(0, 3), [1, 2, 3], axis=1),
+    xp.insert(a, np.array([True, False, True, False, True]), 5, axis=1),
+    xp.insert(a, list(range(0, 20, 1)), a.ravel() * 2), xp.insert(a, [], []),
+    xp.insert(b, [1, 3], b[:, :2], axis=1)), I32, F64)
+case("delete", "all", lambda xp, a, b: (
+    xp.delete(a, 1, axis=1), xp.delete(a, [0, 0, 4, -1], axis=1), xp.delete(a, slice(None, None, 2)),
+    xp.delete(a, [True, False, True, False], axis=0), xp.delete(a, list(range(0, 20, 2))),
+    xp.delete(b, -1, 0), xp.delete(b, [], 1), xp.delete(b, slice(1, 4), axis=-1)), I32, F64)
+case("flips", "all", lambda xp, a, b: (
+    xp.fliplr(a), xp.flipud(a), xp.flipud(a[0]), xp.fliplr(b[None]), xp.rot90(a), xp.rot90(a, 2),
+    xp.rot90(a, 3), xp.rot90(a, -1), xp.rot90(a, 4), xp.rot90(b[None], 1, (2, 0)),
+    xp.rot90(b[None], 3, axes=(-1, 1))), I32, B)
+case("ediff1d", "all", lambda xp, a, b: (
+    xp.ediff1d(a), xp.ediff1d(a, to_end=[1, 2], to_begin=-5), xp.ediff1d(b, to_begin=b[0, :2]),
+    xp.ediff1d(a[:1, :1]), xp.ediff1d(b[0], 0.5)), I32, F32)
+case("ediff1d", "u8_wraps", lambda xp, a: xp.ediff1d(a), U8)
+case("indices", "all", lambda xp: (
+    xp.indices((2, 3)), xp.indices((2, 3, 4), dtype=np.int32), xp.indices(()),
+    xp.indices((3, 0))) + xp.indices((2, 5), sparse=True))
+case("triangle_indices", "all", lambda xp: (
+    xp.tril_indices(4) + xp.tril_indices(4, 1, 6) + xp.triu_indices(4, -1) + xp.triu_indices(3, 0, 2)
+    + xp.tril_indices(0)))
+
+# -- more ufuncs ---------------------------------------------------------------------
+SPECX = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.5, -2.5, 1e-300, 3e38, -7.0, 2.0, 5e-324,
+                  -1e-310, 1.7976931348623157e308, 0.5, 1.0, 3.0, -3.5, 1e300, 2.0**-1022])
+EXPS = np.array([0, 1, -1, 5, -1074, -1075, 1023, 1024, 2000, -2000, 3, -1022, 70, -1100, 2**40,
+                 -2**40, 60, -60, 10, -10], np.int64)
+GCD8 = np.array([-128, -7, -1, 0, 1, 2, 5, 127, 6, -6, 12, 100], np.int8)
+GCD64 = np.array([-2**63, -5, -1, 0, 1, 3, 2**62, 12, 18, -30, 7, 100], np.int64)
+GCDU8 = np.array([0, 1, 2, 7, 128, 255, 12, 18, 30, 40, 6, 9], np.uint8)
+GCD32 = np.array([-2**31, 100000, 300007, -12, 0, 1, 2**31 - 1, 48, 180, -7, 9, 3], np.int32)
+case("fabs", "all", lambda xp, a, b, c: (xp.fabs(a), xp.fabs(b), xp.fabs(c), xp.fabs(c[:3] > 0)),
+     SPECX, SPEC32, I32)
+case("fmod", "float", lambda xp, a: (xp.fmod(a, a[::-1]), xp.fmod(a, 2.5), xp.fmod(-a, 0.75),
+                                     xp.fmod(a.astype(np.float32), np.float32(1.5))), SPECX)
+case("fmod", "int", lambda xp, a, b, c, d: (
+    xp.fmod(a, a[::-1]), xp.fmod(b, b[::-1]), xp.fmod(c, c[::-1]), xp.fmod(d, d[::-1]),
+    xp.fmod(a, 3), xp.fmod(c, d), xp.fmod(a > 0, a < 0)), GCD8, GCD64, GCDU8, GCD32)
+with np.errstate(over="ignore"):
+    SPECX32 = SPECX.astype(np.float32)
+case("modf_frexp", "float", lambda xp, a, b: xp.modf(a) + xp.modf(b) + xp.frexp(a) + xp.frexp(b),
+     SPECX, SPECX32)
+case("modf_frexp", "int", lambda xp, a: xp.modf(a) + xp.frexp(a), I32)
+case("ldexp", "all", lambda xp, a, e: (
+    xp.ldexp(a, e), xp.ldexp(a, 3), xp.ldexp(a[::-1], e), xp.ldexp(np.float64(0.75), e),
+    xp.ldexp(a.astype(np.float32), e.astype(np.int32) // 8), xp.ldexp(e[:4].astype(np.int32), 2)),
+    SPECX, EXPS)
+case("ldexp", "rounding", lambda xp, a, e: xp.ldexp(a, e),
+     np.array([1.5, 1.5, 1.25, 1.75, 1.0 + 2**-52, -1.5, 3.0, 1.5]),
+     np.array([-1074, -1075, -1076, -1075, -1074, -1074, -1076, -1073]))
+case("gcd_lcm", "all", lambda xp, a, b, c, d: (
+    xp.gcd(a, a[::-1]), xp.gcd(b, b[::-1]), xp.gcd(c, c[::-1]), xp.gcd(d, d[::-1]), xp.gcd(a, 0),
+    xp.gcd(c, a), xp.lcm(a, a[::-1]), xp.lcm(b, b[::-1]), xp.lcm(c, c[::-1]), xp.lcm(d, d[::-1]),
+    xp.lcm(a, -1), xp.lcm(c, a)), GCD8, GCD64, GCDU8, GCD32)
+case("logaddexp2", "all", lambda xp, a, b: (xp.logaddexp2(a, b), xp.logaddexp2(a, a),
+                                            xp.logaddexp2(a.astype(np.float32), 3)), SPEC, SPEC_R)
+case("sinc", "all", lambda xp, a, b, c: (xp.sinc(a), xp.sinc(b), xp.sinc(c)), SPEC, SPEC32, I32)
+case("array_equal", "all", lambda xp, a, b, c: (
+    xp.array_equal(a, a), xp.array_equal(a, b), xp.array_equal(a, a, equal_nan=True),
+    xp.array_equal(a, a[:3]), xp.array_equal(c, c), xp.array_equal(c, c * 1.0),
+    xp.array_equal(c, c[::-1]), xp.array_equiv(a, a), xp.array_equiv(c[:1], c),
+    xp.array_equiv(c[:1], c[:2]), xp.array_equiv(c, c[:3]), xp.array_equiv(c[0], c[0])),
+    SPEC, SPEC_R, I32)
+case("select", "all", lambda xp, a, b: (
+    xp.select([a > 0, b > 1], [a, b * 2]), xp.select([a < 0], [b], default=-1.5),
+    xp.select([a > 1, a > 0], [1, 2.5], 7), xp.select([a > 0], [a.astype(np.int8)], 3),
+    xp.select([a > 0, a < -1], [a[None], 1], a[:, None][:1])), F64, F64[::-1])
+case("piecewise", "all", lambda xp, a: (
+    xp.piecewise(a, [a < 0, a >= 0], [lambda x: -x, lambda x: x * 2]),
+    xp.piecewise(a, [a < 0], [0, lambda x: x + 1]), xp.piecewise(a, a > 1, [5.5, 1]),
+    xp.piecewise(a.astype(int), [a > 2], [lambda x, k: x * k, 9], 3),
+    xp.piecewise(a, [a > 0, a > 1], [1, 2])), F64[0])
+
+# -- ranges, polynomials, sampled data, covariance ----------------------------------
+XP = np.sort(rng.uniform(-2, 2, 9))
+FP = rng.standard_normal(9)
+XQ = np.concatenate([rng.uniform(-3, 3, 20), XP, [np.nan, -np.inf, np.inf]])
+PHASE = np.cumsum(rng.uniform(-4, 4, (3, 12)), axis=1)
+case("logspace_geomspace", "all", lambda xp: (
+    xp.logspace(0, 2, 5), xp.logspace(0, 2, 5, dtype=int), xp.logspace(1, 3, 4, endpoint=False,
+                                                                       base=2.0),
+    xp.logspace(0, 1, 1), xp.logspace(0, 1, 0), xp.geomspace(1, 1000, 4), xp.geomspace(-1, -100, 3),
+    xp.geomspace(1, 1000, 4, dtype=np.float32), xp.geomspace(2, 1000, 4, endpoint=False),
+    xp.geomspace(1, 2, 1), xp.geomspace(1, 256, 9, dtype=int)))
+case("vander_polyval", "all", lambda xp, a, b, c: (
+    xp.vander(a[0]), xp.vander(a[0], 3), xp.vander(a[0], 0), xp.vander(b[0], 4, increasing=True),
+    xp.vander(a[0].astype(np.float32), 3), xp.vander(b[0] > 0), xp.polyval(a[0, :3], a),
+    xp.polyval([1, 2, 3], a), xp.polyval(b[0], b), xp.polyval(a[0], 2.5),
+    xp.polyval(b[0].astype(np.int8), 3), xp.polyval([], a), xp.polyval(c, c)), F64, I32, I8)
+for _mode in ("full", "same", "valid"):
+    case("convolve", _mode, lambda xp, a, b, c, m=_mode: (
+        xp.convolve(a, b, m), xp.convolve(b, a, m), xp.correlate(a, b, m), xp.correlate(b, a, m),
+        xp.convolve(c, c[:3], m), xp.correlate(c[:1], c, m), xp.convolve(c > 0, c[:2] > 0, m),
+        xp.convolve(a[:4], b[:4], m), xp.correlate(a, a[:1] * 1.0, m)), F64[0], F64[1, :3], I32[0])
+case("convolve", "int8_wraps", lambda xp, a: (xp.convolve(a, a), xp.correlate(a, a, "full")),
+     np.array([100, 100, -7], np.int8))
+case("trapezoid", "all", lambda xp, a, x: (
+    xp.trapezoid(a), xp.trapezoid(a, axis=0), xp.trapezoid(a, x), xp.trapezoid(a, dx=0.5),
+    xp.trapezoid(a, a, axis=1), xp.trapezoid(a[:, :1]), xp.trapezoid(a.astype(int))),
+    F64, np.cumsum(np.abs(F64[0])))
+case("interp", "all", lambda xp, x, p, f: (
+    xp.interp(x, p, f), xp.interp(x, p, f, left=-7, right=9.5), xp.interp(x, p[:1], f[:1]),
+    xp.interp(x, p, f, period=3.0), xp.interp(x.astype(np.float32), p, f), xp.interp(2.5, p, f),
+    xp.interp(x, [0, 1, 1, 2], [0, 1, 5, 2]), xp.interp(x, [0.0, 1.0, 2.0], [np.inf, 1.0, 1.0])),
+    XQ, XP, FP)
+case("unwrap", "all", lambda xp, p, q: (
+    xp.unwrap(p), xp.unwrap(p, axis=0), xp.unwrap(p, discont=4.0), xp.unwrap(p, period=3.0),
+    xp.unwrap(q, period=6), xp.unwrap(q, period=5), xp.unwrap(p[:, :1])),
+    PHASE, np.array([0, 7, 14, -3, 5, 11, 2]))
+case("gradient", "all", lambda xp, f, x: (
+    xp.gradient(f[0]), xp.gradient(f[0], 2.0), xp.gradient(f[0], x), xp.gradient(f[0], x, edge_order=2),
+    xp.gradient(f[0], edge_order=2)) + xp.gradient(f) + xp.gradient(f, 0.5, 2.0, edge_order=2) + (
+    xp.gradient(f, axis=-1), xp.gradient(f.astype(int), x, axis=1),
+    xp.gradient(f, np.arange(4.0) ** 2, axis=0), xp.gradient(f[:, :2], axis=1)),
+    F64, np.cumsum(np.abs(F64[1]) + 0.1))
+case("gradient", "float32", lambda xp, f: xp.gradient(f, 0.5, np.arange(5.0) ** 2), F32)
+case("cov_corrcoef", "all", lambda xp, a, b, w: (
+    xp.cov(a), xp.cov(a, rowvar=False), xp.cov(a[0]), xp.cov(a[0], b[0]), xp.cov(a, b), xp.cov(a, bias=True),
+    xp.cov(a, ddof=3), xp.cov(a, fweights=np.arange(1, 6)), xp.cov(a, aweights=w),
+    xp.cov(a, fweights=np.arange(1, 6), aweights=w), xp.cov(b), xp.cov(a, dtype=np.float32),
+    xp.cov(a.astype(np.float32)), xp.corrcoef(a), xp.corrcoef(a, rowvar=False),
+    xp.corrcoef(a[0], b[0]), xp.corrcoef(a[0]), xp.corrcoef(b)), F64, I32, np.abs(F64[2]) + 0.5)
+
+# -- order statistics and counting ----------------------------------------------------
+STAT = rng.standard_normal((4, 7))
+STATNAN = STAT.copy()
+STATNAN[0, 1] = STATNAN[2, 3] = np.nan
+STATNAN[3] = np.nan
+STATI = rng.integers(-9, 10, (4, 7))
+case("median", "all", lambda xp, a, b, c: (
+    xp.median(a), xp.median(a, axis=1), xp.median(a, 0), xp.median(a, (0, 1)), xp.median(b, 1),
+    xp.median(c), xp.median(c, 1, keepdims=True), xp.median(a[:, :6], 1),
+    xp.median(a.astype(np.float32), 0), xp.median(a[:, :0], 1), xp.median(c.astype(np.int8)),
+    xp.median(a[None], axis=(0, 2))), STAT, STATNAN, STATI)
+for _method in ("inverted_cdf", "averaged_inverted_cdf", "closest_observation",
+                "interpolated_inverted_cdf", "hazen", "weibull", "linear", "median_unbiased",
+                "normal_unbiased", "lower", "higher", "midpoint", "nearest"):
+    case("quantile", _method, lambda xp, a, b, c, m=_method: (
+        xp.quantile(a, 0.3, method=m), xp.quantile(a, [0, 0.25, 0.5, 0.99, 1], axis=1, method=m),
+        xp.quantile(c, np.array([0.1, 0.9]), axis=0, method=m), xp.quantile(b, 0.5, axis=1, method=m),
+        xp.quantile(a.astype(np.float32), 0.7, 1, method=m),
+        xp.percentile(a, [10, 90], 1, method=m, keepdims=True),
+        xp.nanquantile(b, [0.2, 0.5], 1, method=m), xp.nanpercentile(b, 50, 0, method=m),
+        xp.quantile(c[:, :1], 0.5, 1, method=m), xp.nanquantile(a, np.float32(0.4), (0, 1),
+                                                                method=m)),
+        STAT, STATNAN, STATI)
+case("quantile", "integer_q", lambda xp, a: xp.quantile(a, np.array([0, 1]), axis=1), STATI)
+case("nanmedian", "all", lambda xp, a, b, c: (
+    xp.nanmedian(a), xp.nanmedian(b, 1), xp.nanmedian(b, 0, keepdims=True), xp.nanmedian(c, 1),
+    xp.nanmedian(b.astype(np.float32), 1), xp.nanquantile(b[3], 0.5)), STAT, STATNAN, STATI)
+case("partition", "kth_places", lambda xp, a, b: (
+    xp.partition(a, 3, axis=1)[:, 3], xp.partition(a, [1, 5])[..., [1, 5]],
+    xp.partition(a, -1, axis=0)[-1], xp.sort(xp.partition(a, 2, axis=None)),
+    xp.partition(b, 2)[..., 2],
+    xp.take_along_axis(a, xp.argpartition(a, 3, axis=1), 1)[:, 3],
+    xp.argpartition(a[0], 0)[0], xp.sort(xp.argpartition(b, 4, axis=None))), STAT, STATI)
+case("lexsort", "all", lambda xp, a, b: (
+    xp.lexsort([a[0], b[0]]), xp.lexsort((b[0] > 0, a[1] > 0, b[1])), xp.lexsort(b),
+    xp.lexsort([a, b], axis=0), xp.lexsort([a, b]), xp.lexsort(b[0]),
+    xp.lexsort([b[:, :0], b[:, :0]])), STAT, STATI)
+HISTV = rng.standard_normal(200)
+HISTW = rng.uniform(0, 2, 200)
+HISTE = np.array([-2.0, -0.5, 0.0, 0.3, 1.0, 2.5])
+HISTI = rng.integers(-5, 20, 300)
+case("digitize", "all", lambda xp, x, e, d: (
+    xp.digitize(x, e), xp.digitize(x, e, right=True), xp.digitize(x, e[::-1]),
+    xp.digitize(x, e[::-1], True), xp.digitize(x, d), xp.digitize(x, d, True),
+    xp.digitize(np.array([-0.5, 0.0, 3.0]), e)), HISTV, HISTE, HISTE[::-1].copy())
+case("histogram", "even_bins", lambda xp, a, w, b, i: (
+    xp.histogram(a) + xp.histogram(a, 5, (-1, 1)) + xp.histogram(a, 100)
+    + xp.histogram(a, 7, weights=w) + xp.histogram(a, 6, density=True)
+    + xp.histogram(b, 12) + xp.histogram(i, 9) + xp.histogram(i, 50, (0, 10))
+    + xp.histogram(a[:0], 3) + xp.histogram(np.full(5, 2.5), 4) + xp.histogram(b, 40, (-1.5, 2.0))),
+    HISTV, HISTW, HISTV.astype(np.float32), HISTI)
+case("histogram", "sorted_counts", lambda xp, a, w: (
+    xp.histogram(a, 1100) + xp.histogram(a, 1100, weights=w) + xp.histogram2d(a, a[::-1], 40)),
+    HISTV, HISTW)
+case("histogram", "edges", lambda xp, a, w, e: (
+    xp.histogram(a, [-3, -1, 0, 0.5, 2]) + xp.histogram(a, e, weights=w, density=True)
+    + xp.histogram(a, e)), HISTV, HISTW, HISTE)
+case("histogram2d", "all", lambda xp, x, y, w: (
+    xp.histogram2d(x, y) + xp.histogram2d(x, y, 4, [[-1, 1], [-2, 2]])
+    + xp.histogram2d(x, y, [3, 7], weights=w) + xp.histogram2d(x, y, 20, density=True)
+    + xp.histogram2d(x, y, [HISTE, np.array([-1.0, 0.0, 1.0])]) + xp.histogram2d(x, y, HISTE)),
+    HISTV, HISTV[::-1] * 2, HISTW)
+
 EMPTY = np.zeros((3, 0), np.float32)
 case("empty_axes", "all", lambda xp, a, b: (
     xp.nansum(a, axis=1), xp.nanmax(a, axis=1, initial=-1), xp.count_nonzero(a, axis=0),

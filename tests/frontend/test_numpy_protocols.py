@@ -58,8 +58,8 @@ def test_unsupported_numpy_functions_raise_naming_them():
     x = pa.placeholder("x", (4,), np.float32)
     with pytest.raises(TypeError, match=r"numpy.fft.fft is not supported"):
         np.fft.fft(x)
-    with pytest.raises(TypeError, match=r"numpy.gcd is not supported by polyarray"):
-        np.gcd(x.astype(np.int32), 3)
+    with pytest.raises(TypeError, match=r"numpy.nextafter is not supported by polyarray"):
+        np.nextafter(x, 3)
     with pytest.raises(pa.LazyValueError, match="unbound placeholder 'x'"):
         np.exp(x, out=np.empty(4, np.float32))        # a NumPy out= needs the values now
 
@@ -185,5 +185,5 @@ def test_import_polyarray_as_np_runs_numpy_code(target):
     assert_same(xp.mgrid[0:2, 0:3], np.mgrid[0:2, 0:3])      # NumPy's own, on the host
     with pytest.raises(AttributeError, match="no attribute 'not_a_numpy_name'"):
         xp.not_a_numpy_name
-    with pytest.raises(TypeError, match="numpy.histogram is not supported"):
-        xp.histogram(xp.asarray(np.ones(3)))
+    with pytest.raises(TypeError, match="numpy.histogramdd is not supported"):
+        xp.histogramdd(xp.asarray(np.ones((3, 2))))

@@ -635,3 +635,23 @@ def test_numpy_philox_lazy_bounds(target):
         _same_state(ours.bit_generator, theirs.bit_generator)
     for got, expected in zip(_run(draws, target), want):
         np.testing.assert_array_equal(got, expected)
+
+
+def test_lazy_parameters_and_out(target):
+    """Parameters may be lazy arrays (broadcast with ``size``; not checked),
+    and ``random``/``standard_normal`` write ``out=`` (a polyarray array)."""
+    g = pa.random.default_rng(21)
+    lo = pa.placeholder("lo", (3,), np.int32)
+    scale = pa.placeholder("scale", (2, 1), np.float64)
+    ints = g.integers(lo, lo + 10, (4000, 3), np.int16)
+    normals = g.normal(0.0, scale, (2, 5000))
+    out = pa.zeros((6,), np.float32)
+    assert g.random(dtype=np.float32, out=out) is out
+    got_ints, got_normals, got_out = pa.compile([ints, normals, out], target=target)(
+        lo=np.array([-5, 0, 30000], np.int32), scale=np.array([[1.0], [100.0]]))
+    assert got_ints.dtype == np.int16
+    for col, base in zip(got_ints.T, (-5, 0, 30000)):
+        assert col.min() == base and col.max() == base + 9
+    assert abs(got_normals[0].std() - 1) < 0.05 and abs(got_normals[1].std() - 100) < 5
+    assert got_out.dtype == np.float32 and np.all((got_out >= 0) & (got_out < 1))
+    assert len(set(got_out.tolist())) == 6

@@ -46,7 +46,9 @@ macros and builtins; every name prefix the code generator uses; pairs such as
 
 Modules: ``dtypes`` and ``names`` (what is drawn from), ``exactness`` (float
 grid exponents), ``case`` (``Entry``, ``Case``), ``builder`` (``_Builder``),
-``ops_values``/``ops_shapes``/``ops_leaves`` (the op generators), ``generate``
+``ops_values``/``ops_shapes``/``ops_leaves``/``ops_functions`` (the op
+generators; ``ops_functions``: NumPy's composed functions, ``ops_leaves``:
+``pa.random`` draws among the leaves), ``generate``
 (the ``OPS`` table, ``make_case``), ``runner`` (checking, workers, CLI).
 
 A second generator writes random NumPy *functions* for ``pa.jit`` (writes to

@@ -77,12 +77,12 @@ def op_random(b):
     shape = b.choice(b.shapes())
     n = b.choice([b.A, b.B])
     dt = b.choice(INT_DTYPES + [BOOL])
-    hi = 2 if dt == BOOL else int(min(np.iinfo(dt).max, 1000))
+    hi = 1 if dt == BOOL else int(min(np.iinfo(dt).max, 1000))      # the largest value
     lo = 0 if dt == BOOL else int(max(np.iinfo(dt).min, -1000))
     numpy_philox = seed % 2 == 1
     rng = f"xp.random.Generator(xp.random.Philox({seed}))" if numpy_philox else \
         f"xp.random.default_rng({seed})"
-    code = b.choice([f"{rng}.integers({lo}, {hi}, {shape!r}, xp.{_tn(dt)})",
+    code = b.choice([f"{rng}.integers({lo}, {hi + 1}, {shape!r}, xp.{_tn(dt)})",
                      f"{rng}.integers({lo}, {hi}, {shape!r}, xp.{_tn(dt)}, endpoint=True)",
                      f"{rng}.random({shape!r})", f"{rng}.random({shape!r}, xp.float32)",
                      f"{rng}.uniform(-2.0, 2.0, {shape!r})", f"{rng}.permutation({n})",

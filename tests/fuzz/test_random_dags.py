@@ -94,7 +94,10 @@ def test_random_dag_covers_every_feature_the_fuzzer_must():
         "reshape": "reshape", "transpose": r"\.T\b|transpose|swapaxes|moveaxis",
         "broadcast_to": "broadcast_to", "slice": r"\[::-1\]|\[1:\]",
         "python scalar": r" [-]?\d+(\.\d+)?\)", "mixed with float": r"\* 1\.0|astype\(xp\.float",
-        "random draw": r"xp\.random\.default_rng",
+        "random draw": r"xp\.random\.default_rng", "insert/delete": r"xp\.(insert|delete)\(",
+        "order statistic": r"xp\.(median|quantile|percentile|partition)\(",
+        "histogram": r"xp\.(histogram|digitize)\(", "convolve": r"xp\.(convolve|correlate)\(",
+        "gcd": r"xp\.(gcd|lcm)\(", "frexp": r"xp\.(frexp|ldexp)\(",
     }
     multi, shared = 0, 0
     for seed in range(300):
@@ -140,7 +143,7 @@ def test_sin_and_cos_read_only_well_conditioned_values():
     assert periodic_safe(entry([1845.0, np.inf], 0))           # exact: any size
     assert periodic_safe(entry([-PERIODIC_BOUND, np.nan, np.inf], None))
     checked = 0
-    for seed in (2361, 52, 70, 98, 134, 247):   # 52-247: the seeds of 0-299 with sin or cos
+    for seed in (2361, 15, 50, 76, 163, 172, 238):   # 15-238: the seeds of 0-299 with sin or cos
         case = make_case(seed)
         by_var = {e.var: e for e in case.entries}
         for e in case.entries:

@@ -86,7 +86,7 @@ def off(x):
 
 
 def refused(x):
-    return np.histogram(x)[0]   # a NumPy function polyarray does not have
+    return np.histogramdd(x)[0]   # a NumPy function polyarray does not have
 
 
 def unclear(x):
@@ -125,7 +125,7 @@ def test_each_kernel_in_its_own_process_is_classified(tmp_path, capsys):
     classes = {k: r["class"] for k, r in rows.items()}
     assert classes == {"fine": "correct", "sleepy": "timeout", "dies": "crash",
                        "off": "wrong", "refused": "error-clear", "unclear": "error-unclear"}
-    assert rows["refused"]["error"].startswith("TypeError: numpy.histogram is not supported")
+    assert rows["refused"]["error"].startswith("TypeError: numpy.histogramdd is not supported")
     assert rows["unclear"]["error"].startswith("KeyError:")
     assert "signal 9" in rows["dies"]["error"]
     assert "first call" in rows["sleepy"]["error"] and rows["sleepy"]["numpy_s"] > 0

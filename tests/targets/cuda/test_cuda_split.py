@@ -218,7 +218,7 @@ def test_a_failed_split_build_falls_back_to_the_whole_build(monkeypatch, caplog)
 
 
 @needs_toolchain
-@pytest.mark.parametrize("seed", [10, 40, 67, 111])   # DAGs large enough to split
+@pytest.mark.parametrize("seed", [0, 7, 11, 18])   # DAGs large enough to split
 def test_random_dags_split_into_units_that_compile_and_link(seed, monkeypatch, tmp_path, caplog):
     """Random DAGs (the fuzzer's seeds), every kernel outlined and every
     region of two statements or more split: each unit compiles as
