@@ -24,7 +24,7 @@ from .classify import (Elementwise, Steps, contraction_class, product_class,
                        reduction_class, rows_class, stacked_columns)
 from .device import Device
 from .forms.parts import reduction_spec
-from .passes import Group, inlined_terms, materialized_deps
+from .plan import Group, inlined_terms, materialized_deps
 from .policy import (EPILOGUE_FORMS, Form, choose, reduction_stores_through_epilogue,
                      stores_through_epilogue)
 from .schedule import (KernelContext, ScheduleError, apply_steps, build_options,
@@ -123,7 +123,7 @@ class Assembler:
         """A Reduce or Einsum node -> one to four kernels; ``epilogue``: the
         elementwise unit stored instead of the node's own result, by a tiled
         matmul or a reduction form of ``policy.EPILOGUE_FORMS``
-        (``passes/epilogue.py`` chose it with the same policy, from the node
+        (``plan/epilogue.py`` chose it with the same policy, from the node
         alone: where this kernel's facts choose another form -- a user's
         schedule, one buffer as both operands -- the unit is its own kernel)."""
         spec = reduction_spec(node, self.plan.transposed)
@@ -277,7 +277,7 @@ def _form(module):
 
 def epilogue_fusable(node, mat, transposed, device) -> bool:
     """Whether the reduction or contraction ``node`` stores an elementwise
-    reader of its result (asked by ``passes/epilogue.py`` before buffers
+    reader of its result (asked by ``plan/epilogue.py`` before buffers
     exist: the class from the node and the materialized set alone)."""
     if isinstance(node, N.Einsum) and stores_through_epilogue(node, device):
         return True

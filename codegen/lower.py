@@ -160,7 +160,7 @@ class KernelBuilder(Mapper):
 
     def _served(self, node):
         """``(store, offset)`` where an earlier kernel stored ``node``
-        unchanged in the buffer of ``store`` (``passes.data.Materialized``):
+        unchanged in the buffer of ``store`` (``plan.data.Materialized``):
         this kernel reads it there instead of computing it again."""
         stored = getattr(self.plan.materialized, "stored", None)
         store = stored.get(id(node)) if stored else None
@@ -210,7 +210,7 @@ class KernelBuilder(Mapper):
         if id(node) in self.kernel_local:
             raise AssertionError(f"internal error: {type(node).__name__} {node.shape} is read "
                                  f"at {idx}, not where this kernel computes it (the "
-                                 f"row-fusion pass checks every read: passes/fuse_rows.py)")
+                                 f"row-fusion pass checks every read: plan/fuse_rows.py)")
         if id(node) in self.buffers:
             return self.read_buffer(node, idx), node.dtype
         served = self._served(node)
@@ -369,7 +369,7 @@ class KernelBuilder(Mapper):
         return pieces
 
     def map_reduce(self, node, idx, within, reducing):
-        """A small reduction inlined into its reader (``passes/materialize``):
+        """A small reduction inlined into its reader (``plan/materialize``):
         its terms unrolled and combined pairwise, in registers, with the
         elementwise op of the same NumPy semantics (wrapping integer sums,
         NaN-propagating max/min)."""
@@ -388,7 +388,7 @@ class KernelBuilder(Mapper):
 
 
 # the elementwise op that combines two values of each reduction an inlined
-# small reduction can be (``passes/materialize`` inlines only these), and the
+# small reduction can be (``plan/materialize`` inlines only these), and the
 # value of an empty one
 INLINE_COMBINE = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum",
                   "any": "logical_or", "all": "logical_and"}

@@ -4,7 +4,7 @@ kernels in launch order, the buffers), as named steps in pipeline order:
 1. ``_install_loopy_fixes``: loopy's code generation made deterministic
    (``loopy_fixes/``: ilp order, hash order, exact division);
 2. ``_plan``: dtype checks, the new-kernel budget's early refusal, and
-   ``passes.make_plan`` (materialized nodes grouped into kernels);
+   ``plan.make_plan`` (materialized nodes grouped into kernels);
 3. ``_name_buffers``: every buffer named, deterministically, in topological
    order (data, inputs, outputs, temporaries);
 4. ``_build_groups``: per group, the policy's form built by ``forms/`` with
@@ -40,7 +40,7 @@ def _refuse_many_shapes(outputs, budget):
     inlined into others (``policy.INLINE_REDUCTION_MAX`` values) do not
     count."""
     from . import policy
-    from .passes.materialize import reduced_count
+    from .plan.materialize import reduced_count
     shapes = set()
     for n in N.topological_order(outputs):
         if isinstance(n, N.Reduce):
@@ -145,8 +145,8 @@ def _plan(outputs, target, cpu, max_work_group):
     import loopy as lp
     from .assemble import epilogue_fusable
     from .device import Device
-    from .dtype_checks import check_device_dtypes
-    from .passes import make_plan
+    from .plan.dtype_checks import check_device_dtypes
+    from .plan import make_plan
     check_device_dtypes(outputs)        # float16: a clear error before loopy (cache hits
     #                                     never get here: they were checked when lowered)
     # the CUDA target alone can emit the FP64 tensor cores' mma (inline PTX)

@@ -383,7 +383,7 @@ del E, R, C, W
 
 def stores_through_epilogue(einsum, device) -> bool:
     """Whether a matrix product's elementwise reader can be computed in its
-    store (``passes/epilogue.py``): where the product is a tiled matmul."""
+    store (``plan/epilogue.py``): where the product is a tiled matmul."""
     from .classify import product_class
     cls = product_class(einsum)
     if not cls.matmul:
@@ -393,7 +393,7 @@ def stores_through_epilogue(einsum, device) -> bool:
 
 
 # reduction forms whose store can be an elementwise reader of the result
-# (``passes/epilogue.py``): each output's value is in a register (or, across
+# (``plan/epilogue.py``): each output's value is in a register (or, across
 # a work-group, in local memory) where it is stored.  Not ``lanes`` (CPU),
 # ``neutral`` or the contractions' packed and mma forms.
 EPILOGUE_FORMS = frozenset({Form.THREAD, Form.GROUP, Form.TWO_STAGE, Form.SPLIT_COLUMNS})
@@ -402,7 +402,7 @@ EPILOGUE_FORMS = frozenset({Form.THREAD, Form.GROUP, Form.TWO_STAGE, Form.SPLIT_
 def reduction_stores_through_epilogue(cls, device) -> bool:
     """Whether a reduction (or a contraction computed as one) of class
     ``cls`` stores an elementwise reader of its result instead of it: mean's
-    division, a logistic step's update (``passes/epilogue.py``)."""
+    division, a logistic step's update (``plan/epilogue.py``)."""
     op = getattr(cls, "op", None) or getattr(getattr(cls, "reduction", None), "op", "sum")
     return op not in ("argmax", "argmin") and choose(cls, device).form in EPILOGUE_FORMS
 

@@ -1,6 +1,6 @@
 """Raw kernels (``pa.raw_kernel``) in a lowered program.
 
-A raw kernel's launch is a plan group of its own (``passes/group.py``).
+A raw kernel's launch is a plan group of its own (``plan/group.py``).
 Here it becomes a ``RawPlan`` beside the Assembler's loopy kernels, in
 launch order, and then a ``KernelInfo`` like theirs: ``args`` name buffers
 (inputs, outputs: the plan's, or a temporary for an output the DAG never

@@ -38,7 +38,7 @@ import pymbolic.primitives as p
 
 from polyarray.ir import nodes as N
 from .classify import stacked_recurrence
-from .passes import is_input
+from .plan import is_input
 
 
 class _Listing:

@@ -131,7 +131,7 @@ MAX_INLINE = 400        # a reduction body inlining more nodes than this is mate
 MAX_INLINE_DEPTH = 40   # ... or one deeper than this (code blow-up guard)
 # A computing node whose expression its readers' kernels would hold more than this many
 # times (read at several index maps: x[i] and x[i ^ j]) gets a buffer
-# (passes/materialize.py).  Without it, a chain of such reads grows geometrically: 8
+# (plan/materialize.py).  Without it, a chain of such reads grows geometrically: 8
 # stages that each read the last one at two permuted places were 22 KB of OpenCL in one
 # kernel, 20 stages would be ~90 MB; with it, 20 stages are 10 kernels and 4.4 KB.  8 is
 # not measured: a value recomputed a few times from cached reads should cost less than a
@@ -143,7 +143,7 @@ MAX_INLINE_COPIES = 8
 # recomputed at each only when its inlined expression has at most MAX_RECOMPUTED nodes
 # (``(a * b)[1:] - (a * b)[:-1]``: a product of two loads), and never at a second level
 # (copies of copies, MAX_COPY_LEVELS): a stencil loop's step would otherwise inline the
-# last step at every offset, 3^k copies for k steps (passes/materialize.py, _copy_level).
+# last step at every offset, 3^k copies for k steps (plan/materialize.py, _copy_level).
 # Measured with PoCL on the 2-core CPU, run time of NPBench's loops (jacobi_1d S 800
 # steps, jacobi_2d S, heat_3d S) and larger ones (1-D 2^20 x 100, 2-D 1024^2 x 50, 3-D
 # 128^3 x 20), a step per kernel against two steps per kernel (the inner one recomputed
@@ -178,7 +178,7 @@ MAX_REPEATED_INLINE = 32
 # reductions (through elementwise work of its own size) is not a kernel: its
 # terms are unrolled into the reading reduction's body, in registers, so
 # ``argmin(((x[:, None] - c[None]) ** 2).sum(axis=2), axis=1)`` is one kernel
-# that never stores the (points, centres) distances (passes/materialize.py)
+# that never stores the (points, centres) distances (plan/materialize.py)
 INLINE_REDUCTION_MAX = 16
 # ... and a reduction whose values each unroll this many terms or more (an
 # inlined reduction: distances to centres) runs a work-item per output when

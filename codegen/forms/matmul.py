@@ -33,7 +33,7 @@ from .reduction_ops import reduction_expr
 
 def build(asm, name, node, choice, epilogue=()):
     """The kernel(s) of Einsum ``node``; ``epilogue``: one elementwise unit
-    to store instead of the product (``passes/epilogue.py``)."""
+    to store instead of the product (``plan/epilogue.py``)."""
     sub = parse_subscripts(node.subscripts)
     size = letter_sizes(node)
     M, Nn, K = size[sub.i], size[sub.j], size[sub.k]

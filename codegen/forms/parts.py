@@ -16,7 +16,7 @@ from ..cfuncs import BOOL, U8, lower_call, storage_dtype
 from ..classify import letter_sizes, parse_subscripts
 from ..lower import KernelBuilder, decompose, interleave
 from ..pending import realize
-from ..passes.data import materialized_deps
+from ..plan.data import materialized_deps
 from ..policy import Form
 from ..schedule import GroupReduce, WorkGroup
 from .reduction_ops import hoist_nested_pairs, result_buffers
@@ -126,7 +126,7 @@ def write_result(kb, spec, lhs_index, red_expr, acc_dt, within, depends=(), epil
     """Store a reduced value in the output's storage dtype; of a (value,
     index) pair (argmax/argmin), the index (``depends``: instructions the
     store waits for).  ``epilogue``: one elementwise unit that reads the
-    result only at its own index (``passes/epilogue.py``): the result goes
+    result only at its own index (``plan/epilogue.py``): the result goes
     to a temporary and the unit's value is stored instead, in its buffer
     (``buffers``: node id -> buffer name).  Returns the buffer written."""
     out = p.Subscript(p.Variable(spec["out"]), (lhs_index,))

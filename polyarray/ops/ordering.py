@@ -8,7 +8,7 @@ binary search along the merge path (how many of the first ``t`` outputs of
 its pair come from the left run), ``bit_length(m)`` steps of one node each,
 then gathers.  ``ceil(log2 n)`` levels, ``O(n log^2 n)`` work, no scatter.
 A level gathers from the last one at ``2 bit_length(m) + 2`` places, so the
-materialization pass gives each level a buffer (``passes/materialize``): a
+materialization pass gives each level a buffer (``plan/materialize``): a
 kernel per level, computing its keys and positions together.
 
 The merge takes the left run's element on ties and runs are contiguous

@@ -483,11 +483,11 @@ def test_many_reduction_shapes_are_refused_before_planning(monkeypatch):
     import loopy as lp
     import numpy as np
     import polyarray as pa
-    import polyarray.codegen.passes as passes
+    import polyarray.codegen.plan as planning
     from polyarray.codegen import TooManyKernels, kernel_budget, lower_program
     planned = []
-    real = passes.make_plan
-    monkeypatch.setattr(passes, "make_plan", lambda *a, **k: planned.append(1) or real(*a, **k))
+    real = planning.make_plan
+    monkeypatch.setattr(planning, "make_plan", lambda *a, **k: planned.append(1) or real(*a, **k))
     x = pa.asarray(np.arange(400.0))
     many = [x[:k].sum().node for k in range(20, 40)]           # 20 shapes
     with kernel_budget(8), pytest.raises(TooManyKernels, match="distinct shapes"):

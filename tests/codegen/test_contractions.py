@@ -265,7 +265,7 @@ EPILOGUES = {
 @pytest.mark.parametrize("name", list(EPILOGUES))
 def test_elementwise_epilogue_is_stored_by_the_product(name, kind):
     """``tanh(x @ W + b)``: on a GPU layout one kernel, the product never
-    written (passes/epilogue.py); on the CPU layouts the same values."""
+    written (plan/epilogue.py); on the CPU layouts the same values."""
     fn, shapes = EPILOGUES[name]
     rng = np.random.default_rng(6)
     dtype = np.int32 if name == "int" else np.float32

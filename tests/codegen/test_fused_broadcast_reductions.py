@@ -1,6 +1,6 @@
 """Fused reductions over broadcasts: a small reduction
 whose result only feeds another reduction is unrolled into that
-reduction's kernel (``passes/materialize.py``, ``KernelBuilder.map_reduce``),
+reduction's kernel (``plan/materialize.py``, ``KernelBuilder.map_reduce``),
 so nearest-centre search is one kernel that never stores the (points,
 centres) distances; all-pairs forces reduce their broadcast in one kernel.
 Checked against NumPy on both layouts of the OpenCL target: the kernel

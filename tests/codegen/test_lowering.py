@@ -542,7 +542,7 @@ def test_a_stencil_step_is_not_inlined_into_the_next(loop, shape):
     jacobi_1d: 1.1 MB of OpenCL at 3 steps).  So a kernel per update, which
     reads the buffers of the last two updates and the inputs alone: the
     value written by ``b[1:-1] = v`` and read back as ``b[1:-1]`` comes
-    from ``b``'s buffer (``passes/data.Materialized.stored``), the edges
+    from ``b``'s buffer (``plan/data.Materialized.stored``), the edges
     that no step writes from the inputs, not from the whole chain again."""
     a, b = (pa.placeholder(n, shape, np.float64) for n in "ab")
     eight = lower(list(loop(8, a, b)))

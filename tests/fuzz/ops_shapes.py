@@ -237,7 +237,7 @@ def op_nested_reduce(b):
     """A small reduction over a broadcast pair of points and centres, then a
     reduction over another axis of its result: nearest-centre search and
     its kin.  The inner reduction is unrolled into the outer one's kernel
-    (``passes/materialize.py``, ``KernelBuilder.map_reduce``), so this
+    (``plan/materialize.py``, ``KernelBuilder.map_reduce``), so this
     checks that unrolling's NumPy semantics: wrapping integer sums,
     NaN-propagating max/min, bools, empty axes."""
     x = b.pick(lambda e: e.ndim == 2) or \

@@ -1,5 +1,11 @@
-"""The passes from output nodes to a ``Plan``, one module each, run in order
-by ``make_plan``:
+"""The plan: which nodes get buffers and which kernel computes each, decided
+on the DAG before any kernel is built.
+
+Before it, on a program's DAG: ``dtype_checks`` (float16 refused on the
+devices), and the two rewrites ``pa.compile`` runs for device targets,
+``reroll`` (sums written as loops) and ``recurrence`` (rows built on rows
+before).  Then the passes from output nodes to a ``Plan`` (``data``), one
+module each, run in order by ``make_plan``:
 
 1. ``materialize``: which nodes get a buffer; which einsum operands are
    read in place as a transposed buffer (decided here, once);
