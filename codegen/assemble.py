@@ -20,9 +20,9 @@ from .runtime_checks import ERROR_BUFFER, callable_for
 from .user_callables import UserCallable
 from .user_functions import is_user_function
 from .outline import RegionCallable, is_region
-from .classify import (Elementwise, Steps, contraction_class, product_class,
+from .policy.classify import (Elementwise, Steps, contraction_class, product_class,
                        reduction_class, rows_class, stacked_columns)
-from .device import Device
+from .policy.device import Device
 from .forms.parts import reduction_spec
 from .plan import Group, inlined_terms, materialized_deps
 from .policy import (EPILOGUE_FORMS, Form, choose, reduction_stores_through_epilogue,

@@ -144,7 +144,7 @@ def _plan(outputs, target, cpu, max_work_group):
     the new-kernel budget in force (``kernel_budget``)."""
     import loopy as lp
     from .assemble import epilogue_fusable
-    from .device import Device
+    from .policy.device import Device
     from .plan.dtype_checks import check_device_dtypes
     from .plan import make_plan
     check_device_dtypes(outputs)        # float16: a clear error before loopy (cache hits

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .classify import Raw
+from .policy.classify import Raw
 from .policy import choose
 from .user_functions import LANGUAGES as _LANG, RAW_END as _END, RAW_MARK as _MARK
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import pymbolic.primitives as p
 
 from polyarray.ir import nodes as N
-from .classify import stacked_recurrence
+from .policy.classify import stacked_recurrence
 from .plan import is_input
 
 

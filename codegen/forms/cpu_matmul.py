@@ -31,7 +31,7 @@ import numpy as np
 import pymbolic.primitives as p
 
 from ..cfuncs import lower_call
-from ..classify import letter_sizes, parse_subscripts, read_buffer
+from ..policy.classify import letter_sizes, parse_subscripts, read_buffer
 from ..lower import KernelBuilder, ceil_div
 from ..policy import Form
 from ..schedule import Tag

@@ -23,7 +23,7 @@ import math
 
 import pymbolic.primitives as p
 
-from ..classify import letter_sizes, parse_subscripts, read_buffer
+from ..policy.classify import letter_sizes, parse_subscripts, read_buffer
 from ..lower import KernelBuilder, decompose
 from ..schedule import Prefetch, RegisterTile, Split, Tag, Tile
 from ..policy import Form

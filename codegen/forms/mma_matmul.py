@@ -35,7 +35,7 @@ import pymbolic.primitives as p
 from loopy.kernel.function_interface import ScalarCallable
 from loopy.types import NumpyType
 
-from ..classify import letter_sizes, parse_subscripts, read_buffer
+from ..policy.classify import letter_sizes, parse_subscripts, read_buffer
 from ..lower import KernelBuilder
 from .parts import guard_reads, predicate_store
 

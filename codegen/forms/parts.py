@@ -13,7 +13,7 @@ from loopy.symbolic import Reduction, TypeCast
 
 from polyarray.ir import nodes as N
 from ..cfuncs import BOOL, U8, lower_call, storage_dtype
-from ..classify import letter_sizes, parse_subscripts
+from ..policy.classify import letter_sizes, parse_subscripts
 from ..lower import KernelBuilder, decompose, interleave
 from ..pending import realize
 from ..plan.data import materialized_deps

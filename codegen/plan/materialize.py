@@ -44,7 +44,7 @@ from polyarray.ir import nodes as N
 from polyarray.ir.expr import _children, binding_reads, index_vars
 from polyarray.ir.mapper import Mapper
 from .. import policy
-from ..classify import stacked_recurrence
+from ..policy.classify import stacked_recurrence
 from ..lower import INLINE_COMBINE
 from .data import Materialized, is_input
 

@@ -9,8 +9,8 @@ import pytest
 
 import polyarray as pa
 from polyarray import targets
-from polyarray.codegen.classify import Reduction
-from polyarray.codegen.device import Device
+from polyarray.codegen.policy.classify import Reduction
+from polyarray.codegen.policy.device import Device
 from polyarray.codegen.policy import CPU_GROUPS, CPU_LANES, CPU_ONE_GROUP, Form, choose
 from polyarray.testing import assert_allclose
 

@@ -362,7 +362,7 @@ def test_large_elementwise_loads_before_stores(n, dtype):
     (((100, 70), (70, 130)), "registers", "matmul: 64 x 64 register tiles"),
     (((3, 20), (20,)), False, "not a matrix product: a reduction > gpu: group")])
 def test_matmul_default_tiling(shapes, tiled, rule):
-    """The policy row each product matches (``codegen/policy.py``), by name."""
+    """The policy row each product matches (``codegen/policy/rules.py``), by name."""
     rng = np.random.default_rng(3)
     a = pa.placeholder("a", shapes[0], np.float32)
     b = pa.placeholder("b", shapes[1], np.float32)
@@ -384,8 +384,8 @@ def test_matmul_default_tiling(shapes, tiled, rule):
 
 def test_policy_table_names_the_row_of_a_1000_square_matmul():
     """The policy is data: what a shape gets is read without building kernels."""
-    from polyarray.codegen.classify import Contraction, Reduction
-    from polyarray.codegen.device import Device
+    from polyarray.codegen.policy.classify import Contraction, Reduction
+    from polyarray.codegen.policy.device import Device
     from polyarray.codegen.policy import Form, choose
     square = Contraction(1000, 1000, 1000, True, False, Reduction(10**6, 1000, True, "sum"))
     gpu = choose(square, Device(cpu=False))

@@ -3,7 +3,7 @@ table that picks the default (``policy.py``): the candidates are read from
 the facts a kernel's builder recorded (``KernelInfo.facts``)."""
 from __future__ import annotations
 
-from .policy import MATMUL_VECTOR, MATMUL_VECTOR_8, Form
+from .rules import MATMUL_VECTOR, MATMUL_VECTOR_8, Form
 
 
 def tuning_candidates(form, facts):
@@ -13,7 +13,7 @@ def tuning_candidates(form, facts):
     ``batch`` (products; 0: no batch axes), ``split`` and ``chunk`` (split-K:
     the chunks of K and their length), ``itemsize`` and operands ``A``,
     ``B`` (its argument names: ``x @ x.T`` reads ``x`` and its alias)."""
-    from .schedule import (ElementsPerItem, GroupReduce, Layout, Prefetch, RegisterTile,
+    from ..schedule import (ElementsPerItem, GroupReduce, Layout, Prefetch, RegisterTile,
                            Split, StoreThroughLocal, Tag, Tile, Unroll, WorkGroup)
     out = []
     if form == Form.ELEMENTWISE:

@@ -30,9 +30,9 @@ from typing import Callable
 
 from .classify import Contraction, Elementwise, Raw, Reduction, Rows, Steps
 from .device import Device
-from .lower import ceil_div, pow2_floor
+from ..lower import ceil_div, pow2_floor
 
-from .thresholds import *  # noqa: E402,F401,F403  (the measured numbers; see there)
+from ..thresholds import *  # noqa: E402,F401,F403  (the measured numbers; see there)
 
 
 class Form(str, Enum):
