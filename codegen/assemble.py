@@ -27,6 +27,7 @@ from .forms.parts import reduction_spec
 from .plan import Group, inlined_terms, materialized_deps
 from .policy import (EPILOGUE_FORMS, Form, choose, reduction_stores_through_epilogue,
                      stores_through_epilogue)
+from .thresholds import current_thresholds
 from .schedule import (KernelContext, ScheduleError, apply_steps, build_options,
                        rename_arrays, user_names)
 
@@ -48,9 +49,10 @@ class Assembler:
     """Builds all kernels of a plan; collects extra (partial) buffers."""
 
     def __init__(self, plan, buffers, target, index_dtype, device=Device(), schedules=None,
-                 arrays=None):
+                 arrays=None, thresholds=None):
         self.arrays = arrays or {}        # placeholder name -> device-code name
         self.device = device              # the facts the policy reads
+        self.thresholds = thresholds if thresholds is not None else current_thresholds()
         self.schedules = schedules or {}  # kernel name or pattern -> steps (user's)
         self.matched = set()
         self.plan = plan
@@ -93,7 +95,7 @@ class Assembler:
                           stacked=stacked_columns(group),
                           buffers=len({id(d) for u in group.units
                                        for d in materialized_deps(u.node, self.plan.materialized)}))
-        _form("elementwise").build(self, name, group, choose(cls, self.device))
+        _form("elementwise").build(self, name, group, choose(cls, self.device, self.thresholds))
         self.prebuilt.pop(name, None)
 
     def rows(self, name, group):
@@ -108,7 +110,7 @@ class Assembler:
             self.elementwise(f"{name}_elementwise", outs)
             return
         choice = choose(rows_class(outs.units[0].node.shape, self.user_steps(name) is not None),
-                        self.device)
+                        self.device, self.thresholds)
         rows.build(self, name, group, choice)
 
     def recurrence(self, name, group):
@@ -117,7 +119,7 @@ class Assembler:
         rows = node.shape[0]
         _form("recurrence").build(self, name, group,
                                   choose(Steps(node.size // rows if rows else 0, rows),
-                                         self.device))
+                                         self.device, self.thresholds))
 
     def reduction(self, name, node, epilogue=()):
         """A Reduce or Einsum node -> one to four kernels; ``epilogue``: the
@@ -131,7 +133,7 @@ class Assembler:
         cls = contraction_class(node, spec, self.plan, self.buffers,
                                 self.user_steps(name) is not None) \
             if isinstance(node, N.Einsum) else _reduce_class(node, spec, self.plan.materialized)
-        choice = choose(cls, self.device)
+        choice = choose(cls, self.device, self.thresholds)
         if choice.form is None:
             return
         if choice.form == Form.TILED_MATMUL and (not epilogue or "split" not in choice.params):
@@ -275,16 +277,16 @@ def _form(module):
     return m
 
 
-def epilogue_fusable(node, mat, transposed, device) -> bool:
+def epilogue_fusable(node, mat, transposed, device, thresholds=None) -> bool:
     """Whether the reduction or contraction ``node`` stores an elementwise
     reader of its result (asked by ``plan/epilogue.py`` before buffers
     exist: the class from the node and the materialized set alone)."""
-    if isinstance(node, N.Einsum) and stores_through_epilogue(node, device):
+    if isinstance(node, N.Einsum) and stores_through_epilogue(node, device, thresholds):
         return True
     spec = reduction_spec(node, transposed)
     cls = product_class(node, reduction_class(spec)) if isinstance(node, N.Einsum) else \
         _reduce_class(node, spec, mat)
-    return reduction_stores_through_epilogue(cls, device)
+    return reduction_stores_through_epilogue(cls, device, thresholds)
 
 
 def _reduce_class(node, spec, mat):

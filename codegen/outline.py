@@ -4,8 +4,9 @@ Loopy spends milliseconds per instruction across its passes (hashing,
 type inference, scheduling, code generation), so a fused kernel of 2000
 shared values (each a private temporary and an instruction of its own)
 took seconds to generate.  Where an elementwise kernel would get more than
-``OUTLINE_MIN`` such instructions (``thresholds.py``;
-``POLYARRAY_OUTLINE_MIN=0`` forces it for tests), its temporaries and the
+``OUTLINE_MIN`` such instructions (of the thresholds the assembler carries,
+``thresholds.py``; ``POLYARRAY_OUTLINE_MIN=0`` forces it for tests), its
+temporaries and the
 values it stores become one function, ``pa_r_<digest>``, printed by
 ``cprint`` with loopy's own semantics, and loopy sees one call:
 ``out0[i] = pa_r_...(x[i], y[i])`` (several outputs: ``o1 = f(..., &o2)``
@@ -51,17 +52,10 @@ REFUSED: dict = {}      # why a kernel kept its instructions -> how often (for t
 OUTLINED = [0]          # kernels outlined in this process (for tests)
 
 
-def threshold():
-    """The least number of temporaries a kernel outlines (read when it runs,
-    so a sweep or a test may set ``policy.OUTLINE_MIN``)."""
-    from . import policy
-    return policy.OUTLINE_MIN
-
-
 def outline(asm, kb, start, within):
     """Outline ``kb.instructions[start:]`` that run in ``within`` (an
-    elementwise body) if they hold at least ``threshold()`` temporaries;
-    leaves ``kb`` unchanged where the printer refuses."""
+    elementwise body) if they hold at least ``asm.thresholds.OUTLINE_MIN``
+    temporaries; leaves ``kb`` unchanged where the printer refuses."""
     within = frozenset(within)
     region = [k for k in range(start, len(kb.instructions))
               if kb.instructions[k].within_inames == within]
@@ -76,7 +70,7 @@ def outline(asm, kb, start, within):
             dt = scalar_dtype(kb, lhs.name)
             if dt is not None:
                 temps[lhs.name] = dt
-    if len(temps) < threshold():      # 0 (tests): a kernel without any outlines too
+    if len(temps) < asm.thresholds.OUTLINE_MIN:     # 0 (tests): a kernel without any too
         return False
     try:
         built = _build(asm, kb, insns, temps, within)
@@ -84,8 +78,7 @@ def outline(asm, kb, start, within):
         REFUSED[str(e)] = REFUSED.get(str(e), 0) + 1
         return False
     except Exception as e:      # noqa: BLE001  (a printer bug: loopy's code stays)
-        from . import policy
-        if policy.OUTLINE_MIN < policy.OUTLINE_DEFAULT:     # forced (tests): show it
+        if asm.thresholds.outline_forced:       # forced (tests): show it
             raise
         import logging
         logging.getLogger("polyarray.codegen").debug("not outlined: %r", e)
@@ -318,7 +311,7 @@ def _buffer_name(arg, kernel):
     if name not in kernel.arg_dict:
         raise ValueError(f"an outlined region gathers from a buffer that a schedule step "
                          f"replaced by {arg}; schedule this kernel without outlining "
-                         f"(policy.OUTLINE_MIN) or without that step")
+                         f"(policy.using_thresholds(OUTLINE_MIN=...)) or without that step")
     return name
 
 
@@ -379,4 +372,4 @@ class RegionCallable(ScalarCallable):
         yield (f"60_{self.name}", text)
 
 
-__all__ = ["PREFIX", "RegionCallable", "is_region", "outline", "threshold"]
+__all__ = ["PREFIX", "RegionCallable", "is_region", "outline"]

@@ -31,20 +31,19 @@ from . import (TooManyKernels, _KERNEL_BUDGET, c_name, data_nodes, index_dtype_f
 from .lowered import BufferSpec, KernelInfo, Lowered
 
 
-def _refuse_many_shapes(outputs, budget):
+def _refuse_many_shapes(outputs, budget, t):
     """``TooManyKernels`` before planning where the program holds more than
     ``budget`` reductions and contractions of distinct shapes (each is a
     kernel root, and kernels of other shapes are other code): durbin's
     ``np.dot(r[:k], y[:k])`` for every ``k`` is refused at once instead of
     after planning its thousands of kernels.  Small reductions that may be
-    inlined into others (``policy.INLINE_REDUCTION_MAX`` values) do not
-    count."""
-    from . import policy
+    inlined into others (``INLINE_REDUCTION_MAX`` values of the thresholds
+    ``t``) do not count."""
     from .plan.materialize import reduced_count
     shapes = set()
     for n in N.topological_order(outputs):
         if isinstance(n, N.Reduce):
-            if reduced_count(n) > policy.INLINE_REDUCTION_MAX:
+            if reduced_count(n) > t.INLINE_REDUCTION_MAX:
                 shapes.add(("reduce", n.op, n.array.shape, n.axes, n.dtype.str))
         elif isinstance(n, N.Einsum):
             shapes.add(("einsum", n.subscripts, tuple(o.shape for o in n.operands),
@@ -105,26 +104,30 @@ def repeating_budget(budget, distinct, launches):
 
 @without_loopy_caches
 def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=None,
-                  max_grid=None) -> Lowered:
+                  max_grid=None, thresholds=None) -> Lowered:
     """Lower output nodes to kernels for a loopy ``target``; ``cpu`` picks
     reduction layouts suited to CPU devices (contiguous per work-item);
     ``schedules`` maps kernel names (or fnmatch patterns) to steps that
     replace those kernels' default schedules; ``max_work_group`` (the
     device's ``(work-items per group, (per axis 0, 1, 2))``) refuses larger
     work-groups with a ScheduleError, ``max_grid`` (work-groups per grid
-    axis) larger grids."""
+    axis) larger grids; ``thresholds`` (a ``Thresholds``) the numbers the
+    policy, the plan and the emitted source read (default: those in force,
+    ``current_thresholds()``)."""
+    from .thresholds import current_thresholds
     _install_loopy_fixes()
+    thresholds = current_thresholds() if thresholds is None else thresholds
     t0 = clock()
-    plan, device, budget = _plan(outputs, target, cpu, max_work_group)
+    plan, device, budget = _plan(outputs, target, cpu, max_work_group, thresholds)
     stages = {"plan": clock() - t0}     # seconds, logged by the target (logs.log_duration)
     idx_dt = index_dtype_for(plan.order)
     names = _name_buffers(plan, outputs)
     t0 = clock()
-    groups = _build_groups(plan, names, target, device, idx_dt, schedules, budget)
+    groups = _build_groups(plan, names, target, device, idx_dt, schedules, budget, thresholds)
     stages["kernels"] = clock() - t0         # policy, forms, schedules
     t0 = clock()
     generated, built, group_nodes = _generate(plan, groups)
-    source = _device_source(generated, plan, groups.asm, names.inputs, target)
+    source = _device_source(generated, plan, groups.asm, names.inputs, target, thresholds)
     kernels, specs = _finish(plan, groups, names, built, group_nodes, max_work_group,
                              max_grid)
     stages["codegen"] = clock() - t0        # loopy: preprocess, generate code
@@ -139,9 +142,10 @@ def _install_loopy_fixes():
     install()
 
 
-def _plan(outputs, target, cpu, max_work_group):
+def _plan(outputs, target, cpu, max_work_group, t):
     """``(plan, device, budget)``: the outputs' plan for the device, under
-    the new-kernel budget in force (``kernel_budget``)."""
+    the thresholds ``t`` and the new-kernel budget in force
+    (``kernel_budget``)."""
     import loopy as lp
     from .assemble import epilogue_fusable
     from .policy.device import Device
@@ -153,9 +157,10 @@ def _plan(outputs, target, cpu, max_work_group):
     device = Device(cpu, max_work_group, fp64_mma=isinstance(target, lp.CudaTarget))
     budget = _KERNEL_BUDGET.get()
     if budget is not None:
-        _refuse_many_shapes(outputs, budget)
+        _refuse_many_shapes(outputs, budget, t)
     plan = make_plan(outputs, device,
-                     lambda e, mat, transposed: epilogue_fusable(e, mat, transposed, device))
+                     lambda e, mat, transposed: epilogue_fusable(e, mat, transposed, device, t),
+                     thresholds=t)
     return plan, device, budget
 
 
@@ -216,14 +221,14 @@ class _Groups:
     scalars: dict
 
 
-def _build_groups(plan, names, target, device, idx_dt, schedules, budget) -> _Groups:
+def _build_groups(plan, names, target, device, idx_dt, schedules, budget, t) -> _Groups:
     from . import reuse
     from .assemble import Assembler
     from .logs import Progress
     from .schedule import ScheduleError, normalize
     schedules = {pat: normalize(steps, pat) for pat, steps in (schedules or {}).items()}
     asm = Assembler(plan, names.buffers, target, idx_dt, device,
-                    schedules=schedules, arrays=names.inputs)
+                    schedules=schedules, arrays=names.inputs, thresholds=t)
     for name, (size, sdt, *_rest) in names.specs.items():
         asm.add_buffer(name, size, sdt)
     ngroups = sum(1 for g in plan.groups if g.size > 0)
@@ -233,7 +238,7 @@ def _build_groups(plan, names, target, device, idx_dt, schedules, budget) -> _Gr
     # groups that are the same code on other buffers (``reuse.py``) launch the
     # first one's kernels, and a group whose code an earlier program generated
     # takes it; not under a user's schedule, which names kernels and arrays
-    ctx = reuse.context(target, device, idx_dt) if not schedules else None
+    ctx = reuse.context(target, device, idx_dt, t) if not schedules else None
     first_of, launches = {}, []     # key -> (group, slots, kernels); per group, in order
     fresh, kept = {}, {}            # group -> (code key, plans, checks, buffers) / GroupCode
     rep = {}                        # group -> its kernels, as its instances launch them
@@ -350,7 +355,7 @@ def _generate(plan, groups):
     return generated, built, group_nodes
 
 
-def _device_source(generated, plan, asm, inputs, target) -> str:
+def _device_source(generated, plan, asm, inputs, target, t) -> str:
     """The program's one device source: the generated kernels joined, with
     the target's edits, then the raw kernels' own code."""
     import loopy as lp
@@ -360,10 +365,10 @@ def _device_source(generated, plan, asm, inputs, target) -> str:
         source = _names_comment(inputs) + reuse.device_code(generated)
         if isinstance(target, lp.CudaTarget):
             from .noinline import noinline_large_helpers
-            source = noinline_large_helpers(source)
+            source = noinline_large_helpers(source, t)
         else:
             from .noinline import noinline_opencl_helpers
-            source = noinline_opencl_helpers(source)
+            source = noinline_opencl_helpers(source, t)
         if plan.checks:
             from .runtime_checks import writable_error_buffer
             source = writable_error_buffer(source)

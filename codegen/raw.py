@@ -63,7 +63,7 @@ def build(asm, name, group):
         raise ScheduleError(f"kernel {name} is the raw kernel {spec.name!r}: its code and "
                             "launch sizes are the user's, so it has no schedule")
     _check_block(spec.name, node.block, asm.device.max_work_group)
-    choice = choose(Raw(spec.name, spec.language), asm.device)
+    choice = choose(Raw(spec.name, spec.language), asm.device, asm.thresholds)
     outs = {u.node.index: asm.buffers[id(u.node)] for u in group.units}
     inputs, out_index, args, scalars = iter(node.inputs), 0, [], {}
     values = dict(node.scalars)

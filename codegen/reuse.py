@@ -330,16 +330,16 @@ _CODE: OrderedDict = OrderedDict()
 _LOCK = threading.Lock()
 
 
-def context(target, device, index_dtype) -> str:
+def context(target, device, index_dtype, thresholds) -> str:
     """What besides a group's key its generated code depends on: the target,
     the device facts, the index type and every setting code generation
-    reads (the policy's thresholds, which tests and benchmarks change at run
-    time, and the lowering's own)."""
-    from . import lower, policy
-    settings = sorted((k, repr(v)) for mod in (policy, lower) for k, v in vars(mod).items()
+    reads (the thresholds lowering was given, which sweeps and tests change
+    with ``using_thresholds``, and the lowering's own constants)."""
+    from . import lower
+    settings = sorted((k, repr(v)) for k, v in vars(lower).items()
                       if k.isupper() and isinstance(v, (int, float, str, tuple, dict)))
     return hashlib.sha256(repr((type(target).__name__, repr(device), str(index_dtype),
-                                settings)).encode()).hexdigest()
+                                repr(thresholds), settings)).encode()).hexdigest()
 
 
 def code_key(key, slots, group_index, checks_at, ctx) -> str:
