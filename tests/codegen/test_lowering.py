@@ -700,6 +700,30 @@ def test_many_pieces_are_selected_by_a_balanced_tree(target):
                 np.stack([x0 * np.float32(k) + 1 for k in range(300)], axis=1))
 
 
+def test_thresholds_are_a_value_given_to_the_lowering():
+    """The policy reads the thresholds it is given: elements per work-item
+    from ``ELEMENTWISE_ILP`` (given to ``lower_program``, or in force in
+    ``using_thresholds``), never a module global; ``pa.compile`` under other
+    thresholds gets code made under them, not a program cached under the
+    measured ones (CUDA source, no device needed)."""
+    import loopy as lp
+    from polyarray.codegen import lower_program, policy
+    x = pa.placeholder("x", (1 << 20,), np.float32)
+    out = pa.sin(x) * 2 + 1
+
+    def first(**kw):
+        k = lower_program([out.node], lp.CudaTarget(), **kw).kernels[0]
+        return k.rule, k.schedule
+    rule, steps = first()
+    assert rule == "gpu: elements per item" and steps[0].n == 4
+    with policy.using_thresholds(ELEMENTWISE_ILP=2):
+        assert first()[1][0].n == 2
+        two = pa.compile(out, target="cuda").source
+    assert first(thresholds=policy.Thresholds(ELEMENTWISE_ILP=1))[0] == "gpu: flat"
+    assert first() == (rule, steps)
+    assert pa.compile(out, target="cuda").source != two
+
+
 def test_a_kernel_reading_many_buffers_is_one_element_per_work_item_on_gpus():
     """Elements per work-item are for streams; a kernel selecting among
     hundreds of row pieces (deriche's sweeps) would carry its select tree
