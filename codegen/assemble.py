@@ -15,11 +15,11 @@ import numpy as np
 import loopy as lp
 
 from polyarray.ir import nodes as N
-from .cfuncs import HELPERS_PREAMBLE, storage_dtype
-from .runtime_checks import ERROR_BUFFER, callable_for
-from .user_callables import UserCallable
+from .emit.cfuncs import HELPERS_PREAMBLE, storage_dtype
+from .emit.runtime_checks import ERROR_BUFFER, callable_for
+from .emit.user_callables import UserCallable
 from .user_functions import is_user_function
-from .outline import RegionCallable, is_region
+from .emit.outline import RegionCallable, is_region
 from .policy.classify import (Elementwise, Steps, contraction_class, product_class,
                        reduction_class, rows_class, stacked_columns)
 from .policy.device import Device

@@ -20,9 +20,9 @@ from loopy.kernel.instruction import make_assignment
 from polyarray.ir import nodes as N
 from polyarray.ir.expr import binding_reads
 from polyarray.ir.mapper import Mapper
-from .cfuncs import BOOL, U8, clip_index, lower_call, special_constant, storage_dtype
-from .runtime_checks import checked_call
-from .pending import Pending, PendingScalar
+from .emit.cfuncs import BOOL, U8, clip_index, lower_call, special_constant, storage_dtype
+from .emit.runtime_checks import checked_call
+from .emit.pending import Pending, PendingScalar
 from .user_functions import is_user_function, lower_user_call
 
 SPILL_DEPTH = 24       # spill deep inlined chains into temporaries

@@ -177,7 +177,7 @@ class _Buffers:
 
 
 def _name_buffers(plan, outputs) -> _Buffers:
-    from .cfuncs import storage_dtype
+    from .emit.cfuncs import storage_dtype
     order = plan.order
     b = _Buffers({}, {}, {}, {}, [])
 
@@ -364,13 +364,13 @@ def _device_source(generated, plan, asm, inputs, target, t) -> str:
     if generated:
         source = _names_comment(inputs) + reuse.device_code(generated)
         if isinstance(target, lp.CudaTarget):
-            from .noinline import noinline_large_helpers
+            from .emit.noinline import noinline_large_helpers
             source = noinline_large_helpers(source, t)
         else:
-            from .noinline import noinline_opencl_helpers
+            from .emit.noinline import noinline_opencl_helpers
             source = noinline_opencl_helpers(source, t)
         if plan.checks:
-            from .runtime_checks import writable_error_buffer
+            from .emit.runtime_checks import writable_error_buffer
             source = writable_error_buffer(source)
     raw_text = raw.source_after(asm.kernels, raw.language_of(target))  # raw kernels' own code
     if raw_text:
@@ -388,7 +388,7 @@ def _finish(plan, groups, names, built, group_nodes, max_work_group, max_grid):
     check_grid(kernels, max_grid)
     specs = names.specs
     if plan.checks:
-        from .runtime_checks import ERROR_BUFFER
+        from .emit.runtime_checks import ERROR_BUFFER
         n = len(plan.checks)
         specs[ERROR_BUFFER] = BufferSpec(n, np.dtype(np.int64), (n,), np.dtype(np.int64),
                                          "errors")

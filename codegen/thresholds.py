@@ -213,7 +213,7 @@ class Thresholds:
     # points x 64 centres x 8 dimensions: 734 us as groups on the H100)
     HEAVY_TERMS: int = 4
     # An elementwise kernel (flat or ilp layout, no user schedule) with at least this many
-    # scalar temporaries gets them as one generated C function (codegen/outline.py): loopy
+    # scalar temporaries gets them as one generated C function (codegen/emit/outline.py): loopy
     # spent ~3.5 ms per instruction over its passes, so a chain of 2000 shared
     # values took 9 s of loopy.  48 is not measured as a crossover: below it loopy's cost is
     # small, and the suite's kernels (none that large) keep loopy's exact code.
@@ -222,7 +222,7 @@ class Thresholds:
     OUTLINE_MIN: int = OUTLINE_DEFAULT
 
     # CUDA math helpers compiled once per source (``__noinline__``) instead of at each call
-    # (codegen/noinline.py): those whose inlined code is large because of a slow path (the
+    # (codegen/emit/noinline.py): those whose inlined code is large because of a slow path (the
     # range reduction of sinf, powf's exact log).  nvcc -cubin -arch=sm_90 on this CPU, a
     # chain of 64 calls, inlined -> once: float32 sin 0.86 s 94 KB -> 0.24 s 11 KB, cos, tan,
     # power and arctan2 alike (56-96 KB); exp 13 KB, log 31 KB, sqrt 20 KB stay inlined.

@@ -71,9 +71,9 @@ class UserFunction:
         return f"{PREFIX}{self.kernel}_{self.digest}_{self.role}"
 
     def c_source(self, typename, cuda) -> str:
-        """The definition; ``typename(dtype)`` spells a type in the target."""
-        from .cfuncs import storage_dtype       # code generation: loopy is there
-        T = lambda d: typename(storage_dtype(d))       # noqa: E731
+        """The definition; ``typename(dtype)`` spells a value of ``dtype`` as
+        the target stores it (booleans as bytes: ``emit/cfuncs.storage_dtype``)."""
+        T = typename
         params = ", ".join(f"{T(d)} {n}" for n, d in self.params) or "void"
         qual = "__device__ static inline" if cuda else "static inline"
         lines = [f"{MARKER}{self.kernel} ({self.kind}, {self.role}) */",

@@ -172,7 +172,7 @@ class DeviceExecutable(Executable):
                         for name, b in L.buffers.items() if b.role in ("temp", "output")]
         # arguments passed by value (raw kernels' scalars): name -> NumPy scalar
         self._scalars = dict(getattr(L, "scalars", None) or {})
-        # run-time checks (codegen.runtime_checks): a zeroed flag buffer kept on the device
+        # run-time checks (codegen.emit.runtime_checks): a zeroed flag buffer kept on the device
         self._checks = tuple(getattr(L, "checks", ()))
         self._n_flags = len(self._checks)
 
@@ -180,7 +180,7 @@ class DeviceExecutable(Executable):
         """After a call: raise NumPy's error if a device check failed, first
         zeroing the flags (``reset()``) so the next call starts clean."""
         if flags.any():
-            from polyarray.codegen.runtime_checks import raise_failed_check
+            from polyarray.codegen.emit.runtime_checks import raise_failed_check
             failed = flags.copy()
             reset()
             raise_failed_check(failed, self._checks)

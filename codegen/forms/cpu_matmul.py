@@ -30,7 +30,7 @@ import loopy as lp
 import numpy as np
 import pymbolic.primitives as p
 
-from ..cfuncs import lower_call
+from ..emit.cfuncs import lower_call
 from ..policy.classify import letter_sizes, parse_subscripts, read_buffer
 from ..lower import KernelBuilder, ceil_div
 from ..policy import Form

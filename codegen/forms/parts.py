@@ -12,10 +12,10 @@ import pymbolic.primitives as p
 from loopy.symbolic import Reduction, TypeCast
 
 from polyarray.ir import nodes as N
-from ..cfuncs import BOOL, U8, lower_call, storage_dtype
+from ..emit.cfuncs import BOOL, U8, lower_call, storage_dtype
 from ..policy.classify import letter_sizes, parse_subscripts
 from ..lower import KernelBuilder, decompose, interleave
-from ..pending import realize
+from ..emit.pending import realize
 from ..plan.data import materialized_deps
 from ..policy import Form
 from ..schedule import GroupReduce, WorkGroup
@@ -53,7 +53,7 @@ def elementwise_body(asm, kb, group, i, within, store_index=None, predicates=(),
                   expr, within, predicates=frozenset(predicates))
         written.add(buf)
     if outline:
-        from ..outline import outline as outline_region
+        from ..emit.outline import outline as outline_region
         outline_region(asm, kb, start, within)
         realize(kb)
     return written

@@ -16,7 +16,7 @@ import loopy as lp
 import pymbolic.primitives as p
 
 from polyarray.ir import nodes as N
-from ..cfuncs import storage_dtype
+from ..emit.cfuncs import storage_dtype
 from ..lower import KernelBuilder, _ExprLowerer, decompose
 from ..schedule import WorkGroup
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pymbolic.primitives as p
 
-from ..cfuncs import storage_dtype
+from ..emit.cfuncs import storage_dtype
 from ..lower import IDENTITY, KernelBuilder
 from ..policy import Form
 from ..schedule import GroupReduce, WorkGroup

@@ -39,7 +39,7 @@ import numpy as np
 import pymbolic.primitives as p
 from loopy.symbolic import Reduction, TypeCast
 
-from ..cfuncs import BOOL, U8, storage_dtype
+from ..emit.cfuncs import BOOL, U8, storage_dtype
 from ..lower import KernelBuilder, decompose, linearize
 from ..plan.data import Group
 from ..policy import Form

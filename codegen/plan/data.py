@@ -56,7 +56,7 @@ class Plan:
     materialized: set          # id(node)
     groups: list               # [Group] in launch order
     outputs: list
-    checks: list = field(default_factory=list)   # run-time checks (codegen.runtime_checks)
+    checks: list = field(default_factory=list)   # run-time checks (codegen.emit.runtime_checks)
     transposed: dict = field(default_factory=dict)  # id(einsum operand) -> buffer node it
     #                                                 transposes (read in place, not copied)
     group_of: dict = field(default_factory=dict)    # id(materialized node) -> its group

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Callable
 
-from ..cfuncs import BOOL
+from ..emit.cfuncs import BOOL
 
 
 @dataclass(frozen=True)

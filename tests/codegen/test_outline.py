@@ -1,4 +1,4 @@
-"""Outlined regions (codegen/outline.py): an elementwise kernel's
+"""Outlined regions (codegen/emit/outline.py): an elementwise kernel's
 chain of temporaries printed as one C function with loopy's semantics.
 
 Outlining is forced (``policy.using_thresholds(OUTLINE_MIN=0)``) on programs whose shared

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import polyarray as pa
-from polyarray.codegen import outline, policy
+from polyarray.codegen import policy
+from polyarray.codegen.emit import outline
 from helpers import assert_same
 
 REFUSAL = "an array read inside the region"

@@ -73,7 +73,7 @@ def op_gather(b):
         def computed(x):
             return _is_int(x) and 0 < x.ndim <= 2 and x.val.size > 0
         # a computed index, computed in the gather's kernel where it can be (an
-        # outlined region then prints the gather itself: codegen/outline.py)
+        # outlined region then prints the gather itself: codegen/emit/outline.py)
         c = (b.pick(lambda x: computed(x) and x.name is None) or b.pick(computed)) \
             if b.coin(0.35) else None
         if c is not None and n <= 127:      # a computed index: c % n is in [0, n)

@@ -1,6 +1,6 @@
 """The CUDA build (targets/cuda/compiler.py, targets/cuda/build.py): cubins
 from NVRTC or nvcc, cached on disk by us, and large math helpers compiled
-once per source (codegen/noinline.py).  Without a GPU the cubins come from
+once per source (codegen/emit/noinline.py).  Without a GPU the cubins come from
 nvcc and only the module loader is faked; on a GPU the programs run."""
 import os
 

@@ -30,7 +30,7 @@ from loopy.typing import is_integer
 
 from .cfuncs import _signature as helper_signature, storage_dtype
 from .runtime_checks import ERROR_BUFFER, _signature as checked_signature, is_checked
-from .user_functions import is_user_function, lookup
+from ..user_functions import is_user_function, lookup
 
 BOOL = np.dtype(np.bool_)
 

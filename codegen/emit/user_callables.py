@@ -12,7 +12,7 @@ from loopy.symbolic import ResolvedFunction
 from loopy.types import NumpyType
 
 from .cfuncs import storage_dtype
-from .user_functions import MARKER, lookup
+from ..user_functions import MARKER, lookup
 
 
 class UserCallable(ScalarCallable):
@@ -35,7 +35,8 @@ class UserCallable(ScalarCallable):
             yield (f"40_pa_user_preamble_{digest}",
                    f"{MARKER}{fn.kernel} (preamble) */\n{fn.preamble}\n")
         yield (f"45_{self.name}", fn.c_source(
-            lambda d: target.dtype_to_typename(NumpyType(d)), isinstance(target, CudaTarget)))
+            lambda d: target.dtype_to_typename(NumpyType(storage_dtype(d))),
+            isinstance(target, CudaTarget)))
 
 
 def _resolved(name, callables_table, arg_types):

@@ -44,7 +44,7 @@ from .runtime_checks import ERROR_BUFFER, callable_for
 from .pending import Pending, scalar_dtype, temporary_dtype
 from .cprint import Printer, Refused, Types, call_types
 from .user_callables import UserCallable
-from .user_functions import is_user_function
+from ..user_functions import is_user_function
 
 PREFIX = "pa_r_"
 _REGIONS: dict = {}     # function name -> (C text, called function names)
