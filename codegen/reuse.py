@@ -103,7 +103,7 @@ def group_skeleton(group, plan, buffers):
         return is_input(node) or (id(node) in mat and id(node) not in unit_ids) \
             or served(node) is not None
 
-    def served(node):           # as lower.KernelBuilder._served reads it
+    def served(node):           # as builder.KernelBuilder._served reads it
         store = stored.get(id(node))
         if store is None or plan.building is None:
             return None
@@ -335,8 +335,8 @@ def context(target, device, index_dtype, thresholds) -> str:
     the device facts, the index type and every setting code generation
     reads (the thresholds lowering was given, which sweeps and tests change
     with ``using_thresholds``, and the lowering's own constants)."""
-    from . import lower
-    settings = sorted((k, repr(v)) for k, v in vars(lower).items()
+    from .lowering import builder
+    settings = sorted((k, repr(v)) for k, v in vars(builder).items()
                       if k.isupper() and isinstance(v, (int, float, str, tuple, dict)))
     return hashlib.sha256(repr((type(target).__name__, repr(device), str(index_dtype),
                                 repr(thresholds), settings)).encode()).hexdigest()

@@ -36,7 +36,7 @@ from loopy.kernel.function_interface import ScalarCallable
 from loopy.types import NumpyType
 
 from ..policy.classify import letter_sizes, parse_subscripts, read_buffer
-from ..lower import KernelBuilder
+from ..lowering.builder import KernelBuilder
 from .parts import guard_reads, predicate_store
 
 DMMA = "pa_dmma_m8n8k4"

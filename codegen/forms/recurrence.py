@@ -17,7 +17,7 @@ import pymbolic.primitives as p
 
 from polyarray.ir import nodes as N
 from ..emit.cfuncs import storage_dtype
-from ..lower import KernelBuilder, _ExprLowerer, decompose
+from ..lowering.builder import KernelBuilder, _ExprLowerer, decompose
 from ..schedule import WorkGroup
 
 

@@ -40,7 +40,7 @@ import pymbolic.primitives as p
 from loopy.symbolic import Reduction, TypeCast
 
 from ..emit.cfuncs import BOOL, U8, storage_dtype
-from ..lower import KernelBuilder, decompose, linearize
+from ..lowering.builder import KernelBuilder, decompose, linearize
 from ..plan.data import Group
 from ..policy import Form
 from ..schedule import GroupReduce, Split, Tag, WorkGroup

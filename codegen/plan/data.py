@@ -32,7 +32,7 @@ class Materialized(set):
     holds unchanged (``v[q] == store[q + offset]``: a concatenation's piece,
     the value of ``x[a:b] = v``); and ``position``: id -> position in the
     topological order.  A kernel that runs after the store's reads ``v``
-    from its buffer (``materialized_deps``, ``lower.KernelBuilder``), so a
+    from its buffer (``materialized_deps``, ``builder.KernelBuilder``), so a
     value written by ``x[1:-1] = v`` and read back as ``x[1:-1]`` is not
     computed again."""
 

@@ -44,7 +44,7 @@ from polyarray.ir import nodes as N
 from polyarray.ir.expr import _children, binding_reads, index_vars
 from polyarray.ir.mapper import Mapper
 from ..policy.classify import stacked_recurrence
-from ..lower import INLINE_COMBINE
+from ..lowering.builder import INLINE_COMBINE
 from .data import Materialized, is_input
 
 
@@ -235,7 +235,7 @@ def _served_from_store(n, entries, mat, position, stores):
     where a materialized reader stores ``n`` unchanged (a concatenation's
     piece, the value of ``x[a:b] = v``: ``stored_values``), the readers
     after it read its buffer instead (``Materialized.stored``, which
-    ``data.materialized_deps`` and ``lower.KernelBuilder`` follow)."""
+    ``data.materialized_deps`` and ``builder.KernelBuilder`` follow)."""
     store = None
     for reader, *_ in entries:
         if id(reader) in mat and (store is None or position[id(reader)] < position[id(store[0])]):
@@ -365,7 +365,7 @@ def _gathering(order, mat, index_maps):
 
 
 def _computes(n):
-    """Work worth a buffer (``lower._computes``): a value op or a join, not a
+    """Work worth a buffer (``builder._computes``): a value op or a join, not a
     view (a transpose, slice or gather, whose reads pass to what it reads)."""
     if isinstance(n, N.IndexLambda):
         return isinstance(n.expr, p.Call)
@@ -383,7 +383,7 @@ def _index_maps(n):
     if not isinstance(n, N.IndexLambda):
         if isinstance(n, N.Concatenate):
             out, at = [], 0
-            for c in n.arrays:      # a piece's index is clamped by conditionals (lower.py)
+            for c in n.arrays:      # a piece's index is clamped by conditionals (lowering/builder.py)
                 w = c.shape[n.axis]
                 clamped = w != 1 and (at > 0 or at + w < n.shape[n.axis])
                 out.append((c, 1, True, 0, (clamped, 4 if clamped else 1)))

@@ -59,7 +59,7 @@ def _less(x, y, dtype, descending=False):
 
 def _at_most(e, hi):
     """``min(e, hi)`` as a conditional (OpenCL's ``min`` of mixed integer
-    types is ambiguous; ``lower.map_concatenate`` says the same)."""
+    types is ambiguous; ``builder.map_concatenate`` says the same)."""
     return p.If(p.Comparison(e, "<", hi), e, hi)
 
 
@@ -72,7 +72,7 @@ class _Values:
     own index: a kernel computes a value used several times once, into a
     temporary, instead of repeating its text at each use (a node's
     expression is a ``cast_<dtype>`` call, which is what makes it shared:
-    ``lower._computes``)."""
+    ``builder._computes``)."""
 
     def __init__(self, shape, label):
         self.shape, self.label = shape, label

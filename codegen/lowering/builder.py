@@ -20,10 +20,10 @@ from loopy.kernel.instruction import make_assignment
 from polyarray.ir import nodes as N
 from polyarray.ir.expr import binding_reads
 from polyarray.ir.mapper import Mapper
-from .emit.cfuncs import BOOL, U8, clip_index, lower_call, special_constant, storage_dtype
-from .emit.runtime_checks import checked_call
-from .emit.pending import Pending, PendingScalar
-from .user_functions import is_user_function, lower_user_call
+from ..emit.cfuncs import BOOL, U8, clip_index, lower_call, special_constant, storage_dtype
+from ..emit.runtime_checks import checked_call
+from ..emit.pending import Pending, PendingScalar
+from ..user_functions import is_user_function, lower_user_call
 
 SPILL_DEPTH = 24       # spill deep inlined chains into temporaries
 DEEP = 40              # node levels of lowering after which what a node reads is
