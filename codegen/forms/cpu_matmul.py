@@ -32,7 +32,8 @@ import pymbolic.primitives as p
 
 from ..emit.cfuncs import lower_call
 from ..policy.classify import letter_sizes, parse_subscripts, read_buffer
-from ..lowering.builder import KernelBuilder, ceil_div
+from ..lowering.builder import KernelBuilder
+from ..lowering.index import ceil_div
 from ..policy import Form
 from ..schedule import Tag
 from .parts import product

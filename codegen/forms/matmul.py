@@ -24,7 +24,8 @@ import math
 import pymbolic.primitives as p
 
 from ..policy.classify import letter_sizes, parse_subscripts, read_buffer
-from ..lowering.builder import KernelBuilder, decompose
+from ..lowering.builder import KernelBuilder
+from ..lowering.index import decompose
 from ..schedule import Prefetch, RegisterTile, Split, Tag, Tile
 from ..policy import Form
 from .parts import combine, guard_reads, predicate_store, product

@@ -14,7 +14,8 @@ from loopy.symbolic import Reduction, TypeCast
 from polyarray.ir import nodes as N
 from ..emit.cfuncs import BOOL, U8, lower_call, storage_dtype
 from ..policy.classify import letter_sizes, parse_subscripts
-from ..lowering.builder import KernelBuilder, decompose, interleave
+from ..lowering.builder import KernelBuilder
+from ..lowering.index import decompose, interleave
 from ..emit.pending import realize
 from ..plan.data import materialized_deps
 from ..policy import Form

@@ -17,7 +17,8 @@ import pymbolic.primitives as p
 
 from polyarray.ir import nodes as N
 from ..emit.cfuncs import storage_dtype
-from ..lowering.builder import KernelBuilder, _ExprLowerer, decompose
+from ..lowering.builder import KernelBuilder, _ExprLowerer
+from ..lowering.index import decompose
 from ..schedule import WorkGroup
 
 

@@ -40,7 +40,8 @@ import pymbolic.primitives as p
 from loopy.symbolic import Reduction, TypeCast
 
 from ..emit.cfuncs import BOOL, U8, storage_dtype
-from ..lowering.builder import KernelBuilder, decompose, linearize
+from ..lowering.builder import KernelBuilder
+from ..lowering.index import decompose, linearize
 from ..plan.data import Group
 from ..policy import Form
 from ..schedule import GroupReduce, Split, Tag, WorkGroup

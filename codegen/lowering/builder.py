@@ -24,47 +24,11 @@ from ..emit.cfuncs import BOOL, U8, clip_index, lower_call, special_constant, st
 from ..emit.runtime_checks import checked_call
 from ..emit.pending import Pending, PendingScalar
 from ..user_functions import is_user_function, lower_user_call
+from .index import decompose, interleave, linearize
 
 SPILL_DEPTH = 24       # spill deep inlined chains into temporaries
 DEEP = 40              # node levels of lowering after which what a node reads is
 #                        lowered ahead, iteratively (KernelBuilder._evaluate_below)
-
-
-def decompose(flat, shape):
-    """Multi-index of C-order position ``flat`` in ``shape``."""
-    if len(shape) == 0:
-        return ()
-    if len(shape) == 1:
-        return (flat,)
-    strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
-    idx = []
-    for k, (n, s) in enumerate(zip(shape, strides)):
-        e = flat if s == 1 else p.FloorDiv(flat, s)
-        if k > 0 and n != 1:
-            e = p.Remainder(e, n)
-        idx.append(0 if n == 1 else e)
-    return tuple(idx)
-
-
-def interleave(kept, reduced, axes, ndim):
-    """The full index of a reduction's input: ``reduced`` on ``axes``,
-    ``kept`` on the other axes, in order."""
-    kept, reduced = iter(kept), iter(reduced)
-    return tuple(next(reduced) if d in axes else next(kept) for d in range(ndim))
-
-
-def linearize(idx, shape):
-    """C-order linear index of ``idx`` in ``shape``."""
-    stride = 1
-    terms = []
-    for e, n in zip(reversed(idx), reversed(shape)):
-        if n != 1 and not (isinstance(e, int) and e == 0):
-            terms.append(e if stride == 1 else p.Product((stride, e)))
-        stride *= n
-    terms.reverse()
-    if not terms:
-        return 0
-    return terms[0] if len(terms) == 1 else p.Sum(tuple(terms))
 
 
 class KernelBuilder(Mapper):
@@ -582,13 +546,4 @@ _COMPARE = {"<": int.__lt__, "<=": int.__le__, ">": int.__gt__, ">=": int.__ge__
             "==": int.__eq__, "!=": int.__ne__}
 
 
-def pow2_floor(n):
-    return 1 << (max(1, n).bit_length() - 1)
-
-
-def ceil_div(a, b):
-    return -(-a // b)
-
-
-__all__ = ["IDENTITY", "INLINE_COMBINE", "KernelBuilder", "ceil_div", "decompose",
-           "interleave", "linearize", "pow2_floor"]
+__all__ = ["IDENTITY", "INLINE_COMBINE", "KernelBuilder"]

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pymbolic.primitives as p
 
 from polyarray.ir import nodes as N
-from ..lowering.builder import KernelBuilder, decompose, linearize
+from ..lowering.builder import KernelBuilder
+from ..lowering.index import decompose, linearize
 from .data import Plan, materialized_deps
 
 

@@ -32,7 +32,7 @@ from typing import Callable
 
 from .classify import Contraction, Elementwise, Raw, Reduction, Rows, Steps
 from .device import Device
-from ..lowering.builder import ceil_div, pow2_floor
+from ..lowering.index import ceil_div, pow2_floor
 from ..thresholds import Thresholds, current_thresholds
 
 
