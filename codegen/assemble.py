@@ -16,6 +16,7 @@ import loopy as lp
 
 from polyarray.ir import nodes as N
 from .emit.cfuncs import HELPERS_PREAMBLE, storage_dtype
+from .emit.dialect import dialect_of
 from .emit.runtime_checks import ERROR_BUFFER, callable_for
 from .emit.user_callables import UserCallable
 from .user_functions import is_user_function
@@ -49,7 +50,7 @@ class Assembler:
     """Builds all kernels of a plan; collects extra (partial) buffers."""
 
     def __init__(self, plan, buffers, target, index_dtype, device=Device(), schedules=None,
-                 arrays=None, thresholds=None):
+                 arrays=None, thresholds=None, dialect=None):
         self.arrays = arrays or {}        # placeholder name -> device-code name
         self.device = device              # the facts the policy reads
         self.thresholds = thresholds if thresholds is not None else current_thresholds()
@@ -58,6 +59,7 @@ class Assembler:
         self.plan = plan
         self.buffers = buffers            # id(node) -> name
         self.target = target
+        self.dialect = dialect if dialect is not None else dialect_of(target)   # its C
         self.index_dtype = index_dtype
         self.buffer_specs = {}            # name -> (size, storage dtype)
         self.kernels = []

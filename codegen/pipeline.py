@@ -114,20 +114,23 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     axis) larger grids; ``thresholds`` (a ``Thresholds``) the numbers the
     policy, the plan and the emitted source read (default: those in force,
     ``current_thresholds()``)."""
+    from .emit.dialect import dialect_of
     from .thresholds import current_thresholds
     _install_loopy_fixes()
     thresholds = current_thresholds() if thresholds is None else thresholds
+    dialect = dialect_of(target)        # the C it is written in, asked once
     t0 = clock()
-    plan, device, budget = _plan(outputs, target, cpu, max_work_group, thresholds)
+    plan, device, budget = _plan(outputs, dialect, cpu, max_work_group, thresholds)
     stages = {"plan": clock() - t0}     # seconds, logged by the target (logs.log_duration)
     idx_dt = index_dtype_for(plan.order)
     names = _name_buffers(plan, outputs)
     t0 = clock()
-    groups = _build_groups(plan, names, target, device, idx_dt, schedules, budget, thresholds)
+    groups = _build_groups(plan, names, target, dialect, device, idx_dt, schedules, budget,
+                           thresholds)
     stages["kernels"] = clock() - t0         # policy, forms, schedules
     t0 = clock()
     generated, built, group_nodes = _generate(plan, groups)
-    source = _device_source(generated, plan, groups.asm, names.inputs, target, thresholds)
+    source = _device_source(generated, plan, groups.asm, names.inputs, dialect, thresholds)
     kernels, specs = _finish(plan, groups, names, built, group_nodes, max_work_group,
                              max_grid)
     stages["codegen"] = clock() - t0        # loopy: preprocess, generate code
@@ -142,19 +145,18 @@ def _install_loopy_fixes():
     install()
 
 
-def _plan(outputs, target, cpu, max_work_group, t):
+def _plan(outputs, dialect, cpu, max_work_group, t):
     """``(plan, device, budget)``: the outputs' plan for the device, under
     the thresholds ``t`` and the new-kernel budget in force
     (``kernel_budget``)."""
-    import loopy as lp
     from .assemble import epilogue_fusable
     from .policy.device import Device
     from .plan.dtype_checks import check_device_dtypes
     from .plan import make_plan
     check_device_dtypes(outputs)        # float16: a clear error before loopy (cache hits
     #                                     never get here: they were checked when lowered)
-    # the CUDA target alone can emit the FP64 tensor cores' mma (inline PTX)
-    device = Device(cpu, max_work_group, fp64_mma=isinstance(target, lp.CudaTarget))
+    # the FP64 tensor cores' mma is inline PTX: CUDA alone
+    device = Device(cpu, max_work_group, fp64_mma=dialect.fp64_mma)
     budget = _KERNEL_BUDGET.get()
     if budget is not None:
         _refuse_many_shapes(outputs, budget, t)
@@ -221,14 +223,15 @@ class _Groups:
     scalars: dict
 
 
-def _build_groups(plan, names, target, device, idx_dt, schedules, budget, t) -> _Groups:
+def _build_groups(plan, names, target, dialect, device, idx_dt, schedules, budget,
+                  t) -> _Groups:
     from . import reuse
     from .assemble import Assembler
     from .logs import Progress
     from .schedule import ScheduleError, normalize
     schedules = {pat: normalize(steps, pat) for pat, steps in (schedules or {}).items()}
     asm = Assembler(plan, names.buffers, target, idx_dt, device,
-                    schedules=schedules, arrays=names.inputs, thresholds=t)
+                    schedules=schedules, arrays=names.inputs, thresholds=t, dialect=dialect)
     for name, (size, sdt, *_rest) in names.specs.items():
         asm.add_buffer(name, size, sdt)
     ngroups = sum(1 for g in plan.groups if g.size > 0)
@@ -355,24 +358,19 @@ def _generate(plan, groups):
     return generated, built, group_nodes
 
 
-def _device_source(generated, plan, asm, inputs, target, t) -> str:
+def _device_source(generated, plan, asm, inputs, dialect, t) -> str:
     """The program's one device source: the generated kernels joined, with
-    the target's edits, then the raw kernels' own code."""
-    import loopy as lp
+    the dialect's edits (helpers compiled once, under the thresholds ``t``;
+    the error buffer), then the raw kernels' own code."""
     from . import raw, reuse
     source = ""
     if generated:
         source = _names_comment(inputs) + reuse.device_code(generated)
-        if isinstance(target, lp.CudaTarget):
-            from .emit.noinline import noinline_large_helpers
-            source = noinline_large_helpers(source, t)
-        else:
-            from .emit.noinline import noinline_opencl_helpers
-            source = noinline_opencl_helpers(source, t)
+        source = dialect.noinline(source, t)
         if plan.checks:
             from .emit.runtime_checks import writable_error_buffer
             source = writable_error_buffer(source)
-    raw_text = raw.source_after(asm.kernels, raw.language_of(target))  # raw kernels' own code
+    raw_text = raw.source_after(asm.kernels, dialect)      # raw kernels' own code
     if raw_text:
         source = (source or _names_comment(inputs)) + raw_text
     return source

@@ -22,9 +22,6 @@ from .policy.classify import Raw
 from .policy import choose
 from .user_functions import LANGUAGES as _LANG, RAW_END as _END, RAW_MARK as _MARK
 
-# loopy's macros, which the user's code must not see
-_LOOPY_MACROS = {"opencl": ("lid", "gid"), "cuda": ("bIdx", "tIdx")}
-
 
 @dataclass
 class RawPlan:
@@ -42,17 +39,12 @@ class RawPlan:
     preprocessed = None
 
 
-def language_of(target) -> str:
-    import loopy as lp
-    return "cuda" if isinstance(target, lp.CudaTarget) else "opencl"
-
-
 def build(asm, name, group):
     """Append the ``RawPlan`` of ``group``'s launch to ``asm.kernels``."""
     from .schedule import ScheduleError
     node = group.units[0].node
     spec = node.kernel
-    language = language_of(asm.target)
+    language = asm.dialect.name
     if spec.language != language:
         raise ValueError(f"raw kernel {spec.name!r} is written in {_LANG[spec.language]}; the "
                          f"{language} target cannot run it (compile it for "
@@ -102,10 +94,11 @@ def kernel_info(kp, KernelInfo):
                       facts={"language": kp.spec.language}, entry=kp.entry)
 
 
-def source_after(plans, language) -> str:
-    """The text appended to the generated code: each distinct raw kernel's
-    source once.  Two different kernels of one name are refused (one
-    program, one symbol)."""
+def source_after(plans, dialect) -> str:
+    """The text appended to the generated code (in ``dialect``, an
+    ``emit.dialect.Dialect``): each distinct raw kernel's source once, loopy's
+    macros undefined first.  Two different kernels of one name are refused
+    (one program, one symbol)."""
     specs = {}
     for kp in plans:
         if isinstance(kp, RawPlan):
@@ -115,12 +108,12 @@ def source_after(plans, language) -> str:
                                  "program; rename one")
     if not specs:
         return ""
-    parts = ["\n" + "".join(f"#undef {m}\n" for m in _LOOPY_MACROS[language])]
+    parts = ["\n" + "".join(f"#undef {m}\n" for m in dialect.loopy_macros)]
     for entry, spec in specs.items():
         text = spec.source.rstrip() + "\n"
-        if language == "cuda" and not re.search(r'extern\s+"C"', spec.source):
+        if dialect.extern_c and not re.search(r'extern\s+"C"', spec.source):
             text = 'extern "C" {\n' + text + '}\n'
-        parts.append(_MARK.format(name=entry, language=language) + "\n" + text
+        parts.append(_MARK.format(name=entry, language=dialect.name) + "\n" + text
                      + _END.format(name=entry) + "\n")
     return "\n".join(parts)
 

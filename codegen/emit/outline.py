@@ -248,9 +248,7 @@ def _build(asm, kb, insns, temps, within):
     if not results:
         raise Refused("no stored value")
     checked = any(call_types(f)[2] for f in called)
-    from loopy.target.cuda import CudaTarget
-    cuda = isinstance(asm.target, CudaTarget)
-    space = "" if cuda else "__global "
+    space = asm.dialect.global_space
     args = [f"{space}const {printer.ctype(params.declared[f'a{k}'])} *a{k}"
             if k in params.pointers else f"{printer.ctype(params.declared[f'a{k}'])} a{k}"
             for k in range(len(params.names))]
@@ -262,9 +260,7 @@ def _build(asm, kb, insns, temps, within):
     body.append(f"  return {results[0][2]};")
     # forced inline: nvcc kept a 300-op region a real function (a call per element),
     # and ptxas then took 1.7x as long as for loopy's code
-    qual = "__device__ static __forceinline__" if cuda else \
-        "static inline __attribute__((always_inline))"
-    head = f"{qual} {printer.ctype(results[0][1])} @NAME@({', '.join(args) or 'void'})"
+    head = f"{asm.dialect.region_qualifier} {printer.ctype(results[0][1])} @NAME@({', '.join(args) or 'void'})"
     text = "\n".join([f"/* polyarray outlined region: {len(lines)} temporaries */", head,
                       "{", *body, "}", ""])
     name = PREFIX + hashlib.sha256(text.encode()).hexdigest()[:16]
