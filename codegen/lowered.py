@@ -43,7 +43,7 @@ class KernelInfo:
     # (split-K's combine, packing, two stages, rows apart) lists them on each
     nodes: tuple = ()
     # the function to launch, where it is not ``name``: a raw kernel's
-    # (``codegen/raw.py``: launches of one kernel share its function), or an
+    # (``codegen/forms/raw.py``: launches of one kernel share its function), or an
     # earlier kernel's that is the same code on other buffers (``reuse.py``)
     entry: str = ""
     # (loopy kernel, callables table); or a function that returns them (after

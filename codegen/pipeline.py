@@ -65,7 +65,7 @@ def _group_keys(plan, buffers, budget, index_dtype) -> tuple:
     before generating the first kernel, not after the budget's worth); the
     budget is raised for a program that repeats its kernels
     (``repeating_budget``)."""
-    from . import reuse
+    from .kernels import reuse
     skeletons, raws = {}, 0
     for gi, g in enumerate(plan.groups):
         if g.size == 0:
@@ -134,7 +134,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     kernels, specs = _finish(plan, groups, names, built, group_nodes, max_work_group,
                              max_grid)
     stages["codegen"] = clock() - t0        # loopy: preprocess, generate code
-    from . import raw
+    from .forms import raw
     return Lowered(source, kernels, specs, names.inputs, names.data, names.out_names,
                    idx_dt.name, tuple(plan.checks), stages=stages,
                    scalars={**groups.scalars, **raw.scalars_of(groups.asm.kernels)})
@@ -149,7 +149,7 @@ def _plan(outputs, dialect, cpu, max_work_group, t):
     """``(plan, device, budget)``: the outputs' plan for the device, under
     the thresholds ``t`` and the new-kernel budget in force
     (``kernel_budget``)."""
-    from .assemble import epilogue_fusable
+    from .kernels.assemble import epilogue_fusable
     from .policy.device import Device
     from .plan.dtype_checks import check_device_dtypes
     from .plan import make_plan
@@ -225,8 +225,8 @@ class _Groups:
 
 def _build_groups(plan, names, target, dialect, device, idx_dt, schedules, budget,
                   t) -> _Groups:
-    from . import reuse
-    from .assemble import Assembler
+    from .kernels import reuse
+    from .kernels.assemble import Assembler
     from .logs import Progress
     from .schedule import ScheduleError, normalize
     schedules = {pat: normalize(steps, pat) for pat, steps in (schedules or {}).items()}
@@ -299,7 +299,7 @@ def _build_groups(plan, names, target, dialect, device, idx_dt, schedules, budge
 
 def _build_group(asm, gi, g):
     """Group ``gi``'s kernels, by its kind (the policy picks the form)."""
-    from . import raw
+    from .forms import raw
     if g.kind == "elementwise":
         asm.elementwise(f"k{gi}_elementwise", g)
     elif g.kind == "rows":
@@ -318,7 +318,8 @@ def _generate(plan, groups):
     """``(generated, built, group_nodes)``: the new kernels' code in launch
     order, each kernel's ``KernelInfo`` by name, and each group's nodes (as
     positions in the topological order)."""
-    from . import raw, reuse
+    from .forms import raw
+    from .kernels import reuse
     position = {id(n): k for k, n in enumerate(plan.order)}
     group_nodes = {f"k{gi}": tuple(position[id(u.node)] for u in g.units)
                    for gi, g in enumerate(plan.groups)}
@@ -362,7 +363,8 @@ def _device_source(generated, plan, asm, inputs, dialect, t) -> str:
     """The program's one device source: the generated kernels joined, with
     the dialect's edits (helpers compiled once, under the thresholds ``t``;
     the error buffer), then the raw kernels' own code."""
-    from . import raw, reuse
+    from .forms import raw
+    from .kernels import reuse
     source = ""
     if generated:
         source = _names_comment(inputs) + reuse.device_code(generated)
@@ -397,7 +399,7 @@ def _finish(plan, groups, names, built, group_nodes, max_work_group, max_grid):
 def _launch_list(launches, built, group_nodes, inputs, scalars):
     """The ``KernelInfo`` of every launch, in order: a group's own kernels,
     or those of the first group of its key on this group's buffers."""
-    from .reuse import instance
+    from .kernels.reuse import instance
     users = {c: u for u, c in inputs.items()}
     by_group = {}
     for name, info in built.items():

@@ -119,10 +119,10 @@ def clear_memory_cache():
     """Forget compiled programs held in this process (for experiments that
     change codegen settings at run time, and for tests)."""
     from .cache import clear_memory_layers
-    from polyarray.codegen.reuse import forget
+    from polyarray.codegen.kernels.reuse import forget
     _MEMORY.clear()
     clear_memory_layers()
-    forget()            # kernels' code kept for later programs (codegen/reuse.py)
+    forget()            # kernels' code kept for later programs (codegen/kernels/reuse.py)
 
 
 def arg_format(args, scalars) -> str:

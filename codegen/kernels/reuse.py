@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 import pymbolic.primitives as p
 
 from polyarray.ir import nodes as N
-from .policy.classify import stacked_recurrence
-from .plan import is_input
+from ..policy.classify import stacked_recurrence
+from ..plan import is_input
 
 
 class _Listing:
@@ -286,7 +286,7 @@ def instance(info, name, args_map, names_map, nodes, scalars=None):
         if isinstance(v, (tuple, frozenset)):
             return type(v)(rename(x) for x in v)
         return v
-    from .schedule import rename_arrays
+    from ..schedule import rename_arrays
     gsize = info.gsize
     if info.grid:
         gsize = launch_grid(info.grid, {a: scalars[args_map.get(a, a)] for a in info.args
@@ -335,7 +335,7 @@ def context(target, device, index_dtype, thresholds) -> str:
     the device facts, the index type and every setting code generation
     reads (the thresholds lowering was given, which sweeps and tests change
     with ``using_thresholds``, and the lowering's own constants)."""
-    from .lowering import builder
+    from ..lowering import builder
     settings = sorted((k, repr(v)) for k, v in vars(builder).items()
                       if k.isupper() and isinstance(v, (int, float, str, tuple, dict)))
     return hashlib.sha256(repr((type(target).__name__, repr(device), str(index_dtype),

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .policy.classify import Raw
-from .policy import choose
-from .user_functions import LANGUAGES as _LANG, RAW_END as _END, RAW_MARK as _MARK
+from ..policy.classify import Raw
+from ..policy import choose
+from ..user_functions import LANGUAGES as _LANG, RAW_END as _END, RAW_MARK as _MARK
 
 
 @dataclass
@@ -41,7 +41,7 @@ class RawPlan:
 
 def build(asm, name, group):
     """Append the ``RawPlan`` of ``group``'s launch to ``asm.kernels``."""
-    from .schedule import ScheduleError
+    from ..schedule import ScheduleError
     node = group.units[0].node
     spec = node.kernel
     language = asm.dialect.name

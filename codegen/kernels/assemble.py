@@ -15,21 +15,21 @@ import numpy as np
 import loopy as lp
 
 from polyarray.ir import nodes as N
-from .emit.cfuncs import HELPERS_PREAMBLE, storage_dtype
-from .emit.dialect import dialect_of
-from .emit.runtime_checks import ERROR_BUFFER, callable_for
-from .emit.user_callables import UserCallable
-from .user_functions import is_user_function
-from .emit.outline import RegionCallable, is_region
-from .policy.classify import (Elementwise, Steps, contraction_class, product_class,
+from ..emit.cfuncs import HELPERS_PREAMBLE, storage_dtype
+from ..emit.dialect import dialect_of
+from ..emit.runtime_checks import ERROR_BUFFER, callable_for
+from ..emit.user_callables import UserCallable
+from ..user_functions import is_user_function
+from ..emit.outline import RegionCallable, is_region
+from ..policy.classify import (Elementwise, Steps, contraction_class, product_class,
                        reduction_class, rows_class, stacked_columns)
-from .policy.device import Device
-from .forms.parts import reduction_spec
-from .plan import Group, inlined_terms, materialized_deps
-from .policy import (EPILOGUE_FORMS, Form, choose, reduction_stores_through_epilogue,
+from ..policy.device import Device
+from ..forms.parts import reduction_spec
+from ..plan import Group, inlined_terms, materialized_deps
+from ..policy import (EPILOGUE_FORMS, Form, choose, reduction_stores_through_epilogue,
                      stores_through_epilogue)
-from .thresholds import current_thresholds
-from .schedule import (KernelContext, ScheduleError, apply_steps, build_options,
+from ..thresholds import current_thresholds
+from ..schedule import (KernelContext, ScheduleError, apply_steps, build_options,
                        rename_arrays, user_names)
 
 
@@ -255,25 +255,25 @@ def _form(module):
     compile 0.1-0.8 ms to import, ``lanes`` the most).  The imports are
     written out, one per form, so that the import contracts see them."""
     if module == "elementwise":
-        from .forms import elementwise as m
+        from ..forms import elementwise as m
     elif module == "rows":
-        from .forms import rows as m
+        from ..forms import rows as m
     elif module == "recurrence":
-        from .forms import recurrence as m
+        from ..forms import recurrence as m
     elif module == "matmul":
-        from .forms import matmul as m
+        from ..forms import matmul as m
     elif module == "mma_matmul":
-        from .forms import mma_matmul as m
+        from ..forms import mma_matmul as m
     elif module == "cpu_matmul":
-        from .forms import cpu_matmul as m
+        from ..forms import cpu_matmul as m
     elif module == "reduce":
-        from .forms import reduce as m
+        from ..forms import reduce as m
     elif module == "two_stage":
-        from .forms import two_stage as m
+        from ..forms import two_stage as m
     elif module == "split_columns":
-        from .forms import split_columns as m
+        from ..forms import split_columns as m
     elif module == "lanes":
-        from .forms import lanes as m
+        from ..forms import lanes as m
     else:
         raise KeyError(f"no form module {module!r}")
     return m
