@@ -24,6 +24,7 @@ from ..emit.outline import RegionCallable, is_region
 from ..policy.classify import (Elementwise, Steps, contraction_class, product_class,
                        reduction_class, rows_class, stacked_columns)
 from ..policy.device import Device
+from ..forms import form_module, reduction_builder
 from ..forms.parts import reduction_spec
 from ..plan import Group, inlined_terms, materialized_deps
 from ..policy import (EPILOGUE_FORMS, Form, choose, reduction_stores_through_epilogue,
@@ -93,18 +94,19 @@ class Assembler:
         user = self.user_steps(name)
         requested = build_options(user, Form.ELEMENTWISE, name) if user is not None else None
         cls = Elementwise(group.size, group.units[0].node.shape, requested,
-                          probe=lambda: _form("elementwise").transposed_reads(self, name, group),
+                          probe=lambda: form_module("elementwise").transposed_reads(self, name, group),
                           stacked=stacked_columns(group),
                           buffers=len({id(d) for u in group.units
                                        for d in materialized_deps(u.node, self.plan.materialized)}))
-        _form("elementwise").build(self, name, group, choose(cls, self.device, self.thresholds))
+        form_module("elementwise").build(self, name, group,
+                                         choose(cls, self.device, self.thresholds))
         self.prebuilt.pop(name, None)
 
     def rows(self, name, group):
         """A ``rows`` group: row reductions and their elementwise readers in
         one kernel, or, where the row-fusion pass set the group ``apart``,
         the reductions and the outputs as separate kernels."""
-        rows = _form("rows")
+        rows = form_module("rows")
         reds, outs = rows.split(group)
         if group.apart:
             for k, r in enumerate(reds):
@@ -119,7 +121,7 @@ class Assembler:
         """A ``Recurrence``: its rows in order, a work-item per element."""
         node = group.units[0].node
         rows = node.shape[0]
-        _form("recurrence").build(self, name, group,
+        form_module("recurrence").build(self, name, group,
                                   choose(Steps(node.size // rows if rows else 0, rows),
                                          self.device, self.thresholds))
 
@@ -139,18 +141,17 @@ class Assembler:
         if choice.form is None:
             return
         if choice.form == Form.TILED_MATMUL and (not epilogue or "split" not in choice.params):
-            return _form("matmul").build(self, name, node, choice, epilogue)
+            return form_module("matmul").build(self, name, node, choice, epilogue)
         if epilogue and choice.form not in EPILOGUE_FORMS:
             self.reduction(name, node)
             self.elementwise(f"{name}_epilogue",
                              Group(list(epilogue), "elementwise", epilogue[0].node.size))
             return
         if choice.form == Form.MMA_MATMUL:
-            return _form("mma_matmul").build(self, name, node, choice)
+            return form_module("mma_matmul").build(self, name, node, choice)
         if choice.form == Form.PACKED_MATMUL:
-            return _form("cpu_matmul").build(self, name, node, choice)
-        module, function = _REDUCTIONS[choice.form]
-        build = getattr(_form(module), function)
+            return form_module("cpu_matmul").build(self, name, node, choice)
+        build = reduction_builder(choice.form)
         return build(self, name, spec, choice, epilogue) if epilogue else \
             build(self, name, spec, choice)
 
@@ -237,46 +238,6 @@ def _user_facts(facts, users):
             return type(v)(rename(x) for x in v)
         return v
     return {k: rename(v) for k, v in facts.items()}
-
-
-_REDUCTIONS = {           # reduction form -> its builder: (module of forms/, function)
-    Form.NEUTRAL: ("reduce", "neutral"),
-    Form.THREAD: ("reduce", "single"),
-    Form.GROUP: ("reduce", "single"),
-    Form.TWO_STAGE: ("two_stage", "build"),
-    Form.SPLIT_COLUMNS: ("split_columns", "build"),
-    Form.LANES: ("lanes", "build"),
-}
-
-
-def _form(module):
-    """The builder module ``forms/<module>.py``, imported on first use: a
-    program imports only the forms it builds (each form module costs a cold
-    compile 0.1-0.8 ms to import, ``lanes`` the most).  The imports are
-    written out, one per form, so that the import contracts see them."""
-    if module == "elementwise":
-        from ..forms import elementwise as m
-    elif module == "rows":
-        from ..forms import rows as m
-    elif module == "recurrence":
-        from ..forms import recurrence as m
-    elif module == "matmul":
-        from ..forms import matmul as m
-    elif module == "mma_matmul":
-        from ..forms import mma_matmul as m
-    elif module == "cpu_matmul":
-        from ..forms import cpu_matmul as m
-    elif module == "reduce":
-        from ..forms import reduce as m
-    elif module == "two_stage":
-        from ..forms import two_stage as m
-    elif module == "split_columns":
-        from ..forms import split_columns as m
-    elif module == "lanes":
-        from ..forms import lanes as m
-    else:
-        raise KeyError(f"no form module {module!r}")
-    return m
 
 
 def epilogue_fusable(node, mat, transposed, device, thresholds=None) -> bool:
