@@ -76,7 +76,7 @@ class KernelInfo:
         if self.loopy_kernel is None:
             raise ValueError("no loopy kernel here (stripped for the disk cache); "
                              "use prog.kernels, whose kernels lower again on demand")
-        from . import without_loopy_caches
+        from .loopy_fixes.caches import without_loopy_caches
         return without_loopy_caches(loop_nest)(self.loopy_kernel, self.callables,
                                                self.gsize, self.lsize)
 

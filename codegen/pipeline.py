@@ -17,18 +17,70 @@ kernels in launch order, the buffers), as named steps in pipeline order:
    program, with the target's edits (helpers not inlined, the error buffer);
 7. ``_finish``: the launch list, checked against the device's limits.
 
-Each step's seconds go to ``Lowered.stages`` (plan, kernels, codegen)."""
+Each step's seconds go to ``Lowered.stages`` (plan, kernels, codegen).
+The steps share the placeholders' device names (``c_name``) and the
+new-kernel budget (``kernel_budget``), defined here first."""
 from __future__ import annotations
 
+import contextvars
+from contextlib import contextmanager
 from dataclasses import dataclass
 from time import perf_counter as clock
 
 import numpy as np
 
 from polyarray.ir import nodes as N
-from . import (TooManyKernels, _KERNEL_BUDGET, c_name, data_nodes, index_dtype_for, log,
-               without_loopy_caches)
+from .loopy_fixes.caches import log, without_loopy_caches
 from .lowered import BufferSpec, KernelInfo, Lowered
+
+# the most kernels one lowering may generate anew (None: any number); pa.jit
+# sets it (``kernel_budget``), and runs on the host a function that needs more
+_KERNEL_BUDGET = contextvars.ContextVar("polyarray_kernel_budget", default=None)
+
+
+class TooManyKernels(Exception):
+    """A lowering needed more new kernels than ``kernel_budget`` allows:
+    code whose every step is a kernel of its own (loops over shrinking
+    slices, offsets per iteration), where generating them would cost more
+    than it saves."""
+
+
+@contextmanager
+def kernel_budget(limit):
+    """Lowerings inside may generate at most ``limit`` distinct kernels
+    (kernels that are the same code on other buffers count once); more
+    raises ``TooManyKernels`` before any is generated."""
+    token = _KERNEL_BUDGET.set(limit)
+    try:
+        yield
+    finally:
+        _KERNEL_BUDGET.reset(token)
+
+
+def c_name(name: str) -> str:
+    """The device-code name of the placeholder ``name``: ``p<len>_<name>``.
+
+    Every placeholder gets the prefix, so no user name can be a C, OpenCL or
+    CUDA keyword, macro or builtin, and none can equal a generated name
+    (kernels ``k<n>_...``, buffers ``data<n>``/``out<n>``/``t<n>``, loops,
+    temporaries: none of them starts with ``p`` and a digit).  The length
+    makes it injective even against names derived by suffixing (``x_r``,
+    ``x_fetch``): ``p1_x_r`` can be no placeholder's name, since a name
+    of length 1 is one character.  Names outside C's alphabet (``π``) are
+    ``p<len>x_<utf-8 hex>``.  ``prog.source`` lists the mapping."""
+    if name.isascii() and name.isidentifier():
+        return f"p{len(name)}_{name}"
+    # a Python identifier outside C's alphabet (``π``): its UTF-8 bytes in hex
+    return f"p{len(name)}x_{name.encode().hex()}"
+
+
+def index_dtype_for(order):
+    big = any(n.size > 2**31 - 1 for n in order)
+    return np.dtype(np.int64) if big else np.dtype(np.int32)
+
+
+def data_nodes(order):
+    return [n for n in order if isinstance(n, N.DataWrapper)]
 
 
 def _refuse_many_shapes(outputs, budget, t):
