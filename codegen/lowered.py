@@ -44,7 +44,7 @@ class KernelInfo:
     nodes: tuple = ()
     # the function to launch, where it is not ``name``: a raw kernel's
     # (``codegen/forms/raw.py``: launches of one kernel share its function), or an
-    # earlier kernel's that is the same code on other buffers (``reuse.py``)
+    # earlier kernel's that is the same code on other buffers (``kernels/reuse.py``)
     entry: str = ""
     # (loopy kernel, callables table); or a function that returns them (after
     # a disk-cache hit: the program is lowered again only when they are

@@ -4,17 +4,19 @@ kernels in launch order, the buffers), as named steps in pipeline order:
 1. ``_install_loopy_fixes``: loopy's code generation made deterministic
    (``loopy_fixes/``: ilp order, hash order, exact division);
 2. ``_plan``: dtype checks, the new-kernel budget's early refusal, and
-   ``plan.make_plan`` (materialized nodes grouped into kernels);
+   ``plan.make_plan`` (materialized nodes grouped into kernels), under the
+   thresholds given (``thresholds.py``) for the loopy target's C dialect;
 3. ``_name_buffers``: every buffer named, deterministically, in topological
    order (data, inputs, outputs, temporaries);
 4. ``_build_groups``: per group, the policy's form built by ``forms/`` with
-   its schedule (``assemble.Assembler``); a group that is an earlier group's
+   its schedule (``kernels/assemble.Assembler``); a group that is an earlier group's
    code on other buffers launches that group's kernels, and one an earlier
-   program generated takes its code (``reuse.py``);
+   program generated takes its code (``kernels/reuse.py``);
 5. ``_generate``: loopy's code per new kernel (``reuse.generate_all``) and
    each kernel's launch record;
 6. ``_device_source``: the kernels' code joined as loopy joins a merged
-   program, with the target's edits (helpers not inlined, the error buffer);
+   program, with the dialect's edits (``emit/dialect``: helpers compiled
+   once, the error buffer);
 7. ``_finish``: the launch list, checked against the device's limits.
 
 Each step's seconds go to ``Lowered.stages`` (plan, kernels, codegen).
@@ -290,7 +292,7 @@ def _build_groups(plan, names, target, dialect, device, idx_dt, schedules, budge
     if ngroups > 4:
         log.info("polyarray: lowering %d kernels", ngroups)
     bar = Progress(ngroups, "polyarray: lowering")      # drawn past a second, in a terminal
-    # groups that are the same code on other buffers (``reuse.py``) launch the
+    # groups that are the same code on other buffers (``kernels/reuse.py``) launch the
     # first one's kernels, and a group whose code an earlier program generated
     # takes it; not under a user's schedule, which names kernels and arrays
     ctx = reuse.context(target, device, idx_dt, t) if not schedules else None

@@ -20,7 +20,7 @@ packed into panels, then register blocks of vector accumulators.
   wrapping helpers are scalar functions).  The store is predicated to the
   real outputs, lane by lane.
 
-The policy (``policy.py``, "cpu: packed register tiles") picks ``rows``,
+The policy (``policy/rules.py``, "cpu: packed register tiles") picks ``rows``,
 ``vectors`` and ``lanes``; a batch runs on grid axis 2."""
 from __future__ import annotations
 

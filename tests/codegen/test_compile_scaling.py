@@ -43,7 +43,7 @@ def test_lowering_time_is_linear_in_the_chain_length():
 
 
 def test_lowering_leaves_the_collector_as_it_was():
-    """Lowering pauses Python's cyclic collector (codegen.collector_paused)
+    """Lowering pauses Python's cyclic collector (loopy_fixes/caches.collector_paused)
     and gives it back as it found it, on or off, also after an error."""
     import loopy as lp
     from polyarray.codegen import lower_program
