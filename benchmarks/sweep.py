@@ -2,8 +2,9 @@
 
 ``python -m benchmarks.sweep --device cuda [--schedules]`` times the 10-op chain on 2^26
 float32 and the full / axis-0 / axis-1 sums of 8192^2 float32 under several
-settings of the ``codegen.policy`` constants (elements per work-item, work-items
-needed to fill the device, two-stage width), each freshly lowered, checked
+settings of the policy's thresholds (elements per work-item, work-items needed
+to fill the device, two-stage width; ``policy.using_thresholds``), each freshly
+lowered (other thresholds are other cache keys), checked
 against NumPy, then timed.  Its table justifies the defaults.  ``--schedules`` instead times the chain
 under explicit schedules, ``Vectorize`` among them.
 """
@@ -13,8 +14,8 @@ import tempfile
 
 import numpy as np
 
-import polyarray.codegen.policy as K
 import polyarray as pa
+from polyarray.codegen.policy import using_thresholds
 import polyarray.targets.device_common as dc
 from polyarray.schedules import Vectorize, WorkGroup
 from .bench import Bench
@@ -76,23 +77,19 @@ def main():
               "FILL"),
              ("sum axis 1", m.sum(axis=1), {"m": md}, xv.reshape(8192, 8192).sum(1), 4 * n,
               "FILL")]
-    defaults = {k: getattr(K, k) for c in CONFIGS for k in c}
     rows = []
     for cfg in CONFIGS:
-        for k, v in defaults.items():
-            setattr(K, k, cfg.get(k, v))
         dc.clear_memory_cache()
         os.environ["POLYARRAY_CACHE_DIR"] = tempfile.mkdtemp()
         for name, expr, binds, want, nbytes, knob in cases:
             if not any(k.startswith(knob) for k in cfg):
                 continue
-            prog = pa.compile(expr, target=args.device, out="device")
+            with using_thresholds(**cfg):
+                prog = pa.compile(expr, target=args.device, out="device")
             check(name, prog(**binds).get(), want, rtol=1e-3)
             t = median_time(lambda: prog(**binds), prog.synchronize)
             kinds = "+".join(k.form for k in prog.kernels.values())
             rows.append((name, cfg, kinds, t, nbytes / t / b.copy_bw))
-    for k, v in defaults.items():
-        setattr(K, k, v)
     print(f"{b.desc}; copy {b.copy_bw / 1e9:.0f} GB/s")
     for name, cfg, kinds, t, frac in rows:
         print(f"{name:11s} {str(cfg):52s} {kinds:32s} {t * 1e6:8.1f} us {frac:.3f} of copy")

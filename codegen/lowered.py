@@ -43,8 +43,8 @@ class KernelInfo:
     # (split-K's combine, packing, two stages, rows apart) lists them on each
     nodes: tuple = ()
     # the function to launch, where it is not ``name``: a raw kernel's
-    # (``codegen/raw.py``: launches of one kernel share its function), or an
-    # earlier kernel's that is the same code on other buffers (``reuse.py``)
+    # (``codegen/forms/raw.py``: launches of one kernel share its function), or an
+    # earlier kernel's that is the same code on other buffers (``kernels/reuse.py``)
     entry: str = ""
     # (loopy kernel, callables table); or a function that returns them (after
     # a disk-cache hit: the program is lowered again only when they are
@@ -79,7 +79,7 @@ class KernelInfo:
         if self.loopy_kernel is None:
             raise ValueError("no loopy kernel here (stripped for the disk cache); "
                              "use prog.kernels, whose kernels lower again on demand")
-        from . import without_loopy_caches
+        from .loopy_fixes.caches import without_loopy_caches
         return without_loopy_caches(loop_nest)(self.loopy_kernel, self.callables,
                                                self.gsize, self.lsize)
 

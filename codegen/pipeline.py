@@ -4,47 +4,100 @@ kernels in launch order, the buffers), as named steps in pipeline order:
 1. ``_install_loopy_fixes``: loopy's code generation made deterministic
    (``loopy_fixes/``: ilp order, hash order, exact division);
 2. ``_plan``: dtype checks, the new-kernel budget's early refusal, and
-   ``passes.make_plan`` (materialized nodes grouped into kernels);
+   ``plan.make_plan`` (materialized nodes grouped into kernels), under the
+   thresholds given (``thresholds.py``) for the loopy target's C dialect;
 3. ``_name_buffers``: every buffer named, deterministically, in topological
    order (data, inputs, outputs, temporaries);
 4. ``_build_groups``: per group, the policy's form built by ``forms/`` with
-   its schedule (``assemble.Assembler``); a group that is an earlier group's
+   its schedule (``kernels/assemble.Assembler``); a group that is an earlier group's
    code on other buffers launches that group's kernels, and one an earlier
-   program generated takes its code (``reuse.py``);
+   program generated takes its code (``kernels/reuse.py``);
 5. ``_generate``: loopy's code per new kernel (``reuse.generate_all``) and
    each kernel's launch record;
 6. ``_device_source``: the kernels' code joined as loopy joins a merged
-   program, with the target's edits (helpers not inlined, the error buffer);
+   program, with the dialect's edits (``emit/dialect``: helpers compiled
+   once, the error buffer);
 7. ``_finish``: the launch list, checked against the device's limits.
 
-Each step's seconds go to ``Lowered.stages`` (plan, kernels, codegen)."""
+Each step's seconds go to ``Lowered.stages`` (plan, kernels, codegen).
+The steps share the placeholders' device names (``c_name``) and the
+new-kernel budget (``kernel_budget``), defined here first."""
 from __future__ import annotations
 
+import contextvars
+from contextlib import contextmanager
 from dataclasses import dataclass
 from time import perf_counter as clock
 
 import numpy as np
 
 from polyarray.ir import nodes as N
-from . import (TooManyKernels, _KERNEL_BUDGET, c_name, data_nodes, index_dtype_for, log,
-               without_loopy_caches)
+from .loopy_fixes.caches import log, without_loopy_caches
 from .lowered import BufferSpec, KernelInfo, Lowered
 
+# the most kernels one lowering may generate anew (None: any number); pa.jit
+# sets it (``kernel_budget``), and runs on the host a function that needs more
+_KERNEL_BUDGET = contextvars.ContextVar("polyarray_kernel_budget", default=None)
 
-def _refuse_many_shapes(outputs, budget):
+
+class TooManyKernels(Exception):
+    """A lowering needed more new kernels than ``kernel_budget`` allows:
+    code whose every step is a kernel of its own (loops over shrinking
+    slices, offsets per iteration), where generating them would cost more
+    than it saves."""
+
+
+@contextmanager
+def kernel_budget(limit):
+    """Lowerings inside may generate at most ``limit`` distinct kernels
+    (kernels that are the same code on other buffers count once); more
+    raises ``TooManyKernels`` before any is generated."""
+    token = _KERNEL_BUDGET.set(limit)
+    try:
+        yield
+    finally:
+        _KERNEL_BUDGET.reset(token)
+
+
+def c_name(name: str) -> str:
+    """The device-code name of the placeholder ``name``: ``p<len>_<name>``.
+
+    Every placeholder gets the prefix, so no user name can be a C, OpenCL or
+    CUDA keyword, macro or builtin, and none can equal a generated name
+    (kernels ``k<n>_...``, buffers ``data<n>``/``out<n>``/``t<n>``, loops,
+    temporaries: none of them starts with ``p`` and a digit).  The length
+    makes it injective even against names derived by suffixing (``x_r``,
+    ``x_fetch``): ``p1_x_r`` can be no placeholder's name, since a name
+    of length 1 is one character.  Names outside C's alphabet (``π``) are
+    ``p<len>x_<utf-8 hex>``.  ``prog.source`` lists the mapping."""
+    if name.isascii() and name.isidentifier():
+        return f"p{len(name)}_{name}"
+    # a Python identifier outside C's alphabet (``π``): its UTF-8 bytes in hex
+    return f"p{len(name)}x_{name.encode().hex()}"
+
+
+def index_dtype_for(order):
+    big = any(n.size > 2**31 - 1 for n in order)
+    return np.dtype(np.int64) if big else np.dtype(np.int32)
+
+
+def data_nodes(order):
+    return [n for n in order if isinstance(n, N.DataWrapper)]
+
+
+def _refuse_many_shapes(outputs, budget, t):
     """``TooManyKernels`` before planning where the program holds more than
     ``budget`` reductions and contractions of distinct shapes (each is a
     kernel root, and kernels of other shapes are other code): durbin's
     ``np.dot(r[:k], y[:k])`` for every ``k`` is refused at once instead of
     after planning its thousands of kernels.  Small reductions that may be
-    inlined into others (``policy.INLINE_REDUCTION_MAX`` values) do not
-    count."""
-    from . import policy
-    from .passes.materialize import reduced_count
+    inlined into others (``INLINE_REDUCTION_MAX`` values of the thresholds
+    ``t``) do not count."""
+    from .plan.materialize import reduced_count
     shapes = set()
     for n in N.topological_order(outputs):
         if isinstance(n, N.Reduce):
-            if reduced_count(n) > policy.INLINE_REDUCTION_MAX:
+            if reduced_count(n) > t.INLINE_REDUCTION_MAX:
                 shapes.add(("reduce", n.op, n.array.shape, n.axes, n.dtype.str))
         elif isinstance(n, N.Einsum):
             shapes.add(("einsum", n.subscripts, tuple(o.shape for o in n.operands),
@@ -66,7 +119,7 @@ def _group_keys(plan, buffers, budget, index_dtype) -> tuple:
     before generating the first kernel, not after the budget's worth); the
     budget is raised for a program that repeats its kernels
     (``repeating_budget``)."""
-    from . import reuse
+    from .kernels import reuse
     skeletons, raws = {}, 0
     for gi, g in enumerate(plan.groups):
         if g.size == 0:
@@ -105,30 +158,37 @@ def repeating_budget(budget, distinct, launches):
 
 @without_loopy_caches
 def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=None,
-                  max_grid=None) -> Lowered:
+                  max_grid=None, thresholds=None) -> Lowered:
     """Lower output nodes to kernels for a loopy ``target``; ``cpu`` picks
     reduction layouts suited to CPU devices (contiguous per work-item);
     ``schedules`` maps kernel names (or fnmatch patterns) to steps that
     replace those kernels' default schedules; ``max_work_group`` (the
     device's ``(work-items per group, (per axis 0, 1, 2))``) refuses larger
     work-groups with a ScheduleError, ``max_grid`` (work-groups per grid
-    axis) larger grids."""
+    axis) larger grids; ``thresholds`` (a ``Thresholds``) the numbers the
+    policy, the plan and the emitted source read (default: those in force,
+    ``current_thresholds()``)."""
+    from .emit.dialect import dialect_of
+    from .thresholds import current_thresholds
     _install_loopy_fixes()
+    thresholds = current_thresholds() if thresholds is None else thresholds
+    dialect = dialect_of(target)        # the C it is written in, asked once
     t0 = clock()
-    plan, device, budget = _plan(outputs, target, cpu, max_work_group)
+    plan, device, budget = _plan(outputs, dialect, cpu, max_work_group, thresholds)
     stages = {"plan": clock() - t0}     # seconds, logged by the target (logs.log_duration)
     idx_dt = index_dtype_for(plan.order)
     names = _name_buffers(plan, outputs)
     t0 = clock()
-    groups = _build_groups(plan, names, target, device, idx_dt, schedules, budget)
+    groups = _build_groups(plan, names, target, dialect, device, idx_dt, schedules, budget,
+                           thresholds)
     stages["kernels"] = clock() - t0         # policy, forms, schedules
     t0 = clock()
     generated, built, group_nodes = _generate(plan, groups)
-    source = _device_source(generated, plan, groups.asm, names.inputs, target)
+    source = _device_source(generated, plan, groups.asm, names.inputs, dialect, thresholds)
     kernels, specs = _finish(plan, groups, names, built, group_nodes, max_work_group,
                              max_grid)
     stages["codegen"] = clock() - t0        # loopy: preprocess, generate code
-    from . import raw
+    from .forms import raw
     return Lowered(source, kernels, specs, names.inputs, names.data, names.out_names,
                    idx_dt.name, tuple(plan.checks), stages=stages,
                    scalars={**groups.scalars, **raw.scalars_of(groups.asm.kernels)})
@@ -139,24 +199,25 @@ def _install_loopy_fixes():
     install()
 
 
-def _plan(outputs, target, cpu, max_work_group):
+def _plan(outputs, dialect, cpu, max_work_group, t):
     """``(plan, device, budget)``: the outputs' plan for the device, under
-    the new-kernel budget in force (``kernel_budget``)."""
-    import loopy as lp
-    from .assemble import epilogue_fusable
-    from .device import Device
-    from .dtype_checks import check_device_dtypes
-    from .passes import make_plan
+    the thresholds ``t`` and the new-kernel budget in force
+    (``kernel_budget``)."""
+    from .kernels.assemble import epilogue_fusable
+    from .policy.device import Device
+    from .plan.dtype_checks import check_device_dtypes
+    from .plan import make_plan
     check_device_dtypes(outputs)        # float16: a clear error before loopy (cache hits
     #                                     never get here: they were checked when lowered)
-    # the CUDA target alone can emit the FP64 tensor cores' mma (inline PTX)
-    cuda = isinstance(target, lp.CudaTarget)
-    device = Device(cpu, max_work_group, fp64_mma=cuda, vendor_solvers=cuda)
+    # the FP64 tensor cores' mma is inline PTX: CUDA alone; so is cuSOLVER
+    device = Device(cpu, max_work_group, fp64_mma=dialect.fp64_mma,
+                    vendor_solvers=dialect.vendor_solvers)
     budget = _KERNEL_BUDGET.get()
     if budget is not None:
-        _refuse_many_shapes(outputs, budget)
+        _refuse_many_shapes(outputs, budget, t)
     plan = make_plan(outputs, device,
-                     lambda e, mat, transposed: epilogue_fusable(e, mat, transposed, device))
+                     lambda e, mat, transposed: epilogue_fusable(e, mat, transposed, device, t),
+                     thresholds=t)
     return plan, device, budget
 
 
@@ -173,7 +234,7 @@ class _Buffers:
 
 
 def _name_buffers(plan, outputs) -> _Buffers:
-    from .cfuncs import storage_dtype
+    from .emit.cfuncs import storage_dtype
     order = plan.order
     b = _Buffers({}, {}, {}, {}, [])
 
@@ -217,24 +278,25 @@ class _Groups:
     scalars: dict
 
 
-def _build_groups(plan, names, target, device, idx_dt, schedules, budget) -> _Groups:
-    from . import reuse
-    from .assemble import Assembler
+def _build_groups(plan, names, target, dialect, device, idx_dt, schedules, budget,
+                  t) -> _Groups:
+    from .kernels import reuse
+    from .kernels.assemble import Assembler
     from .logs import Progress
     from .schedule import ScheduleError, normalize
     schedules = {pat: normalize(steps, pat) for pat, steps in (schedules or {}).items()}
     asm = Assembler(plan, names.buffers, target, idx_dt, device,
-                    schedules=schedules, arrays=names.inputs)
+                    schedules=schedules, arrays=names.inputs, thresholds=t, dialect=dialect)
     for name, (size, sdt, *_rest) in names.specs.items():
         asm.add_buffer(name, size, sdt)
     ngroups = sum(1 for g in plan.groups if g.size > 0)
     if ngroups > 4:
         log.info("polyarray: lowering %d kernels", ngroups)
     bar = Progress(ngroups, "polyarray: lowering")      # drawn past a second, in a terminal
-    # groups that are the same code on other buffers (``reuse.py``) launch the
+    # groups that are the same code on other buffers (``kernels/reuse.py``) launch the
     # first one's kernels, and a group whose code an earlier program generated
     # takes it; not under a user's schedule, which names kernels and arrays
-    ctx = reuse.context(target, device, idx_dt) if not schedules else None
+    ctx = reuse.context(target, device, idx_dt, t) if not schedules else None
     first_of, launches = {}, []     # key -> (group, slots, kernels); per group, in order
     fresh, kept = {}, {}            # group -> (code key, plans, checks, buffers) / GroupCode
     rep = {}                        # group -> its kernels, as its instances launch them
@@ -292,7 +354,7 @@ def _build_groups(plan, names, target, device, idx_dt, schedules, budget) -> _Gr
 
 def _build_group(asm, gi, g):
     """Group ``gi``'s kernels, by its kind (the policy picks the form)."""
-    from . import raw
+    from .forms import raw
     if g.kind == "elementwise":
         asm.elementwise(f"k{gi}_elementwise", g)
     elif g.kind == "rows":
@@ -300,7 +362,7 @@ def _build_group(asm, gi, g):
     elif g.kind == "raw":
         raw.build(asm, f"k{gi}_{g.units[0].node.kernel.name}", g)
     elif g.kind == "library":
-        from . import library
+        from .forms import library
         library.build(asm, f"k{gi}_{g.units[0].node.op}", g)
     elif g.kind == "recurrence":
         asm.recurrence(f"k{gi}_recurrence", g)
@@ -314,7 +376,7 @@ def _generate(plan, groups):
     """``(generated, built, group_nodes)``: the new kernels' code in launch
     order, each kernel's ``KernelInfo`` by name, and each group's nodes (as
     positions in the topological order)."""
-    from . import reuse
+    from .kernels import reuse
     position = {id(n): k for k, n in enumerate(plan.order)}
     group_nodes = {f"k{gi}": tuple(position[id(u.node)] for u in g.units)
                    for gi, g in enumerate(plan.groups)}
@@ -355,24 +417,20 @@ def _generate(plan, groups):
     return generated, built, group_nodes
 
 
-def _device_source(generated, plan, asm, inputs, target) -> str:
+def _device_source(generated, plan, asm, inputs, dialect, t) -> str:
     """The program's one device source: the generated kernels joined, with
-    the target's edits, then the raw kernels' own code."""
-    import loopy as lp
-    from . import raw, reuse
+    the dialect's edits (helpers compiled once, under the thresholds ``t``;
+    the error buffer), then the raw kernels' own code."""
+    from .forms import raw
+    from .kernels import reuse
     source = ""
     if generated:
         source = _names_comment(inputs) + reuse.device_code(generated)
-        if isinstance(target, lp.CudaTarget):
-            from .noinline import noinline_large_helpers
-            source = noinline_large_helpers(source)
-        else:
-            from .noinline import noinline_opencl_helpers
-            source = noinline_opencl_helpers(source)
+        source = dialect.noinline(source, t)
         if plan.checks:
-            from .runtime_checks import writable_error_buffer
+            from .emit.runtime_checks import writable_error_buffer
             source = writable_error_buffer(source)
-    raw_text = raw.source_after(asm.kernels, raw.language_of(target))  # raw kernels' own code
+    raw_text = raw.source_after(asm.kernels, dialect)      # raw kernels' own code
     if raw_text:
         source = (source or _names_comment(inputs)) + raw_text
     return source
@@ -388,7 +446,7 @@ def _finish(plan, groups, names, built, group_nodes, max_work_group, max_grid):
     check_grid(kernels, max_grid)
     specs = names.specs
     if plan.checks:
-        from .runtime_checks import ERROR_BUFFER
+        from .emit.runtime_checks import ERROR_BUFFER
         n = len(plan.checks)
         specs[ERROR_BUFFER] = BufferSpec(n, np.dtype(np.int64), (n,), np.dtype(np.int64),
                                          "errors")
@@ -399,7 +457,7 @@ def _finish(plan, groups, names, built, group_nodes, max_work_group, max_grid):
 def _launch_list(launches, built, group_nodes, inputs, scalars):
     """The ``KernelInfo`` of every launch, in order: a group's own kernels,
     or those of the first group of its key on this group's buffers."""
-    from .reuse import instance
+    from .kernels.reuse import instance
     users = {c: u for u, c in inputs.items()}
     by_group = {}
     for name, info in built.items():

@@ -70,12 +70,13 @@ class UserFunction:
     def name(self) -> str:
         return f"{PREFIX}{self.kernel}_{self.digest}_{self.role}"
 
-    def c_source(self, typename, cuda) -> str:
-        """The definition; ``typename(dtype)`` spells a type in the target."""
-        from .cfuncs import storage_dtype       # code generation: loopy is there
-        T = lambda d: typename(storage_dtype(d))       # noqa: E731
+    def c_source(self, typename, qualifier) -> str:
+        """The definition; ``typename(dtype)`` spells a value of ``dtype`` as
+        the target stores it (booleans as bytes: ``emit/cfuncs.storage_dtype``),
+        ``qualifier`` is the dialect's for a helper (``static inline``)."""
+        T = typename
         params = ", ".join(f"{T(d)} {n}" for n, d in self.params) or "void"
-        qual = "__device__ static inline" if cuda else "static inline"
+        qual = qualifier
         lines = [f"{MARKER}{self.kernel} ({self.kind}, {self.role}) */",
                  f"{qual} {T(self.result)} {self.name}({params})", "{"]
         lines += [f"  typedef {T(d)} {n};" for n, d in self.typedefs]

@@ -20,7 +20,7 @@ _logging.getLogger("polyarray").addHandler(_logging.NullHandler())
 # installed (PYTHONPATH=repo), they sit beside this folder: look there too.
 _beside = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
 if (not _os.path.isdir(_os.path.join(__path__[0], "codegen"))
-        and _os.path.isfile(_os.path.join(_beside, "codegen", "lower.py"))):
+        and _os.path.isfile(_os.path.join(_beside, "codegen", "pipeline.py"))):
     __path__.append(_beside)
 
 from numpy import (bool_, int8, int16, int32, int64, uint8, uint16, uint32,   # noqa: F401

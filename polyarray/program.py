@@ -115,8 +115,8 @@ class Program:
                 # sums written as loops become reductions, and loops whose rows
                 # build on the rows before recurrences (the numpy target runs
                 # the program as written)
-                from .codegen.passes.recurrence import roll_recurrences
-                from .codegen.passes.reroll import reroll_sums
+                from .codegen.plan.recurrence import roll_recurrences
+                from .codegen.plan.reroll import reroll_sums
                 self._outputs = roll_recurrences(reroll_sums(self._outputs))
             self._outputs = N.without_written(self._outputs)
         self.placeholders = N.placeholders(self._outputs)     # ValueError: one name twice

@@ -122,7 +122,7 @@ def stored_schedule(program):
 def default_candidates(info):
     """Candidate schedules for one kernel: the policy's for its form and
     facts, the default (the schedule in force) first."""
-    from polyarray.codegen.candidates import tuning_candidates
+    from polyarray.codegen.policy.candidates import tuning_candidates
     default = tuple(info.schedule)
     try:
         out = tuning_candidates(info.form, info.facts)

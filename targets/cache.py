@@ -287,15 +287,9 @@ def code_version() -> str:
     if _CODE_VERSION is None:
         from polyarray import codegen, ir
         _CODE_VERSION = _folder_digest(*(os.path.dirname(m.__file__) for m in (codegen, ir)))
-    # thresholds that make other source text when a test, a sweep or
-    # POLYARRAY_OUTLINE_MIN sets them; policy is read only where it was
-    # imported (set by a caller)
-    import sys
-    from polyarray.codegen import thresholds
-    policy = sys.modules.get("polyarray.codegen.policy", thresholds)
-    suffix = ""
-    if policy.OUTLINE_MIN != thresholds.OUTLINE_DEFAULT:
-        suffix += f"-o{policy.OUTLINE_MIN}"
-    if policy.NOINLINE_MIN_CALLS != thresholds.NOINLINE_MIN_CALLS:
-        suffix += f"-n{policy.NOINLINE_MIN_CALLS}"
-    return _CODE_VERSION + suffix
+    # the thresholds in force, where they differ from the measured ones (a
+    # sweep or a test in ``using_thresholds``, POLYARRAY_OUTLINE_MIN): they
+    # make other code, so other keys (the thresholds module imports no loopy)
+    from polyarray.codegen.thresholds import current_thresholds
+    changed = current_thresholds().changes()
+    return _CODE_VERSION + (f"-t{key_digest(sorted(changed.items()))[:16]}" if changed else "")

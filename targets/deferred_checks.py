@@ -1,7 +1,7 @@
 """Run-time checks of calls whose results stay on the device.
 
 A call with host results waits for its kernels anyway (the copy back), so
-its check flags (``codegen.checks``) are read at once.  A call with device
+its check flags (``codegen.emit.runtime_checks``) are read at once.  A call with device
 results (``out="device"``) returns while its kernels run; waiting for them
 only to read the flags cost 15-20 us a call on the H100 (+31% on a 51 us
 gather).  So such a call is *deferred*: its program is noted here, and the

@@ -124,10 +124,10 @@ def clear_memory_cache():
     """Forget compiled programs held in this process (for experiments that
     change codegen settings at run time, and for tests)."""
     from .cache import clear_memory_layers
-    from polyarray.codegen.reuse import forget
+    from polyarray.codegen.kernels.reuse import forget
     _MEMORY.clear()
     clear_memory_layers()
-    forget()            # kernels' code kept for later programs (codegen/reuse.py)
+    forget()            # kernels' code kept for later programs (codegen/kernels/reuse.py)
 
 
 def arg_format(args, scalars) -> str:
@@ -184,7 +184,7 @@ class DeviceExecutable(Executable):
                         for name, b in L.buffers.items() if b.role in ("temp", "output")]
         # arguments passed by value (raw kernels' scalars): name -> NumPy scalar
         self._scalars = dict(getattr(L, "scalars", None) or {})
-        # run-time checks (codegen.runtime_checks): a zeroed flag buffer kept on the device
+        # run-time checks (codegen.emit.runtime_checks): a zeroed flag buffer kept on the device
         self._checks = tuple(getattr(L, "checks", ()))
         self._n_flags = len(self._checks)
 
@@ -192,7 +192,7 @@ class DeviceExecutable(Executable):
         """After a call: raise NumPy's error if a device check failed, first
         zeroing the flags (``reset()``) so the next call starts clean."""
         if flags.any():
-            from polyarray.codegen.runtime_checks import raise_failed_check
+            from polyarray.codegen.emit.runtime_checks import raise_failed_check
             failed = flags.copy()
             reset()
             raise_failed_check(failed, self._checks)

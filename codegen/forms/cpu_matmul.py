@@ -20,7 +20,7 @@ packed into panels, then register blocks of vector accumulators.
   wrapping helpers are scalar functions).  The store is predicated to the
   real outputs, lane by lane.
 
-The policy (``policy.py``, "cpu: packed register tiles") picks ``rows``,
+The policy (``policy/rules.py``, "cpu: packed register tiles") picks ``rows``,
 ``vectors`` and ``lanes``; a batch runs on grid axis 2."""
 from __future__ import annotations
 
@@ -30,9 +30,10 @@ import loopy as lp
 import numpy as np
 import pymbolic.primitives as p
 
-from ..cfuncs import lower_call
-from ..classify import letter_sizes, parse_subscripts, read_buffer
-from ..lower import KernelBuilder, ceil_div
+from ..emit.cfuncs import lower_call
+from ..policy.classify import letter_sizes, parse_subscripts, read_buffer
+from ..lowering.builder import KernelBuilder
+from ..lowering.index import ceil_div
 from ..policy import Form
 from ..schedule import Tag
 from .parts import product

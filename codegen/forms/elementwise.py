@@ -20,7 +20,8 @@ import pymbolic.primitives as p
 
 import loopy as lp
 
-from ..lower import KernelBuilder, ceil_div, linearize
+from ..lowering.builder import KernelBuilder
+from ..lowering.index import ceil_div, linearize
 from ..schedule import (ElementsPerItem, Layout, Prefetch, ScheduleError, Split,
                         StoreThroughLocal, Unroll, WorkGroup)
 from ..schedule import read_indices

@@ -37,7 +37,8 @@ import numpy as np
 import pymbolic.primitives as p
 from loopy.symbolic import Reduction
 
-from ..lower import KernelBuilder, ceil_div, decompose
+from ..lowering.builder import KernelBuilder
+from ..lowering.index import ceil_div, decompose
 from ..policy import Form
 from ..schedule import Tag
 from .parts import body_at, combine, write_result

@@ -23,8 +23,9 @@ import math
 
 import pymbolic.primitives as p
 
-from ..classify import letter_sizes, parse_subscripts, read_buffer
-from ..lower import KernelBuilder, decompose
+from ..policy.classify import letter_sizes, parse_subscripts, read_buffer
+from ..lowering.builder import KernelBuilder
+from ..lowering.index import decompose
 from ..schedule import Prefetch, RegisterTile, Split, Tag, Tile
 from ..policy import Form
 from .parts import combine, guard_reads, predicate_store, product
@@ -33,7 +34,7 @@ from .reduction_ops import reduction_expr
 
 def build(asm, name, node, choice, epilogue=()):
     """The kernel(s) of Einsum ``node``; ``epilogue``: one elementwise unit
-    to store instead of the product (``passes/epilogue.py``)."""
+    to store instead of the product (``plan/epilogue.py``)."""
     sub = parse_subscripts(node.subscripts)
     size = letter_sizes(node)
     M, Nn, K = size[sub.i], size[sub.j], size[sub.k]

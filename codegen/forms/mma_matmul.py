@@ -35,8 +35,8 @@ import pymbolic.primitives as p
 from loopy.kernel.function_interface import ScalarCallable
 from loopy.types import NumpyType
 
-from ..classify import letter_sizes, parse_subscripts, read_buffer
-from ..lower import KernelBuilder
+from ..policy.classify import letter_sizes, parse_subscripts, read_buffer
+from ..lowering.builder import KernelBuilder
 from .parts import guard_reads, predicate_store
 
 DMMA = "pa_dmma_m8n8k4"

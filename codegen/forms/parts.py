@@ -12,11 +12,12 @@ import pymbolic.primitives as p
 from loopy.symbolic import Reduction, TypeCast
 
 from polyarray.ir import nodes as N
-from ..cfuncs import BOOL, U8, lower_call, storage_dtype
-from ..classify import letter_sizes, parse_subscripts
-from ..lower import KernelBuilder, decompose, interleave
-from ..pending import realize
-from ..passes.data import materialized_deps
+from ..emit.cfuncs import BOOL, U8, lower_call, storage_dtype
+from ..policy.classify import letter_sizes, parse_subscripts
+from ..lowering.builder import KernelBuilder
+from ..lowering.index import decompose, interleave
+from ..emit.pending import realize
+from ..plan.data import materialized_deps
 from ..policy import Form
 from ..schedule import GroupReduce, WorkGroup
 from .reduction_ops import hoist_nested_pairs, result_buffers
@@ -53,7 +54,7 @@ def elementwise_body(asm, kb, group, i, within, store_index=None, predicates=(),
                   expr, within, predicates=frozenset(predicates))
         written.add(buf)
     if outline:
-        from ..outline import outline as outline_region
+        from ..emit.outline import outline as outline_region
         outline_region(asm, kb, start, within)
         realize(kb)
     return written
@@ -126,7 +127,7 @@ def write_result(kb, spec, lhs_index, red_expr, acc_dt, within, depends=(), epil
     """Store a reduced value in the output's storage dtype; of a (value,
     index) pair (argmax/argmin), the index (``depends``: instructions the
     store waits for).  ``epilogue``: one elementwise unit that reads the
-    result only at its own index (``passes/epilogue.py``): the result goes
+    result only at its own index (``plan/epilogue.py``): the result goes
     to a temporary and the unit's value is stored instead, in its buffer
     (``buffers``: node id -> buffer name).  Returns the buffer written."""
     out = p.Subscript(p.Variable(spec["out"]), (lhs_index,))

@@ -16,8 +16,9 @@ import loopy as lp
 import pymbolic.primitives as p
 
 from polyarray.ir import nodes as N
-from ..cfuncs import storage_dtype
-from ..lower import KernelBuilder, _ExprLowerer, decompose
+from ..emit.cfuncs import storage_dtype
+from ..lowering.builder import KernelBuilder, _ExprLowerer
+from ..lowering.index import decompose
 from ..schedule import WorkGroup
 
 

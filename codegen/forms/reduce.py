@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import pymbolic.primitives as p
 
-from ..cfuncs import storage_dtype
-from ..lower import IDENTITY, KernelBuilder
+from ..emit.cfuncs import storage_dtype
+from ..lowering.builder import IDENTITY, KernelBuilder
 from ..policy import Form
 from ..schedule import GroupReduce, WorkGroup
 from .parts import body_at, epilogue_result, write_result

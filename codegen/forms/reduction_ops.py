@@ -10,9 +10,9 @@ from loopy.library.reduction import (MaxReductionOperation, MinReductionOperatio
                                     SumReductionOperation)
 from loopy.symbolic import Reduction, ResolvedFunction, TypeCast
 
-from ..cfuncs import BOOL, PaFunction, as_bool, helper_name
-from ..pair_helpers import PaArgCombine, arg_combine_name
-from ..user_callables import user_reduction
+from ..emit.cfuncs import BOOL, PaFunction, as_bool, helper_name
+from ..emit.pair_helpers import PaArgCombine, arg_combine_name
+from ..emit.user_callables import user_reduction
 from ..user_functions import is_user_reduce
 
 I32 = np.dtype(np.int32)

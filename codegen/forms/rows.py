@@ -1,6 +1,6 @@
 """Fused row kernels: reductions over the last axis and the elementwise
 outputs that read them, one kernel (the row-fusion pass,
-``passes/fuse_rows.py``, picks the groups).
+``plan/fuse_rows.py``, picks the groups).
 
 Softmax, ``e = exp(x - max(x, -1)); e / sum(e, -1)``, is the model: per
 row, a max, a sum of exponentials, then the quotient.  As separate kernels
@@ -39,9 +39,10 @@ import numpy as np
 import pymbolic.primitives as p
 from loopy.symbolic import Reduction, TypeCast
 
-from ..cfuncs import BOOL, U8, storage_dtype
-from ..lower import KernelBuilder, decompose, linearize
-from ..passes.data import Group
+from ..emit.cfuncs import BOOL, U8, storage_dtype
+from ..lowering.builder import KernelBuilder
+from ..lowering.index import decompose, linearize
+from ..plan.data import Group
 from ..policy import Form
 from ..schedule import GroupReduce, Split, Tag, WorkGroup
 from .lanes import INDEX, lane_steps, lane_temps

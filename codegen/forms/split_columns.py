@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pymbolic.primitives as p
 
-from ..lower import KernelBuilder, pow2_floor
+from ..lowering.builder import KernelBuilder
+from ..lowering.index import pow2_floor
 from ..policy import Form
 from ..schedule import Split, Tag, WorkGroup
 from .parts import body_at, combine

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pymbolic.primitives as p
 from loopy.symbolic import Reduction
 
-from ..lower import KernelBuilder
+from ..lowering.builder import KernelBuilder
 from ..policy import Form
 from ..schedule import Tag
 from .parts import body_at, combine

@@ -8,7 +8,9 @@ kernel.
   exact_division.py  subscript divisions that C computes as written
 
 ``install()`` installs them all (idempotent); ``lower_program`` calls it
-first."""
+first.  ``caches.without_loopy_caches`` is the conditions a lowering runs
+loopy under: its disk caches off (their keys confuse constants' types), its
+warnings logged, the cyclic collector paused."""
 from __future__ import annotations
 
 

@@ -135,7 +135,7 @@ def check_work_groups(kernels, max_work_group):
 def check_grid(kernels, max_grid):
     """ScheduleError when a kernel's grid exceeds ``max_grid`` (work-groups
     per axis g.0, g.1, g.2); None checks nothing.  The policy keeps its own
-    choices inside CUDA's y/z limit (``policy.MAX_GRID_YZ``); a user
+    choices inside CUDA's y/z limit (``MAX_GRID_YZ``, ``thresholds.py``); a user
     schedule that maps a long loop to g.1 or g.2 gets this error."""
     if max_grid is None:
         return

@@ -2,7 +2,7 @@
 
 The frontend only unwraps Arrays, calls the functions that give output
 declarations and launch sizes, and wraps the nodes; the checks are
-``ops.raw``'s, the lowering ``codegen/raw.py``'s (see docs/design/user-kernels.md,
+``ops.raw``'s, the lowering ``codegen/forms/raw.py``'s (see docs/design/user-kernels.md,
 "Raw kernels")."""
 from __future__ import annotations
 

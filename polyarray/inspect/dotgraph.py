@@ -10,7 +10,7 @@ outside the clusters, dashed; inputs are ellipses, outputs doubly outlined.
   compute the same nodes (a split-K product and its combine, a packed
   matmul's packing) share one cluster, named after the first.
 * Of a plain expression: nothing is compiled; the clusters are the fusion
-  groups of the device-independent plan (``codegen.passes.make_plan``),
+  groups of the device-independent plan (``codegen.plan.make_plan``),
   named as the device targets name their kernels (``k<n>_<kind>``).  A
   target may still cut a group into stages, or store a product's
   elementwise reader through the product (an epilogue, decided per device).
@@ -40,7 +40,7 @@ def node_roots(outputs):
 def plan_kernels(roots) -> dict:
     """Kernel name -> positions of the nodes its group computes, from the
     device-independent plan (names as ``codegen.lower_program`` gives them)."""
-    from ..codegen.passes import make_plan
+    from ..codegen.plan import make_plan
     plan = make_plan(roots)
     position = {id(n): k for k, n in enumerate(plan.order)}
     kernels = {}

@@ -31,7 +31,7 @@ Node types
 ``Concatenate``   joins arrays along an axis.
 ``Recurrence``    rows computed in order, each from the rows before it (a
                   Python loop ``y[:, j] = f(y[:, j - 1], x[:, j])`` rolled
-                  back: ``codegen/passes/recurrence.py``).
+                  back: ``codegen/plan/recurrence.py``).
 ``RawKernelOutput`` one output of a launch of a hand-written kernel
                   (``pa.raw_kernel``): the outputs of one launch share every
                   field but ``index``.
@@ -361,7 +361,7 @@ class IndexLambda(Node):
 
 # ``IndexLambda.op`` of a value as written into one column or row of an array
 # (``x[:, j] = v``: an identity read of ``v``): the recurrence pass finds a
-# loop's values by it (``codegen/passes/recurrence.py``)
+# loop's values by it (``codegen/plan/recurrence.py``)
 WRITTEN = "written"
 
 

@@ -8,7 +8,7 @@ binary search along the merge path (how many of the first ``t`` outputs of
 its pair come from the left run), ``bit_length(m)`` steps of one node each,
 then gathers.  ``ceil(log2 n)`` levels, ``O(n log^2 n)`` work, no scatter.
 A level gathers from the last one at ``2 bit_length(m) + 2`` places, so the
-materialization pass gives each level a buffer (``passes/materialize``): a
+materialization pass gives each level a buffer (``plan/materialize``): a
 kernel per level, computing its keys and positions together.
 
 ``partition``/``argpartition`` are the full sort (a valid partition), and
@@ -62,7 +62,7 @@ def _less(x, y, dtype, descending=False):
 
 def _at_most(e, hi):
     """``min(e, hi)`` as a conditional (OpenCL's ``min`` of mixed integer
-    types is ambiguous; ``lower.map_concatenate`` says the same)."""
+    types is ambiguous; ``builder.map_concatenate`` says the same)."""
     return p.If(p.Comparison(e, "<", hi), e, hi)
 
 
@@ -75,7 +75,7 @@ class _Values:
     own index: a kernel computes a value used several times once, into a
     temporary, instead of repeating its text at each use (a node's
     expression is a ``cast_<dtype>`` call, which is what makes it shared:
-    ``lower._computes``)."""
+    ``builder._computes``)."""
 
     def __init__(self, shape, label):
         self.shape, self.label = shape, label

@@ -74,8 +74,8 @@ class CudaExecutable(DeviceExecutable):
         self.pool = _pool()
         self._fixed = {name: self._upload(arr) for name, arr in self._data_arrays.items()}
         self._fixed.update(self._scalars)       # raw kernels' scalars, by value
-        if self._checks:        # run-time checks' flags (codegen.runtime_checks), zeroed
-            from polyarray.codegen.runtime_checks import ERROR_BUFFER
+        if self._checks:        # run-time checks' flags (codegen.emit.runtime_checks), zeroed
+            from polyarray.codegen.emit.runtime_checks import ERROR_BUFFER
             # mapped page-locked host memory: the kernels write it directly,
             # so reading it costs only the wait for the call (no copy)
             try:

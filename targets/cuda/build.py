@@ -41,8 +41,8 @@ SPLIT_MAX_SEGMENTS = 8
 
 _KERNEL = re.compile(r'^extern "C" __global__ ', re.M)
 _NAME = re.compile(r"__global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(")
-_RAW_MARK = RAW_MARK.split("{language}")[1]     # how codegen/raw.py marks a raw kernel
-_REGION_MARK = "/* polyarray outlined region: "  # codegen/outline.py's comment
+_RAW_MARK = RAW_MARK.split("{language}")[1]     # how codegen/forms/raw.py marks a raw kernel
+_REGION_MARK = "/* polyarray outlined region: "  # codegen/emit/outline.py's comment
 _BOUNDS = re.compile(r"__launch_bounds__\((\d+)\)")
 
 

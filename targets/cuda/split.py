@@ -1,7 +1,7 @@
 """One large outlined region built as several translation units at once.
 
 A fused chain of 2000 ops is one kernel calling one outlined region
-(``codegen/outline.py``) of about 2600 statements.  NVRTC and nvcc compile
+(``codegen/emit/outline.py``) of about 2600 statements.  NVRTC and nvcc compile
 one translation unit on one core, and their time grows linearly with the
 region's statements (nvcc here: 0.67 s in the front end and 0.92 s in ptxas
 for that region), so the only way to cut it is to share it between cores.

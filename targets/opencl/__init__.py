@@ -113,7 +113,7 @@ class OpenCLExecutable(DeviceExecutable):
                        for name, arr in self._data_arrays.items()}
         self._fixed.update(self._scalars)       # raw kernels' scalars, by value
         if self._checks:
-            from polyarray.codegen.runtime_checks import ERROR_BUFFER
+            from polyarray.codegen.emit.runtime_checks import ERROR_BUFFER
             self._flags = np.zeros(self._n_flags, np.int64)
             self._fixed[ERROR_BUFFER] = self._flags_buf = self._upload(self._flags, [])
         self._inputs = list(L.inputs.items())

@@ -99,7 +99,8 @@ def test_cpu_matmul_of_any_size_batch_layout_and_dtype(m, n, k, batch, broadcast
     """The CPU form: both operands packed into zero-padded panels (transposed
     reads and broadcast batches included), vector register blocks, a
     predicated store; tiny products are reductions (one kernel)."""
-    from polyarray.codegen.policy import CPU_MATMUL_WORK
+    from polyarray.codegen.policy import current_thresholds
+    CPU_MATMUL_WORK = current_thresholds().CPU_MATMUL_WORK
     prog = random_product("cpu", m, n, k, batch, broadcast, ta, tb, dtype, seed)
     from polyarray.ops.linalg import FOLD_ROWS_BELOW
     forms = sorted(i.form for i in prog.kernels.values())
@@ -265,7 +266,7 @@ EPILOGUES = {
 @pytest.mark.parametrize("name", list(EPILOGUES))
 def test_elementwise_epilogue_is_stored_by_the_product(name, kind):
     """``tanh(x @ W + b)``: on a GPU layout one kernel, the product never
-    written (passes/epilogue.py); on the CPU layouts the same values."""
+    written (plan/epilogue.py); on the CPU layouts the same values."""
     fn, shapes = EPILOGUES[name]
     rng = np.random.default_rng(6)
     dtype = np.int32 if name == "int" else np.float32

@@ -9,14 +9,16 @@ import pytest
 
 import polyarray as pa
 from polyarray import targets
-from polyarray.codegen.classify import Reduction
-from polyarray.codegen.device import Device
-from polyarray.codegen.policy import CPU_GROUPS, CPU_LANES, CPU_ONE_GROUP, Form, choose
+from polyarray.codegen.policy.classify import Reduction
+from polyarray.codegen.policy.device import Device
+from polyarray.codegen.policy import Form, choose, current_thresholds
 from polyarray.testing import assert_allclose
 
 OPENCL_OK, OPENCL_WHY = targets.availability("opencl")
 needs_opencl = pytest.mark.skipif(not OPENCL_OK, reason=f"opencl: {OPENCL_WHY}")
 CPU = Device(cpu=True)
+_T = current_thresholds()
+CPU_GROUPS, CPU_LANES, CPU_ONE_GROUP = _T.CPU_GROUPS, _T.CPU_LANES, _T.CPU_ONE_GROUP
 
 # (shape, axis) -> the kernels' forms on the CPU layout
 CASES = [

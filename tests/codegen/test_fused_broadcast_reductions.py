@@ -1,6 +1,6 @@
 """Fused reductions over broadcasts: a small reduction
 whose result only feeds another reduction is unrolled into that
-reduction's kernel (``passes/materialize.py``, ``KernelBuilder.map_reduce``),
+reduction's kernel (``plan/materialize.py``, ``KernelBuilder.map_reduce``),
 so nearest-centre search is one kernel that never stores the (points,
 centres) distances; all-pairs forces reduce their broadcast in one kernel.
 Checked against NumPy on both layouts of the OpenCL target: the kernel
@@ -87,12 +87,12 @@ def test_inner_max_and_min_propagate_nan_and_sums_wrap(layout):
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_what_is_not_inlined(layout):
-    """A reduction over more than ``policy.INLINE_REDUCTION_MAX`` values,
+    """A reduction over more than ``INLINE_REDUCTION_MAX`` values,
     one that is an output, one read by elementwise work of another size
     (a broadcast: it would be recomputed), and one read by a product stay
     kernels of their own, with the same values."""
     rng = np.random.default_rng(4)
-    big = policy.INLINE_REDUCTION_MAX + 1
+    big = policy.current_thresholds().INLINE_REDUCTION_MAX + 1
     x = rng.normal(size=(40, 6, big)).astype(np.float32)
     y = rng.normal(size=(40, 6, 3)).astype(np.float32)
     m = rng.normal(size=(6, 4)).astype(np.float32)
@@ -128,7 +128,7 @@ def test_random_sizes(n, k, d, layout, seed):
 def test_broadcast_reductions_with_short_contiguous_axes_in_registers(n, d, op, dtype):
     """An outer reduction over a broadcast whose last kept axis is short
     and contiguous (the xyz of all-pairs work) computes that axis's outputs
-    in one work-item (``policy.KEPT_BLOCK``; GPU layout), with the values
+    in one work-item (``KEPT_BLOCK``; GPU layout), with the values
     NumPy gives, for every op and dtype, ragged sizes included."""
     rng = np.random.default_rng(n + d)
     pv = (rng.normal(size=(n, d)) * 4).astype(dtype)

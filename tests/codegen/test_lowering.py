@@ -362,7 +362,7 @@ def test_large_elementwise_loads_before_stores(n, dtype):
     (((100, 70), (70, 130)), "registers", "matmul: 64 x 64 register tiles"),
     (((3, 20), (20,)), False, "not a matrix product: a reduction > gpu: group")])
 def test_matmul_default_tiling(shapes, tiled, rule):
-    """The policy row each product matches (``codegen/policy.py``), by name."""
+    """The policy row each product matches (``codegen/policy/rules.py``), by name."""
     rng = np.random.default_rng(3)
     a = pa.placeholder("a", shapes[0], np.float32)
     b = pa.placeholder("b", shapes[1], np.float32)
@@ -384,8 +384,8 @@ def test_matmul_default_tiling(shapes, tiled, rule):
 
 def test_policy_table_names_the_row_of_a_1000_square_matmul():
     """The policy is data: what a shape gets is read without building kernels."""
-    from polyarray.codegen.classify import Contraction, Reduction
-    from polyarray.codegen.device import Device
+    from polyarray.codegen.policy.classify import Contraction, Reduction
+    from polyarray.codegen.policy.device import Device
     from polyarray.codegen.policy import Form, choose
     square = Contraction(1000, 1000, 1000, True, False, Reduction(10**6, 1000, True, "sum"))
     gpu = choose(square, Device(cpu=False))
@@ -542,7 +542,7 @@ def test_a_stencil_step_is_not_inlined_into_the_next(loop, shape):
     jacobi_1d: 1.1 MB of OpenCL at 3 steps).  So a kernel per update, which
     reads the buffers of the last two updates and the inputs alone: the
     value written by ``b[1:-1] = v`` and read back as ``b[1:-1]`` comes
-    from ``b``'s buffer (``passes/data.Materialized.stored``), the edges
+    from ``b``'s buffer (``plan/data.Materialized.stored``), the edges
     that no step writes from the inputs, not from the whole chain again."""
     a, b = (pa.placeholder(n, shape, np.float64) for n in "ab")
     eight = lower(list(loop(8, a, b)))
@@ -589,7 +589,7 @@ def test_a_step_whose_writes_cover_the_array_reads_nothing_older(target):
 
 def test_cheap_values_read_at_two_offsets_stay_fused():
     """``(a * b)[1:] - (a * b)[:-1]``: the product is computed again at the
-    second offset (``policy.MAX_RECOMPUTED``), one kernel; a long expression
+    second offset (``MAX_RECOMPUTED``), one kernel; a long expression
     read so gets a buffer instead of being computed twice."""
     a, b = (pa.placeholder(n, (1000,), np.float32) for n in "ab")
     assert len(lower((a * b)[1:] - (a * b)[:-1]).kernels) == 1
@@ -612,17 +612,18 @@ def _carried_chain(v, a, steps):
 def test_a_chain_carried_through_a_loop_is_not_recomputed_by_every_step(target):
     """Inlined, each step's sum would recompute ``v`` from its first step:
     every kernel different and longer than the last.  Held by more than
-    ``policy.MAX_HOLDING_KERNELS`` kernels, the chain gets a buffer at
+    ``MAX_HOLDING_KERNELS`` kernels, the chain gets a buffer at
     intervals, so the sums repeat a few forms and the source stops growing
     with the steps."""
     from polyarray.codegen import policy
+    holding = policy.current_thresholds().MAX_HOLDING_KERNELS
     v, a = (pa.placeholder(n, (300,), np.float64) for n in "va")
     short, long_ = (lower([out[0], *out[1]])
-                    for s in (3 * policy.MAX_HOLDING_KERNELS, 6 * policy.MAX_HOLDING_KERNELS)
+                    for s in (3 * holding, 6 * holding)
                     for out in [_carried_chain(v, a, s)])
     # twice the steps: twice the launches, the same distinct kernels (24 and 48
     # steps inlined were 25 and 40 kernels, 61 and 118 KB of OpenCL)
-    assert len(long_.kernels) > len(short.kernels) > 3 * policy.MAX_HOLDING_KERNELS
+    assert len(long_.kernels) > len(short.kernels) > 3 * holding
     assert long_.source.count("__kernel") == short.source.count("__kernel") <= 12
     assert len(long_.source) < 1.1 * len(short.source)
     rng = np.random.default_rng(3)
@@ -637,7 +638,7 @@ def test_a_chain_carried_through_a_loop_is_not_recomputed_by_every_step(target):
 def test_a_scalar_chain_added_to_a_matrix_is_computed_once(target):
     """NPBench's go_fast: ``trace += tanh(a[i, i])``, then ``a + trace``.
     Inlined into the matrix's kernel, every element would redo the chain
-    (``policy.MAX_REPEATED_INLINE``): a one-element kernel computes it."""
+    (``MAX_REPEATED_INLINE``): a one-element kernel computes it."""
     n = 200
     a = pa.placeholder("a", (n, n), np.float64)
     trace = 0.0
@@ -666,7 +667,7 @@ def test_a_region_of_many_results_is_compiled_once_on_opencl(target):
     """A row recurrence unrolled into each work-item (deriche's sweeps) is an
     outlined region returning a value per row through pointers; PoCL took
     time growing faster than its size to inline it at the first launch, so
-    at ``policy.OPENCL_NOINLINE_REGION_RESULTS`` results it is a call there
+    at ``OPENCL_NOINLINE_REGION_RESULTS`` results it is a call there
     (the same numbers); a region of few results stays inlined."""
     import re
     from polyarray.codegen import policy
@@ -678,10 +679,11 @@ def test_a_region_of_many_results_is_compiled_once_on_opencl(target):
     def recurrence(rows):
         return _row_recurrence(pa.placeholder("x", (rows, 16), np.float64),
                                pa.zeros((rows, 16)))
+    least = policy.current_thresholds().OPENCL_NOINLINE_REGION_RESULTS
     (qual, results), = regions(lower(recurrence(120)).source)
-    assert results >= policy.OPENCL_NOINLINE_REGION_RESULTS and qual == "__attribute__((noinline))"
+    assert results >= least and qual == "__attribute__((noinline))"
     (qual, results), = regions(lower(recurrence(60)).source)
-    assert results < policy.OPENCL_NOINLINE_REGION_RESULTS and "always_inline" in qual
+    assert results < least and "always_inline" in qual
     x0 = np.random.default_rng(3).random((120, 16))
     assert_same(pa.compile(recurrence(120), target=target)(x=x0),
                 _row_recurrence(x0, np.zeros((120, 16))))
@@ -698,10 +700,34 @@ def test_many_pieces_are_selected_by_a_balanced_tree(target):
                 np.stack([x0 * np.float32(k) + 1 for k in range(300)], axis=1))
 
 
+def test_thresholds_are_a_value_given_to_the_lowering():
+    """The policy reads the thresholds it is given: elements per work-item
+    from ``ELEMENTWISE_ILP`` (given to ``lower_program``, or in force in
+    ``using_thresholds``), never a module global; ``pa.compile`` under other
+    thresholds gets code made under them, not a program cached under the
+    measured ones (CUDA source, no device needed)."""
+    import loopy as lp
+    from polyarray.codegen import lower_program, policy
+    x = pa.placeholder("x", (1 << 20,), np.float32)
+    out = pa.sin(x) * 2 + 1
+
+    def first(**kw):
+        k = lower_program([out.node], lp.CudaTarget(), **kw).kernels[0]
+        return k.rule, k.schedule
+    rule, steps = first()
+    assert rule == "gpu: elements per item" and steps[0].n == 4
+    with policy.using_thresholds(ELEMENTWISE_ILP=2):
+        assert first()[1][0].n == 2
+        two = pa.compile(out, target="cuda").source
+    assert first(thresholds=policy.Thresholds(ELEMENTWISE_ILP=1))[0] == "gpu: flat"
+    assert first() == (rule, steps)
+    assert pa.compile(out, target="cuda").source != two
+
+
 def test_a_kernel_reading_many_buffers_is_one_element_per_work_item_on_gpus():
     """Elements per work-item are for streams; a kernel selecting among
     hundreds of row pieces (deriche's sweeps) would carry its select tree
-    once per element in its source: past ``policy.ILP_MAX_BUFFERS`` buffers
+    once per element in its source: past ``ILP_MAX_BUFFERS`` buffers
     it computes one element per work-item (CUDA source, no device needed)."""
     import loopy as lp
     from polyarray.codegen import lower_program, policy
@@ -712,7 +738,8 @@ def test_a_kernel_reading_many_buffers_is_one_element_per_work_item_on_gpus():
         kernels = lower_program([out.node], lp.CudaTarget()).kernels
         k = list(kernels.values() if isinstance(kernels, dict) else kernels)[-1]
         return k.rule, len(set(k.args))
+    most = policy.current_thresholds().ILP_MAX_BUFFERS
     rule, args = last(40)
-    assert rule == "gpu: elements per item" and args <= policy.ILP_MAX_BUFFERS
+    assert rule == "gpu: elements per item" and args <= most
     rule, args = last(120)
-    assert rule == "gpu: flat" and args > policy.ILP_MAX_BUFFERS
+    assert rule == "gpu: flat" and args > most

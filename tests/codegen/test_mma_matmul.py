@@ -52,8 +52,8 @@ def test_cuda_picks_the_tensor_core_form_and_opencl_does_not():
     prog = pa.compile(expr, target="cuda")      # code generation needs no GPU
     (k,) = prog.kernels.values()
     assert (k.form, k.rule) == ("mma matmul", RULE), k
-    from polyarray.codegen.policy import MMA_SMALL
-    block_m, block_n, warp_m, warp_n = MMA_SMALL         # a warp per warp tile
+    from polyarray.codegen.policy import current_thresholds
+    block_m, block_n, warp_m, warp_n = current_thresholds().MMA_SMALL     # a warp per warp tile
     assert k.lsize == (32, block_m * block_n // (warp_m * warp_n))
     assert "mma.sync.aligned.m8n8k4.row.col.f64" in prog.source
     # OpenCL, with GPU layouts (as on an NVIDIA GPU): the register-tiled form

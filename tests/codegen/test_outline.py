@@ -1,7 +1,7 @@
-"""Outlined regions (codegen/outline.py): an elementwise kernel's
+"""Outlined regions (codegen/emit/outline.py): an elementwise kernel's
 chain of temporaries printed as one C function with loopy's semantics.
 
-Outlining is forced (``policy.OUTLINE_MIN = 0``) on programs whose shared
+Outlining is forced (``policy.using_thresholds(OUTLINE_MIN=0)``) on programs whose shared
 values cover every node the printer knows: wrapping int8/uint64 arithmetic,
 int64/uint64 comparisons, bool logic, ``where``, floor division and
 remainder of negative integers, checked integer powers, casts between
@@ -26,10 +26,11 @@ from helpers import assert_same, subprocess_env
 
 
 @pytest.fixture
-def forced(monkeypatch):
+def forced():
     """Every kernel that can be outlined is (the compile caches' keys change
     with the threshold: targets/cache.code_version)."""
-    monkeypatch.setattr(policy, "OUTLINE_MIN", 0)
+    with policy.using_thresholds(OUTLINE_MIN=0):
+        yield
 
 
 def check(target, outs, bindings, outlined=True, **options):
@@ -43,11 +44,8 @@ def check(target, outs, bindings, outlined=True, **options):
         assert_same(got[key], want[key], f"{key} on {target}")
     if target != "numpy":
         assert ("pa_r_" in prog.source) == outlined, prog.source
-        forced, policy.OUTLINE_MIN = policy.OUTLINE_MIN, 10**9
-        try:
+        with policy.using_thresholds(OUTLINE_MIN=10**9):
             plain = pa.compile(outs, target=target, **options)(**bindings)
-        finally:
-            policy.OUTLINE_MIN = forced
         for key in want:
             if target == "cuda":    # nvcc contracts a*b+c into FMAs as it sees fit, and
                 # inlining changes what it sees: 1 ulp apart on the H100 (float32 'w')
@@ -166,11 +164,11 @@ _SCRIPT = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
 from polyarray.codegen import policy
-policy.OUTLINE_MIN = 0
 import test_outline
 import polyarray as pa
-outs, b = test_outline._ints()
-sys.stdout.write(pa.compile(outs, target="cuda").source)
+with policy.using_thresholds(OUTLINE_MIN=0):
+    outs, b = test_outline._ints()
+    sys.stdout.write(pa.compile(outs, target="cuda").source)
 """
 
 

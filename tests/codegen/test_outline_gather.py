@@ -3,7 +3,7 @@
 ``t[(abs(v) * 10).astype(int32) % 64]`` in a long chain once kept the
 whole kernel's thousands of loopy instructions (a compile-time cliff); the
 region now reads the buffer through a pointer parameter, the index check
-printed with it.  Forced outlining (``policy.OUTLINE_MIN = 0``) keeps the
+printed with it.  Forced outlining (``using_thresholds(OUTLINE_MIN=0)``) keeps the
 programs small: one and two such gathers (float32, int32 and bool tables,
 negative indices, one output and several), NumPy's values on every target
 and, on OpenCL, bit for bit the program not outlined; an index out of
@@ -13,15 +13,17 @@ import numpy as np
 import pytest
 
 import polyarray as pa
-from polyarray.codegen import outline, policy
+from polyarray.codegen import policy
+from polyarray.codegen.emit import outline
 from helpers import assert_same
 
 REFUSAL = "an array read inside the region"
 
 
 @pytest.fixture
-def forced(monkeypatch):
-    monkeypatch.setattr(policy, "OUTLINE_MIN", 0)
+def forced():
+    with policy.using_thresholds(OUTLINE_MIN=0):
+        yield
 
 
 def _refusals():
@@ -40,11 +42,8 @@ def _check(target, outs, bindings):
         return
     assert "pa_r_" in prog.source and _refusals() == before, outline.REFUSED
     if target == "opencl":          # the same C semantics: bit for bit
-        policy.OUTLINE_MIN = 10**9
-        try:
+        with policy.using_thresholds(OUTLINE_MIN=10**9):
             plain = pa.compile(outs, target=target)
-        finally:
-            policy.OUTLINE_MIN = 0
         assert "pa_r_" not in plain.source
         for key, value in plain(**bindings).items():
             assert np.array_equal(got[key], value, equal_nan=True), key

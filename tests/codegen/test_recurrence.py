@@ -1,5 +1,5 @@
 """Loops whose rows build on the rows before run as one recurrence kernel on
-the device targets (``codegen/passes/recurrence.py``): NumPy's results
+the device targets (``codegen/plan/recurrence.py``): NumPy's results
 (floats within the usual tolerance, integers exactly), one ``Recurrence``
 node instead of one node per step, and loops that are not such
 recurrences left as written."""
@@ -153,7 +153,7 @@ def test_the_numpy_target_runs_the_loop_as_written():
 def test_a_recurrence_node_on_the_numpy_target():
     """The node itself evaluates row by row on the numpy target (what
     ``pa.show`` and the checked mode compute), as the kernel does."""
-    from polyarray.codegen.passes.recurrence import roll_recurrences
+    from polyarray.codegen.plan.recurrence import roll_recurrences
     x = np.random.default_rng(6).random((6, 30))
     v = pa.asarray(x)
     y = pa.asarray(x.copy())
@@ -169,7 +169,7 @@ def test_a_recurrence_node_on_the_numpy_target():
 
 
 def test_rolling_is_deterministic():
-    from polyarray.codegen.passes.recurrence import roll_recurrences
+    from polyarray.codegen.plan.recurrence import roll_recurrences
     x = pa.asarray(np.arange(120.0).reshape(4, 30))
 
     def build():

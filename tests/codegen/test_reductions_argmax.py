@@ -168,8 +168,8 @@ def test_empty_reductions_raise_in_the_frontend():
 
 
 def test_policy_has_no_extremum_then_index_rule():
-    from polyarray.codegen.classify import Reduction
-    from polyarray.codegen.device import Device
+    from polyarray.codegen.policy.classify import Reduction
+    from polyarray.codegen.policy.device import Device
     from polyarray.codegen.policy import choose
     for op in ("argmax", "argmin"):
         choice = choose(Reduction(4096, 4096, True, op), Device())

@@ -1,5 +1,5 @@
 """Sums written as Python loops run as reductions on the device targets
-(``codegen/passes/reroll.py``): NumPy's results (floats within the usual
+(``codegen/plan/reroll.py``): NumPy's results (floats within the usual
 tolerance, integers exactly), one reduction kernel instead of one
 statement per step, and chains that are not such sums left as written."""
 from __future__ import annotations
@@ -144,7 +144,7 @@ def test_rerolling_is_deterministic():
         for i in range(64):
             s = s + pa.sin(x[63 - i])
         return s
-    from polyarray.codegen.passes.reroll import reroll_sums
+    from polyarray.codegen.plan.reroll import reroll_sums
     one, = reroll_sums([build().node])
     two, = reroll_sums([build().node])
     assert one is two and one.digest == two.digest

@@ -101,7 +101,7 @@ def test_the_pass_decides_which_rows_groups_are_one_kernel():
     is built, and the kernels are the reduction and the outputs apart."""
     import loopy as lp
     from polyarray.codegen import lower_program
-    from polyarray.codegen.passes import make_plan
+    from polyarray.codegen.plan import make_plan
     x = pa.placeholder("x", (64, 100), np.float32)
     s = x.sum(axis=1, keepdims=True)
     for y, apart, kernels in [(x / s[::-1], True, ["k0_rows_0sum", "k0_rows_elementwise"]),

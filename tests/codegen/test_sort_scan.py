@@ -21,7 +21,7 @@ def _dtypes():
 
 def _refused_half(target, dtype, outputs):
     """Whether ``outputs`` are float16 on a device target, which refuses them
-    at compile with a TypeError giving the advice (codegen/dtype_checks.py):
+    at compile with a TypeError giving the advice (codegen/plan/dtype_checks.py):
     checked here, so the caller stops."""
     if target == "numpy" or np.dtype(dtype) != np.float16:
         return False

@@ -11,7 +11,7 @@ import pytest
 import polyarray as pa
 from polyarray import targets
 from polyarray.codegen import program_key
-from polyarray.codegen.dtype_checks import describe_node
+from polyarray.codegen.plan.dtype_checks import describe_node
 from polyarray.ir import nodes as N
 from helpers import subprocess_env
 

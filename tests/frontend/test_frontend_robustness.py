@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import polyarray as pa
-from polyarray.codegen.dtype_checks import check_device_dtypes
+from polyarray.codegen.plan.dtype_checks import check_device_dtypes
 
 from helpers import assert_same, evaluate
 

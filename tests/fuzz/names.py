@@ -30,7 +30,7 @@ main
 """.split()
 
 # Names polyarray's code generator and loopy emit (codegen/__init__.py buffers and
-# kernels, lower.py temporaries and instruction ids, codegen/forms/ loops,
+# kernels, lowering/builder.py temporaries and instruction ids, codegen/forms/ loops,
 # codegen/schedule/ derived names, cfuncs.py helpers and their locals,
 # loopy's accumulators, barriers and index macros), and polyarray's own
 # expression variables (_0.., _in0..).

@@ -73,7 +73,7 @@ def op_gather(b):
         def computed(x):
             return _is_int(x) and 0 < x.ndim <= 2 and x.val.size > 0
         # a computed index, computed in the gather's kernel where it can be (an
-        # outlined region then prints the gather itself: codegen/outline.py)
+        # outlined region then prints the gather itself: codegen/emit/outline.py)
         c = (b.pick(lambda x: computed(x) and x.name is None) or b.pick(computed)) \
             if b.coin(0.35) else None
         if c is not None and n <= 127:      # a computed index: c % n is in [0, n)
@@ -237,7 +237,7 @@ def op_nested_reduce(b):
     """A small reduction over a broadcast pair of points and centres, then a
     reduction over another axis of its result: nearest-centre search and
     its kin.  The inner reduction is unrolled into the outer one's kernel
-    (``passes/materialize.py``, ``KernelBuilder.map_reduce``), so this
+    (``plan/materialize.py``, ``KernelBuilder.map_reduce``), so this
     checks that unrolling's NumPy semantics: wrapping integer sums,
     NaN-propagating max/min, bools, empty axes."""
     x = b.pick(lambda e: e.ndim == 2) or \

@@ -1,6 +1,7 @@
 """The layer rule stays: import-linter checks the contracts in ``.importlinter``
-(the frontend above targets above codegen above the IR, and no import cycle
-between sibling modules), so CI fails on an import that breaks them."""
+(the frontend above targets above codegen above the IR, codegen's packages
+in pipeline order, and no import cycle between sibling modules), so CI fails
+on an import that breaks them."""
 import os
 import shutil
 import subprocess

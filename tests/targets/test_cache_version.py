@@ -158,3 +158,23 @@ def test_a_link_in_the_folder_is_never_trusted(tmp_path, monkeypatch):
     (tmp_path / "elsewhere.py").write_text("y = 2\n")             # the target appears
     hashed, after = _reads_py(monkeypatch)
     assert hashed and after != before
+
+
+def test_the_thresholds_in_force_take_part_in_the_code_version():
+    """Other thresholds make other code, so a program lowered under
+    ``using_thresholds`` has another code version (another cache key) than
+    one under the measured numbers; equal values are the same key, and a
+    misspelt name is refused."""
+    import pytest
+    from polyarray.codegen.policy import current_thresholds, using_thresholds
+    base = cache.code_version()
+    with using_thresholds(ELEMENTWISE_ILP=2):
+        changed = cache.code_version()
+        with using_thresholds(FILL_THREADS=1 << 17):
+            assert cache.code_version() not in (base, changed)
+    assert changed != base and cache.code_version() == base
+    with using_thresholds(ELEMENTWISE_ILP=current_thresholds().ELEMENTWISE_ILP):
+        assert cache.code_version() == base
+    with pytest.raises(TypeError, match="no threshold named 'ELEMENTWISE'"):
+        with using_thresholds(ELEMENTWISE=2):
+            pass

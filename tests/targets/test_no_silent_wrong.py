@@ -303,7 +303,7 @@ def test_concatenated_gathers_read_inside_their_pieces(layout):
     by several reads is computed into a temporary ahead of the select, at an
     index past the piece; its gather then read past the index buffer and the
     check raised on garbage (now and then).  Pieces are read at a clamped
-    index (codegen/lower.py map_concatenate)."""
+    index (codegen/lowering/builder.py map_concatenate)."""
     a = pa.placeholder("a", (4,), np.uint32)
     z = pa.placeholder("z", (5,), np.uint8)
     g = a[z]

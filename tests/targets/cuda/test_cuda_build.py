@@ -1,6 +1,6 @@
 """The CUDA build (targets/cuda/compiler.py, targets/cuda/build.py): cubins
 from NVRTC (through NVIDIA's cuda-bindings) or nvcc, cached on disk by us,
-and large math helpers compiled once per source (codegen/noinline.py).
+and large math helpers compiled once per source (codegen/emit/noinline.py).
 Without a GPU the cubins come from the real compilers and only the module
 loader is faked; on a GPU the programs run."""
 import os
@@ -183,8 +183,9 @@ def test_large_math_helpers_called_often_are_compiled_once(target, dtype, op):
     name = f"pa_{op.__name__}_{np.dtype(dtype).name}"
     binary = op in (pa.power, pa.arctan2)
     if target == "cuda" or not targets.availability("cuda")[0]:
-        many = pa.compile(_chain(x, op, policy.NOINLINE_MIN_CALLS, binary), target="cuda").source
-        few = pa.compile(_chain(x, op, policy.NOINLINE_MIN_CALLS - 1, binary),
+        calls = policy.current_thresholds().NOINLINE_MIN_CALLS
+        many = pa.compile(_chain(x, op, calls, binary), target="cuda").source
+        few = pa.compile(_chain(x, op, calls - 1, binary),
                          target="cuda").source
         assert f"__device__ static __noinline__ {'float' if dtype == np.float32 else 'double'}" \
                f" {name}(" in many
@@ -213,7 +214,8 @@ def test_an_outlined_region_called_for_several_elements_is_compiled_once(target)
     for each: compiled once (``__noinline__``), not expanded at each call."""
     from polyarray.codegen import policy
     x = pa.placeholder("x", (1 << 16,), np.float32)
-    out = _chain(x, pa.sin, policy.OUTLINE_MIN)
+    ops = policy.current_thresholds().OUTLINE_MIN
+    out = _chain(x, pa.sin, ops)
     if target == "cuda" or not targets.availability("cuda")[0]:
         src = pa.compile(out, target="cuda").source
         region = [ln for ln in src.splitlines() if " pa_r_" in ln and "{" not in ln
@@ -222,21 +224,21 @@ def test_an_outlined_region_called_for_several_elements_is_compiled_once(target)
         calls = src.count(region[0].split()[4].split("(")[0] + "(") - 1
         assert calls > 1
         y = pa.placeholder("y", (1000,), np.float32)      # one element per work-item
-        one = pa.compile(_chain(y, pa.sin, policy.OUTLINE_MIN), target="cuda").source
+        one = pa.compile(_chain(y, pa.sin, ops), target="cuda").source
         assert "__forceinline__ float pa_r_" in one
     xv = np.linspace(-2, 2, 1 << 16).astype(np.float32)
-    assert_same(pa.compile(out, target=target)(x=xv), _chain(xv, np.sin, policy.OUTLINE_MIN))
+    assert_same(pa.compile(out, target=target)(x=xv), _chain(xv, np.sin, ops))
 
 
-def test_a_changed_noinline_threshold_is_a_new_program(monkeypatch):
+def test_a_changed_noinline_threshold_is_a_new_program():
     """The threshold is part of the cache key (``cache.code_version``): a
     sweep that sets it gets code made under it, not a cached program."""
     from polyarray.codegen import policy
     x = pa.placeholder("x", (1000,), np.float32)
     out = _chain(x, pa.sin, 4)
     assert "__noinline__" not in pa.compile(out, target="cuda").source
-    monkeypatch.setattr(policy, "NOINLINE_MIN_CALLS", 2)
-    assert "__noinline__ float pa_sin_float32(" in pa.compile(out, target="cuda").source
+    with policy.using_thresholds(NOINLINE_MIN_CALLS=2):
+        assert "__noinline__ float pa_sin_float32(" in pa.compile(out, target="cuda").source
 
 
 def test_the_bindings_load_only_for_a_cuda_build():

@@ -230,9 +230,9 @@ def test_random_dags_split_into_units_that_compile_and_link(seed, monkeypatch, t
     from polyarray.targets.cache import clear_memory_layers
     monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
     clear_memory_layers()
-    monkeypatch.setattr(policy, "OUTLINE_MIN", 0)
     monkeypatch.setattr(cuda_build, "SPLIT_MIN_STATEMENTS", 1)
-    src = pa.compile(make_case(seed).arrays, target="cuda").source
+    with policy.using_thresholds(OUTLINE_MIN=0):
+        src = pa.compile(make_case(seed).arrays, target="cuda").source
     units = cuda_build.split_units(src)
     assert len(units) > 2
     rdc = [*cuda_build.NVCC_OPTIONS, "-rdc=true"]

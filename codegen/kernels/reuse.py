@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 import pymbolic.primitives as p
 
 from polyarray.ir import nodes as N
-from .classify import stacked_recurrence
-from .passes import is_input
+from ..policy.classify import stacked_recurrence
+from ..plan import is_input
 
 
 class _Listing:
@@ -103,7 +103,7 @@ def group_skeleton(group, plan, buffers):
         return is_input(node) or (id(node) in mat and id(node) not in unit_ids) \
             or served(node) is not None
 
-    def served(node):           # as lower.KernelBuilder._served reads it
+    def served(node):           # as builder.KernelBuilder._served reads it
         store = stored.get(id(node))
         if store is None or plan.building is None:
             return None
@@ -286,7 +286,7 @@ def instance(info, name, args_map, names_map, nodes, scalars=None):
         if isinstance(v, (tuple, frozenset)):
             return type(v)(rename(x) for x in v)
         return v
-    from .schedule import rename_arrays
+    from ..schedule import rename_arrays
     gsize = info.gsize
     if info.grid:
         gsize = launch_grid(info.grid, {a: scalars[args_map.get(a, a)] for a in info.args
@@ -330,16 +330,16 @@ _CODE: OrderedDict = OrderedDict()
 _LOCK = threading.Lock()
 
 
-def context(target, device, index_dtype) -> str:
+def context(target, device, index_dtype, thresholds) -> str:
     """What besides a group's key its generated code depends on: the target,
     the device facts, the index type and every setting code generation
-    reads (the policy's thresholds, which tests and benchmarks change at run
-    time, and the lowering's own)."""
-    from . import lower, policy
-    settings = sorted((k, repr(v)) for mod in (policy, lower) for k, v in vars(mod).items()
+    reads (the thresholds lowering was given, which sweeps and tests change
+    with ``using_thresholds``, and the lowering's own constants)."""
+    from ..lowering import builder
+    settings = sorted((k, repr(v)) for k, v in vars(builder).items()
                       if k.isupper() and isinstance(v, (int, float, str, tuple, dict)))
     return hashlib.sha256(repr((type(target).__name__, repr(device), str(index_dtype),
-                                settings)).encode()).hexdigest()
+                                repr(thresholds), settings)).encode()).hexdigest()
 
 
 def code_key(key, slots, group_index, checks_at, ctx) -> str:

@@ -32,7 +32,7 @@ class Materialized(set):
     holds unchanged (``v[q] == store[q + offset]``: a concatenation's piece,
     the value of ``x[a:b] = v``); and ``position``: id -> position in the
     topological order.  A kernel that runs after the store's reads ``v``
-    from its buffer (``materialized_deps``, ``lower.KernelBuilder``), so a
+    from its buffer (``materialized_deps``, ``builder.KernelBuilder``), so a
     value written by ``x[1:-1] = v`` and read back as ``x[1:-1]`` is not
     computed again."""
 
@@ -56,7 +56,7 @@ class Plan:
     materialized: set          # id(node)
     groups: list               # [Group] in launch order
     outputs: list
-    checks: list = field(default_factory=list)   # run-time checks (codegen.runtime_checks)
+    checks: list = field(default_factory=list)   # run-time checks (codegen.emit.runtime_checks)
     transposed: dict = field(default_factory=dict)  # id(einsum operand) -> buffer node it
     #                                                 transposes (read in place, not copied)
     group_of: dict = field(default_factory=dict)    # id(materialized node) -> its group

@@ -20,6 +20,8 @@ from loopy.kernel.function_interface import ScalarCallable
 from loopy.symbolic import TypeCast
 from loopy.types import NumpyType
 
+from .dialect import dialect_of
+
 BOOL = np.dtype(np.bool_)
 U8 = np.dtype(np.uint8)
 
@@ -37,16 +39,17 @@ _MATH = {"exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p", "log2":
          "rint": "rint", "cbrt": "cbrt", "exp2": "exp2"}
 
 
-def _math(fn, dtype, cuda):
-    """A math function name for ``dtype`` (CUDA wants ``expf`` for float)."""
-    return fn + "f" if (cuda and dtype == np.float32) else fn
+def _math(fn, dtype, d):
+    """A math function name for ``dtype`` in dialect ``d`` (CUDA wants
+    ``expf`` for float)."""
+    return fn + d.float32_suffix if dtype == np.float32 else fn
 
 
-def _body(op, dt, T, cuda):
-    """C body of ``pa_<op>_<dt>``; arguments are ``a`` (and ``b``)."""
+def _body(op, dt, T, d):
+    """C body of ``pa_<op>_<dt>`` in dialect ``d``; arguments are ``a`` (and ``b``)."""
     f = dt.kind == "f"
     signed = dt.kind == "i"
-    M = lambda fn: _math(fn, dt, cuda)     # noqa: E731
+    M = lambda fn: _math(fn, dt, d)     # noqa: E731
     if op in _SPECIAL and dt.kind in "iub":     # integer extremes
         if op == "nan":
             raise NotImplementedError("no integer NaN")
@@ -55,13 +58,13 @@ def _body(op, dt, T, cuda):
             return f"return ({T}) {top};" if op == "posinf" else f"return ({T}) (-{top} - 1);"
         return f"return ({T}) -1;" if op == "posinf" else "return 0;"
     if op in _SPECIAL:
-        if not cuda:
+        if not d.special_float_bits:
             return f"return ({T}) ({_SPECIAL[op]});"
         bits = _CUDA_SPECIAL_BITS[op][dt.itemsize]
         cast = "__int_as_float" if dt.itemsize == 4 else "__longlong_as_double"
         return f"return {cast}({bits});"
     if op in _WRAPPING:
-        return _wrapping_body(op, dt, T, cuda)
+        return _wrapping_body(op, dt, T, d)
     if op in _BITWISE:
         return f"return ({T}) (a {_BITWISE[op]} b);"
     if op == "invert":
@@ -75,13 +78,13 @@ def _body(op, dt, T, cuda):
     if op == "signbit":
         return "return signbit(a) ? 1 : 0;"
     if op == "square":          # integers wrap as NumPy's (signed overflow is UB in C)
-        return _wrapping_body("multiply", dt, T, cuda).replace("b;", "a;") \
+        return _wrapping_body("multiply", dt, T, d).replace("b;", "a;") \
             if dt.kind in "iu" else f"return ({T})(a * a);"
     if op == "absolute":
         if f:
             return f"return {M('fabs')}(a);"
         if signed:      # abs(MIN) wraps to MIN, as in NumPy
-            return _wrapping_body("negative", dt, T, cuda).replace(
+            return _wrapping_body("negative", dt, T, d).replace(
                 "return ", "return a >= 0 ? a : ", 1)
         return "return a;"
     if op == "sign":
@@ -111,10 +114,10 @@ def _body(op, dt, T, cuda):
                     f"  if (div - fl > ({T})0.5) fl += 1;\n"
                     f"  return fl;")
         if signed:
-            W = unsigned_wide(dt, cuda)
+            W = unsigned_wide(dt, d)
             return (f"if (b == 0) return 0;\n"
                     f"  if (b == -1) {{ {W} r = ({W}) 0 - ({W}) a; "
-                    f"return {narrow('r', dt, T, cuda)}; }}\n"
+                    f"return {narrow('r', dt, T, d)}; }}\n"
                     f"  {T} q = a / b;\n"
                     f"  if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;\n"
                     f"  return q;")
@@ -144,13 +147,13 @@ def _body(op, dt, T, cuda):
     raise NotImplementedError(f"no C helper for {op} on {dt}")
 
 
-def unsigned_wide(dt, cuda):
-    """The unsigned C type of at least 32 bits that ``dt``'s arithmetic
-    wraps in."""
-    return ("unsigned long long" if cuda else "ulong") if dt.itemsize == 8 else "unsigned int"
+def unsigned_wide(dt, d):
+    """The unsigned C type (of dialect ``d``) of at least 32 bits that
+    ``dt``'s arithmetic wraps in."""
+    return d.unsigned_64 if dt.itemsize == 8 else "unsigned int"
 
 
-def narrow(r, dt, T, cuda):
+def narrow(r, dt, T, d):
     """C expression converting ``r`` (of ``unsigned_wide(dt)``) to ``dt``
     modulo 2^bits.  A value out of range of a signed type converts in an
     implementation-defined way, and nvcc + ptxas on the H100 got int16 wrong
@@ -164,15 +167,15 @@ def narrow(r, dt, T, cuda):
     bits = 8 * dt.itemsize
     if bits < 32:       # sign-extend with 32-bit shifts (as the H100 run required)
         return f"({T}) (((int) (({r}) << {32 - bits})) >> {32 - bits})"
-    suffix = ("LL" if cuda else "L") if bits == 64 else ""
+    suffix = d.suffix_64 if bits == 64 else ""
     low = f"{(1 << (bits - 1)) - 1}{suffix}"
-    sign = f"(({unsigned_wide(dt, cuda)}) 1 << {bits - 1})"
+    sign = f"(({unsigned_wide(dt, d)}) 1 << {bits - 1})"
     tmin = f"(-{low} - 1)"
     return (f"(({r}) & {sign}) ? ({T}) (({T}) (({r}) & {low}) + {tmin}) "
             f": ({T}) (({r}) & {low})")
 
 
-def _wrapping_body(op, dt, T, cuda):
+def _wrapping_body(op, dt, T, d):
     """Integer +, -, * and negation that wrap exactly as NumPy's do.
 
     C promotes 8- and 16-bit operands to ``int`` (so ``uchar * uchar`` is
@@ -181,13 +184,13 @@ def _wrapping_body(op, dt, T, cuda):
     compilers exploit.  So the helper computes in the unsigned type of at
     least 32 bits, where C defines wrapping, and ``narrow`` forms the
     NumPy-typed two's-complement result."""
-    W = unsigned_wide(dt, cuda)
+    W = unsigned_wide(dt, d)
     if op == "negative":
         expr = f"({W}) 0 - ({W}) a"
     else:
         sym = {"add": "+", "subtract": "-", "multiply": "*"}[op]
         expr = f"({W}) a {sym} ({W}) b"
-    return f"{W} r = {expr};\n  return {narrow('r', dt, T, cuda)};"
+    return f"{W} r = {expr};\n  return {narrow('r', dt, T, d)};"
 
 
 _WRAPPING = {"add", "subtract", "multiply", "negative"}
@@ -222,14 +225,15 @@ def _signature(name):
 
 def _helpers_version():
     """Digest of the helpers' C source generators (this module,
-    ``runtime_checks`` and ``pair_helpers``).  Loopy caches generated code by kernel structure, which does
+    ``runtime_checks``, ``pair_helpers`` and the ``dialect`` spellings they
+    use).  Loopy caches generated code by kernel structure, which does
     not cover preamble text; a kernel that names this digest in a preamble
     is regenerated whenever a helper's body changes."""
     import hashlib
     import os
     h = hashlib.sha256()
     here = os.path.dirname(os.path.abspath(__file__))
-    for name in ("cfuncs.py", "runtime_checks.py", "pair_helpers.py"):
+    for name in ("cfuncs.py", "runtime_checks.py", "pair_helpers.py", "dialect.py"):
         with open(os.path.join(here, name), "rb") as f:
             h.update(f.read())
     return h.hexdigest()[:16]
@@ -254,15 +258,14 @@ class PaFunction(ScalarCallable):
             clbl_inf_ctx
 
     def generate_preambles(self, target):
-        from loopy.target.cuda import CudaTarget
         op, dt, nargs, out = _signature(self.name)
-        cuda = isinstance(target, CudaTarget)
+        d = dialect_of(target)
         T = target.dtype_to_typename(NumpyType(storage_dtype(dt)))
         R = target.dtype_to_typename(NumpyType(out))
         params = ", ".join(f"{T} {v}" for v in "abc"[:nargs]) or "void"
-        qual = "__device__ static inline" if cuda else "static inline"
-        body = _body(op, dt, T, cuda)
-        yield (f"50_{self.name}", f"{qual} {R} {self.name}({params})\n{{\n  {body}\n}}\n")
+        body = _body(op, dt, T, d)
+        yield (f"50_{self.name}",
+               f"{d.helper_qualifier} {R} {self.name}({params})\n{{\n  {body}\n}}\n")
 
 
 # -- lowering of frontend value calls ------------------------------------

@@ -1,10 +1,10 @@
-"""The device facts that the policy (``policy.py``) reads.
+"""The device facts that the policy (``rules.py``) reads.
 
 Two facts change defaults: whether the device is a CPU (contiguous work
 per work-item, no local-memory tiles), and whether float64 products may
-use the FP64 tensor cores' ``mma`` instruction (the CUDA target: the
-helper falls back to warp shuffles below sm_80, so it holds for any CUDA
-device, and OpenCL, even on an NVIDIA GPU, has no inline PTX).
+use the FP64 tensor cores' ``mma`` instruction (``Dialect.fp64_mma``:
+CUDA C; the helper falls back to warp shuffles below sm_80, so it holds for
+any CUDA device, and OpenCL, even on an NVIDIA GPU, has no inline PTX).
 ``max_work_group`` is the device's limit, checked after lowering
 (``check_work_groups``)."""
 from __future__ import annotations

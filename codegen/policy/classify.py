@@ -1,4 +1,4 @@
-"""Shape classes: what the policy (``policy.py``) needs to know of a
+"""Shape classes: what the policy (``rules.py``) needs to know of a
 kernel group, as plain data.  The assembler classifies each group; the
 policy maps (shape class, device) to a kernel form."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Callable
 
-from .cfuncs import BOOL
+from ..emit.cfuncs import BOOL
 
 
 @dataclass(frozen=True)

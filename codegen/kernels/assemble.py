@@ -15,19 +15,22 @@ import numpy as np
 import loopy as lp
 
 from polyarray.ir import nodes as N
-from .cfuncs import HELPERS_PREAMBLE, storage_dtype
-from .runtime_checks import ERROR_BUFFER, callable_for
-from .user_callables import UserCallable
-from .user_functions import is_user_function
-from .outline import RegionCallable, is_region
-from .classify import (Elementwise, Steps, contraction_class, product_class,
+from ..emit.cfuncs import HELPERS_PREAMBLE, storage_dtype
+from ..emit.dialect import dialect_of
+from ..emit.runtime_checks import ERROR_BUFFER, callable_for
+from ..emit.user_callables import UserCallable
+from ..user_functions import is_user_function
+from ..emit.outline import RegionCallable, is_region
+from ..policy.classify import (Elementwise, Steps, contraction_class, product_class,
                        reduction_class, rows_class, stacked_columns)
-from .device import Device
-from .forms.parts import reduction_spec
-from .passes import Group, inlined_terms, materialized_deps
-from .policy import (EPILOGUE_FORMS, Form, choose, reduction_stores_through_epilogue,
+from ..policy.device import Device
+from ..forms import form_module, reduction_builder
+from ..forms.parts import reduction_spec
+from ..plan import Group, inlined_terms, materialized_deps
+from ..policy import (EPILOGUE_FORMS, Form, choose, reduction_stores_through_epilogue,
                      stores_through_epilogue)
-from .schedule import (KernelContext, ScheduleError, apply_steps, build_options,
+from ..thresholds import current_thresholds
+from ..schedule import (KernelContext, ScheduleError, apply_steps, build_options,
                        rename_arrays, user_names)
 
 
@@ -48,14 +51,16 @@ class Assembler:
     """Builds all kernels of a plan; collects extra (partial) buffers."""
 
     def __init__(self, plan, buffers, target, index_dtype, device=Device(), schedules=None,
-                 arrays=None):
+                 arrays=None, thresholds=None, dialect=None):
         self.arrays = arrays or {}        # placeholder name -> device-code name
         self.device = device              # the facts the policy reads
+        self.thresholds = thresholds if thresholds is not None else current_thresholds()
         self.schedules = schedules or {}  # kernel name or pattern -> steps (user's)
         self.matched = set()
         self.plan = plan
         self.buffers = buffers            # id(node) -> name
         self.target = target
+        self.dialect = dialect if dialect is not None else dialect_of(target)   # its C
         self.index_dtype = index_dtype
         self.buffer_specs = {}            # name -> (size, storage dtype)
         self.kernels = []
@@ -89,18 +94,19 @@ class Assembler:
         user = self.user_steps(name)
         requested = build_options(user, Form.ELEMENTWISE, name) if user is not None else None
         cls = Elementwise(group.size, group.units[0].node.shape, requested,
-                          probe=lambda: _form("elementwise").transposed_reads(self, name, group),
+                          probe=lambda: form_module("elementwise").transposed_reads(self, name, group),
                           stacked=stacked_columns(group),
                           buffers=len({id(d) for u in group.units
                                        for d in materialized_deps(u.node, self.plan.materialized)}))
-        _form("elementwise").build(self, name, group, choose(cls, self.device))
+        form_module("elementwise").build(self, name, group,
+                                         choose(cls, self.device, self.thresholds))
         self.prebuilt.pop(name, None)
 
     def rows(self, name, group):
         """A ``rows`` group: row reductions and their elementwise readers in
         one kernel, or, where the row-fusion pass set the group ``apart``,
         the reductions and the outputs as separate kernels."""
-        rows = _form("rows")
+        rows = form_module("rows")
         reds, outs = rows.split(group)
         if group.apart:
             for k, r in enumerate(reds):
@@ -108,22 +114,22 @@ class Assembler:
             self.elementwise(f"{name}_elementwise", outs)
             return
         choice = choose(rows_class(outs.units[0].node.shape, self.user_steps(name) is not None),
-                        self.device)
+                        self.device, self.thresholds)
         rows.build(self, name, group, choice)
 
     def recurrence(self, name, group):
         """A ``Recurrence``: its rows in order, a work-item per element."""
         node = group.units[0].node
         rows = node.shape[0]
-        _form("recurrence").build(self, name, group,
+        form_module("recurrence").build(self, name, group,
                                   choose(Steps(node.size // rows if rows else 0, rows),
-                                         self.device))
+                                         self.device, self.thresholds))
 
     def reduction(self, name, node, epilogue=()):
         """A Reduce or Einsum node -> one to four kernels; ``epilogue``: the
         elementwise unit stored instead of the node's own result, by a tiled
         matmul or a reduction form of ``policy.EPILOGUE_FORMS``
-        (``passes/epilogue.py`` chose it with the same policy, from the node
+        (``plan/epilogue.py`` chose it with the same policy, from the node
         alone: where this kernel's facts choose another form -- a user's
         schedule, one buffer as both operands -- the unit is its own kernel)."""
         spec = reduction_spec(node, self.plan.transposed)
@@ -131,22 +137,21 @@ class Assembler:
         cls = contraction_class(node, spec, self.plan, self.buffers,
                                 self.user_steps(name) is not None) \
             if isinstance(node, N.Einsum) else _reduce_class(node, spec, self.plan.materialized)
-        choice = choose(cls, self.device)
+        choice = choose(cls, self.device, self.thresholds)
         if choice.form is None:
             return
         if choice.form == Form.TILED_MATMUL and (not epilogue or "split" not in choice.params):
-            return _form("matmul").build(self, name, node, choice, epilogue)
+            return form_module("matmul").build(self, name, node, choice, epilogue)
         if epilogue and choice.form not in EPILOGUE_FORMS:
             self.reduction(name, node)
             self.elementwise(f"{name}_epilogue",
                              Group(list(epilogue), "elementwise", epilogue[0].node.size))
             return
         if choice.form == Form.MMA_MATMUL:
-            return _form("mma_matmul").build(self, name, node, choice)
+            return form_module("mma_matmul").build(self, name, node, choice)
         if choice.form == Form.PACKED_MATMUL:
-            return _form("cpu_matmul").build(self, name, node, choice)
-        module, function = _REDUCTIONS[choice.form]
-        build = getattr(_form(module), function)
+            return form_module("cpu_matmul").build(self, name, node, choice)
+        build = reduction_builder(choice.form)
         return build(self, name, spec, choice, epilogue) if epilogue else \
             build(self, name, spec, choice)
 
@@ -235,56 +240,16 @@ def _user_facts(facts, users):
     return {k: rename(v) for k, v in facts.items()}
 
 
-_REDUCTIONS = {           # reduction form -> its builder: (module of forms/, function)
-    Form.NEUTRAL: ("reduce", "neutral"),
-    Form.THREAD: ("reduce", "single"),
-    Form.GROUP: ("reduce", "single"),
-    Form.TWO_STAGE: ("two_stage", "build"),
-    Form.SPLIT_COLUMNS: ("split_columns", "build"),
-    Form.LANES: ("lanes", "build"),
-}
-
-
-def _form(module):
-    """The builder module ``forms/<module>.py``, imported on first use: a
-    program imports only the forms it builds (each form module costs a cold
-    compile 0.1-0.8 ms to import, ``lanes`` the most).  The imports are
-    written out, one per form, so that the import contracts see them."""
-    if module == "elementwise":
-        from .forms import elementwise as m
-    elif module == "rows":
-        from .forms import rows as m
-    elif module == "recurrence":
-        from .forms import recurrence as m
-    elif module == "matmul":
-        from .forms import matmul as m
-    elif module == "mma_matmul":
-        from .forms import mma_matmul as m
-    elif module == "cpu_matmul":
-        from .forms import cpu_matmul as m
-    elif module == "reduce":
-        from .forms import reduce as m
-    elif module == "two_stage":
-        from .forms import two_stage as m
-    elif module == "split_columns":
-        from .forms import split_columns as m
-    elif module == "lanes":
-        from .forms import lanes as m
-    else:
-        raise KeyError(f"no form module {module!r}")
-    return m
-
-
-def epilogue_fusable(node, mat, transposed, device) -> bool:
+def epilogue_fusable(node, mat, transposed, device, thresholds=None) -> bool:
     """Whether the reduction or contraction ``node`` stores an elementwise
-    reader of its result (asked by ``passes/epilogue.py`` before buffers
+    reader of its result (asked by ``plan/epilogue.py`` before buffers
     exist: the class from the node and the materialized set alone)."""
-    if isinstance(node, N.Einsum) and stores_through_epilogue(node, device):
+    if isinstance(node, N.Einsum) and stores_through_epilogue(node, device, thresholds):
         return True
     spec = reduction_spec(node, transposed)
     cls = product_class(node, reduction_class(spec)) if isinstance(node, N.Einsum) else \
         _reduce_class(node, spec, mat)
-    return reduction_stores_through_epilogue(cls, device)
+    return reduction_stores_through_epilogue(cls, device, thresholds)
 
 
 def _reduce_class(node, spec, mat):

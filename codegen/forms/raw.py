@@ -1,6 +1,6 @@
 """Raw kernels (``pa.raw_kernel``) in a lowered program.
 
-A raw kernel's launch is a plan group of its own (``passes/group.py``).
+A raw kernel's launch is a plan group of its own (``plan/group.py``).
 Here it becomes a ``RawPlan`` beside the Assembler's loopy kernels, in
 launch order, and then a ``KernelInfo`` like theirs: ``args`` name buffers
 (inputs, outputs: the plan's, or a temporary for an output the DAG never
@@ -18,12 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .classify import Raw
-from .policy import choose
-from .user_functions import LANGUAGES as _LANG, RAW_END as _END, RAW_MARK as _MARK
-
-# loopy's macros, which the user's code must not see
-_LOOPY_MACROS = {"opencl": ("lid", "gid"), "cuda": ("bIdx", "tIdx")}
+from ..policy.classify import Raw
+from ..policy import choose
+from ..user_functions import LANGUAGES as _LANG, RAW_END as _END, RAW_MARK as _MARK
 
 
 @dataclass
@@ -47,17 +44,12 @@ class RawPlan:
                           facts={"language": self.spec.language}, entry=self.entry)
 
 
-def language_of(target) -> str:
-    import loopy as lp
-    return "cuda" if isinstance(target, lp.CudaTarget) else "opencl"
-
-
 def build(asm, name, group):
     """Append the ``RawPlan`` of ``group``'s launch to ``asm.kernels``."""
-    from .schedule import ScheduleError
+    from ..schedule import ScheduleError
     node = group.units[0].node
     spec = node.kernel
-    language = language_of(asm.target)
+    language = asm.dialect.name
     if spec.language != language:
         raise ValueError(f"raw kernel {spec.name!r} is written in {_LANG[spec.language]}; the "
                          f"{language} target cannot run it (compile it for "
@@ -68,7 +60,7 @@ def build(asm, name, group):
         raise ScheduleError(f"kernel {name} is the raw kernel {spec.name!r}: its code and "
                             "launch sizes are the user's, so it has no schedule")
     _check_block(spec.name, node.block, asm.device.max_work_group)
-    choice = choose(Raw(spec.name, spec.language), asm.device)
+    choice = choose(Raw(spec.name, spec.language), asm.device, asm.thresholds)
     outs = {u.node.index: asm.buffers[id(u.node)] for u in group.units}
     inputs, out_index, args, scalars = iter(node.inputs), 0, [], {}
     values = dict(node.scalars)
@@ -101,10 +93,11 @@ def _check_block(kname, block, limits):
                          f"{' x '.join(map(str, axes))} per axis)")
 
 
-def source_after(plans, language) -> str:
-    """The text appended to the generated code: each distinct raw kernel's
-    source once.  Two different kernels of one name are refused (one
-    program, one symbol)."""
+def source_after(plans, dialect) -> str:
+    """The text appended to the generated code (in ``dialect``, an
+    ``emit.dialect.Dialect``): each distinct raw kernel's source once, loopy's
+    macros undefined first.  Two different kernels of one name are refused
+    (one program, one symbol)."""
     specs = {}
     for kp in plans:
         if isinstance(kp, RawPlan):
@@ -114,12 +107,12 @@ def source_after(plans, language) -> str:
                                  "program; rename one")
     if not specs:
         return ""
-    parts = ["\n" + "".join(f"#undef {m}\n" for m in _LOOPY_MACROS[language])]
+    parts = ["\n" + "".join(f"#undef {m}\n" for m in dialect.loopy_macros)]
     for entry, spec in specs.items():
         text = spec.source.rstrip() + "\n"
-        if language == "cuda" and not re.search(r'extern\s+"C"', spec.source):
+        if dialect.extern_c and not re.search(r'extern\s+"C"', spec.source):
             text = 'extern "C" {\n' + text + '}\n'
-        parts.append(_MARK.format(name=entry, language=language) + "\n" + text
+        parts.append(_MARK.format(name=entry, language=dialect.name) + "\n" + text
                      + _END.format(name=entry) + "\n")
     return "\n".join(parts)
 

@@ -1,7 +1,7 @@
 """Library calls (``pa.linalg``'s factorizations and solves) in a lowered
 program.
 
-A call is a plan group of its own (``passes/group.py``), its inputs and
+A call is a plan group of its own (``plan/group.py``), its inputs and
 outputs materialized buffers.  Here it becomes a ``LibraryPlan`` beside the
 Assembler's loopy kernels, in launch order, and then a ``KernelInfo`` of
 form ``Form.HOST_LAPACK`` (the policy's row for it): ``args`` are its input
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .classify import Call
-from .policy import choose
+from ..policy.classify import Call
+from ..policy import choose
 
 
 @dataclass
@@ -40,14 +40,15 @@ class LibraryPlan:
 
 def build(asm, name, group):
     """Append the ``LibraryPlan`` of ``group``'s call to ``asm.kernels``."""
-    from .schedule import ScheduleError
+    from ..schedule import ScheduleError
     node = group.units[0].node
     if name in asm.schedules:           # () replays prog.schedule
         asm.matched.add(name)
     if asm.schedules.get(name):
         raise ScheduleError(f"kernel {name} is a call of linalg.{node.op}: a library "
                             "routine, so it has no schedule")
-    choice = choose(Call(node.op, node.outputs[0][1], tuple(node.inputs[0].shape)), asm.device)
+    choice = choose(Call(node.op, node.outputs[0][1], tuple(node.inputs[0].shape)), asm.device,
+                    asm.thresholds)
     outs = {u.node.index: asm.buffers[id(u.node)] for u in group.units}
     for index, (shape, dt) in enumerate(node.outputs):
         if index not in outs:           # computed, never read: a temporary

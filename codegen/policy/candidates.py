@@ -1,19 +1,21 @@
 """The schedules the tuner times for each kernel form, next to the policy
-table that picks the default (``policy.py``): the candidates are read from
+table that picks the default (``rules.py``): the candidates are read from
 the facts a kernel's builder recorded (``KernelInfo.facts``)."""
 from __future__ import annotations
 
-from .policy import MATMUL_VECTOR, MATMUL_VECTOR_8, Form
+from ..thresholds import current_thresholds
+from .rules import Form
 
 
-def tuning_candidates(form, facts):
+def tuning_candidates(form, facts, thresholds=None):
     """Candidate schedules the tuner times for a kernel of ``form``, from the
     facts its builder recorded (``KernelInfo.facts``): an elementwise
     kernel's ``size`` and ``shape``; a tiled matmul's ``M``, ``N``, ``K``,
     ``batch`` (products; 0: no batch axes), ``split`` and ``chunk`` (split-K:
     the chunks of K and their length), ``itemsize`` and operands ``A``,
-    ``B`` (its argument names: ``x @ x.T`` reads ``x`` and its alias)."""
-    from .schedule import (ElementsPerItem, GroupReduce, Layout, Prefetch, RegisterTile,
+    ``B`` (its argument names: ``x @ x.T`` reads ``x`` and its alias);
+    ``thresholds``: default ``current_thresholds()``."""
+    from ..schedule import (ElementsPerItem, GroupReduce, Layout, Prefetch, RegisterTile,
                            Split, StoreThroughLocal, Tag, Tile, Unroll, WorkGroup)
     out = []
     if form == Form.ELEMENTWISE:
@@ -36,7 +38,8 @@ def tuning_candidates(form, facts):
         split, chunk = facts.get("split", 1), facts.get("chunk", facts["K"])
         # batches and split-K chunks run on grid axis 2, as in the default schedule
         first = (Tag("b", "g.2"),) if facts.get("batch") or split > 1 else ()
-        vector = MATMUL_VECTOR if facts.get("itemsize", 4) <= 4 else MATMUL_VECTOR_8
+        t = current_thresholds() if thresholds is None else thresholds
+        vector = t.MATMUL_VECTOR if facts.get("itemsize", 4) <= 4 else t.MATMUL_VECTOR_8
 
         def depth_fits(depth):
             return split == 1 or chunk % depth == 0

@@ -12,7 +12,8 @@ from loopy.symbolic import ResolvedFunction
 from loopy.types import NumpyType
 
 from .cfuncs import storage_dtype
-from .user_functions import MARKER, lookup
+from .dialect import dialect_of
+from ..user_functions import MARKER, lookup
 
 
 class UserCallable(ScalarCallable):
@@ -28,14 +29,14 @@ class UserCallable(ScalarCallable):
             clbl_inf_ctx
 
     def generate_preambles(self, target):
-        from loopy.target.cuda import CudaTarget
         fn = lookup(self.name)
         if fn.preamble:
             digest = hashlib.sha256(fn.preamble.encode()).hexdigest()[:16]
             yield (f"40_pa_user_preamble_{digest}",
                    f"{MARKER}{fn.kernel} (preamble) */\n{fn.preamble}\n")
         yield (f"45_{self.name}", fn.c_source(
-            lambda d: target.dtype_to_typename(NumpyType(d)), isinstance(target, CudaTarget)))
+            lambda d: target.dtype_to_typename(NumpyType(storage_dtype(d))),
+            dialect_of(target).helper_qualifier))
 
 
 def _resolved(name, callables_table, arg_types):

@@ -20,51 +20,15 @@ from loopy.kernel.instruction import make_assignment
 from polyarray.ir import nodes as N
 from polyarray.ir.expr import binding_reads
 from polyarray.ir.mapper import Mapper
-from .cfuncs import BOOL, U8, clip_index, lower_call, special_constant, storage_dtype
-from .runtime_checks import checked_call
-from .pending import Pending, PendingScalar
-from .user_functions import is_user_function, lower_user_call
+from ..emit.cfuncs import BOOL, U8, clip_index, lower_call, special_constant, storage_dtype
+from ..emit.runtime_checks import checked_call
+from ..emit.pending import Pending, PendingScalar
+from ..user_functions import is_user_function, lower_user_call
+from .index import decompose, interleave, linearize
 
 SPILL_DEPTH = 24       # spill deep inlined chains into temporaries
 DEEP = 40              # node levels of lowering after which what a node reads is
 #                        lowered ahead, iteratively (KernelBuilder._evaluate_below)
-
-
-def decompose(flat, shape):
-    """Multi-index of C-order position ``flat`` in ``shape``."""
-    if len(shape) == 0:
-        return ()
-    if len(shape) == 1:
-        return (flat,)
-    strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
-    idx = []
-    for k, (n, s) in enumerate(zip(shape, strides)):
-        e = flat if s == 1 else p.FloorDiv(flat, s)
-        if k > 0 and n != 1:
-            e = p.Remainder(e, n)
-        idx.append(0 if n == 1 else e)
-    return tuple(idx)
-
-
-def interleave(kept, reduced, axes, ndim):
-    """The full index of a reduction's input: ``reduced`` on ``axes``,
-    ``kept`` on the other axes, in order."""
-    kept, reduced = iter(kept), iter(reduced)
-    return tuple(next(reduced) if d in axes else next(kept) for d in range(ndim))
-
-
-def linearize(idx, shape):
-    """C-order linear index of ``idx`` in ``shape``."""
-    stride = 1
-    terms = []
-    for e, n in zip(reversed(idx), reversed(shape)):
-        if n != 1 and not (isinstance(e, int) and e == 0):
-            terms.append(e if stride == 1 else p.Product((stride, e)))
-        stride *= n
-    terms.reverse()
-    if not terms:
-        return 0
-    return terms[0] if len(terms) == 1 else p.Sum(tuple(terms))
 
 
 class KernelBuilder(Mapper):
@@ -160,7 +124,7 @@ class KernelBuilder(Mapper):
 
     def _served(self, node):
         """``(store, offset)`` where an earlier kernel stored ``node``
-        unchanged in the buffer of ``store`` (``passes.data.Materialized``):
+        unchanged in the buffer of ``store`` (``plan.data.Materialized``):
         this kernel reads it there instead of computing it again."""
         stored = getattr(self.plan.materialized, "stored", None)
         store = stored.get(id(node)) if stored else None
@@ -210,7 +174,7 @@ class KernelBuilder(Mapper):
         if id(node) in self.kernel_local:
             raise AssertionError(f"internal error: {type(node).__name__} {node.shape} is read "
                                  f"at {idx}, not where this kernel computes it (the "
-                                 f"row-fusion pass checks every read: passes/fuse_rows.py)")
+                                 f"row-fusion pass checks every read: plan/fuse_rows.py)")
         if id(node) in self.buffers:
             return self.read_buffer(node, idx), node.dtype
         served = self._served(node)
@@ -369,7 +333,7 @@ class KernelBuilder(Mapper):
         return pieces
 
     def map_reduce(self, node, idx, within, reducing):
-        """A small reduction inlined into its reader (``passes/materialize``):
+        """A small reduction inlined into its reader (``plan/materialize``):
         its terms unrolled and combined pairwise, in registers, with the
         elementwise op of the same NumPy semantics (wrapping integer sums,
         NaN-propagating max/min)."""
@@ -388,7 +352,7 @@ class KernelBuilder(Mapper):
 
 
 # the elementwise op that combines two values of each reduction an inlined
-# small reduction can be (``passes/materialize`` inlines only these), and the
+# small reduction can be (``plan/materialize`` inlines only these), and the
 # value of an empty one
 INLINE_COMBINE = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum",
                   "any": "logical_or", "all": "logical_and"}
@@ -582,13 +546,4 @@ _COMPARE = {"<": int.__lt__, "<=": int.__le__, ">": int.__gt__, ">=": int.__ge__
             "==": int.__eq__, "!=": int.__ne__}
 
 
-def pow2_floor(n):
-    return 1 << (max(1, n).bit_length() - 1)
-
-
-def ceil_div(a, b):
-    return -(-a // b)
-
-
-__all__ = ["IDENTITY", "INLINE_COMBINE", "KernelBuilder", "ceil_div", "decompose",
-           "interleave", "linearize", "pow2_floor"]
+__all__ = ["IDENTITY", "INLINE_COMBINE", "KernelBuilder"]

@@ -7,6 +7,8 @@ import numpy as np
 from loopy.kernel.function_interface import ScalarCallable
 from loopy.types import NumpyType
 
+from .dialect import dialect_of
+
 
 def arg_combine_name(which, dtype, index_dtype) -> str:
     return f"pa_arg{which}_{np.dtype(dtype).name}_{np.dtype(index_dtype).name}"
@@ -36,13 +38,11 @@ class PaArgCombine(ScalarCallable):
                          name_in_target=self.name), clbl_inf_ctx
 
     def generate_preambles(self, target):
-        from loopy.target.cuda import CudaTarget
         _, which, dtname, idxname = self.name.split("_")
         dt = np.dtype(dtname)
         T = target.dtype_to_typename(NumpyType(dt))
         I = target.dtype_to_typename(NumpyType(np.dtype(idxname)))
-        qual = "__device__ static inline" if isinstance(target, CudaTarget) else "static inline"
         yield (f"50_{self.name}",
-               f"{qual} {T} {self.name}({T} a, {I} ia, {T} b, {I} ib, {I} *i_out)\n{{\n"
+               f"{dialect_of(target).helper_qualifier} {T} {self.name}({T} a, {I} ia, {T} b, {I} ib, {I} *i_out)\n{{\n"
                f"  int take = {_arg_combine_body(which[3:], dt)};\n"
                f"  *i_out = take ? ib : ia;\n  return take ? b : a;\n}}\n")

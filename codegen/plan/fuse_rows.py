@@ -7,8 +7,8 @@ from __future__ import annotations
 import pymbolic.primitives as p
 
 from polyarray.ir import nodes as N
-from .. import policy
-from ..lower import KernelBuilder, decompose, linearize
+from ..lowering.builder import KernelBuilder
+from ..lowering.index import decompose, linearize
 from .data import Plan, materialized_deps
 
 
@@ -20,7 +20,7 @@ def _row_reduction(node, shape, outputs):
             and not any(node is o for o in outputs))
 
 
-def fuse_rows(groups, mat, outputs):
+def fuse_rows(groups, mat, outputs, t):
     """Move row reductions into the elementwise group that reads them.
 
     Group ``g`` (all outputs of one shape ``S``) absorbs each reduction over
@@ -30,7 +30,8 @@ def fuse_rows(groups, mat, outputs):
     kernel: per row, the reductions, then the elementwise outputs.  If the
     kernel would read an absorbed reduction at another row than its own
     (``_RowReads``), the group is ``apart``: the reductions and the
-    outputs are separate kernels."""
+    outputs are separate kernels.  Rows longer than ``t.ROW_FUSE_MAX``
+    (the thresholds) stay apart."""
     readers, deps = {}, {}
     for g in groups:
         for u in g.units:
@@ -43,7 +44,7 @@ def fuse_rows(groups, mat, outputs):
     scratch = Plan([], mat, [], outputs)        # collects the probes' checks
     for g in groups:
         shape = g.units[0].node.shape if g.units else ()
-        if g.kind != "elementwise" or not shape or not 1 < shape[-1] <= policy.ROW_FUSE_MAX \
+        if g.kind != "elementwise" or not shape or not 1 < shape[-1] <= t.ROW_FUSE_MAX \
                 or any(u.node.shape != shape for u in g.units):
             continue
         fused, stack = {}, [d for u in g.units for d in deps[id(u.node)]]

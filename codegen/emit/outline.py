@@ -4,8 +4,9 @@ Loopy spends milliseconds per instruction across its passes (hashing,
 type inference, scheduling, code generation), so a fused kernel of 2000
 shared values (each a private temporary and an instruction of its own)
 took seconds to generate.  Where an elementwise kernel would get more than
-``OUTLINE_MIN`` such instructions (``thresholds.py``;
-``POLYARRAY_OUTLINE_MIN=0`` forces it for tests), its temporaries and the
+``OUTLINE_MIN`` such instructions (of the thresholds the assembler carries,
+``thresholds.py``; ``POLYARRAY_OUTLINE_MIN=0`` forces it for tests), its
+temporaries and the
 values it stores become one function, ``pa_r_<digest>``, printed by
 ``cprint`` with loopy's own semantics, and loopy sees one call:
 ``out0[i] = pa_r_...(x[i], y[i])`` (several outputs: ``o1 = f(..., &o2)``
@@ -43,7 +44,7 @@ from .runtime_checks import ERROR_BUFFER, callable_for
 from .pending import Pending, scalar_dtype, temporary_dtype
 from .cprint import Printer, Refused, Types, call_types
 from .user_callables import UserCallable
-from .user_functions import is_user_function
+from ..user_functions import is_user_function
 
 PREFIX = "pa_r_"
 _REGIONS: dict = {}     # function name -> (C text, called function names)
@@ -51,17 +52,10 @@ REFUSED: dict = {}      # why a kernel kept its instructions -> how often (for t
 OUTLINED = [0]          # kernels outlined in this process (for tests)
 
 
-def threshold():
-    """The least number of temporaries a kernel outlines (read when it runs,
-    so a sweep or a test may set ``policy.OUTLINE_MIN``)."""
-    from . import policy
-    return policy.OUTLINE_MIN
-
-
 def outline(asm, kb, start, within):
     """Outline ``kb.instructions[start:]`` that run in ``within`` (an
-    elementwise body) if they hold at least ``threshold()`` temporaries;
-    leaves ``kb`` unchanged where the printer refuses."""
+    elementwise body) if they hold at least ``asm.thresholds.OUTLINE_MIN``
+    temporaries; leaves ``kb`` unchanged where the printer refuses."""
     within = frozenset(within)
     region = [k for k in range(start, len(kb.instructions))
               if kb.instructions[k].within_inames == within]
@@ -76,7 +70,7 @@ def outline(asm, kb, start, within):
             dt = scalar_dtype(kb, lhs.name)
             if dt is not None:
                 temps[lhs.name] = dt
-    if len(temps) < threshold():      # 0 (tests): a kernel without any outlines too
+    if len(temps) < asm.thresholds.OUTLINE_MIN:     # 0 (tests): a kernel without any too
         return False
     try:
         built = _build(asm, kb, insns, temps, within)
@@ -84,8 +78,7 @@ def outline(asm, kb, start, within):
         REFUSED[str(e)] = REFUSED.get(str(e), 0) + 1
         return False
     except Exception as e:      # noqa: BLE001  (a printer bug: loopy's code stays)
-        from . import policy
-        if policy.OUTLINE_MIN < policy.OUTLINE_DEFAULT:     # forced (tests): show it
+        if asm.thresholds.outline_forced:       # forced (tests): show it
             raise
         import logging
         logging.getLogger("polyarray.codegen").debug("not outlined: %r", e)
@@ -255,9 +248,7 @@ def _build(asm, kb, insns, temps, within):
     if not results:
         raise Refused("no stored value")
     checked = any(call_types(f)[2] for f in called)
-    from loopy.target.cuda import CudaTarget
-    cuda = isinstance(asm.target, CudaTarget)
-    space = "" if cuda else "__global "
+    space = asm.dialect.global_space
     args = [f"{space}const {printer.ctype(params.declared[f'a{k}'])} *a{k}"
             if k in params.pointers else f"{printer.ctype(params.declared[f'a{k}'])} a{k}"
             for k in range(len(params.names))]
@@ -269,9 +260,7 @@ def _build(asm, kb, insns, temps, within):
     body.append(f"  return {results[0][2]};")
     # forced inline: nvcc kept a 300-op region a real function (a call per element),
     # and ptxas then took 1.7x as long as for loopy's code
-    qual = "__device__ static __forceinline__" if cuda else \
-        "static inline __attribute__((always_inline))"
-    head = f"{qual} {printer.ctype(results[0][1])} @NAME@({', '.join(args) or 'void'})"
+    head = f"{asm.dialect.region_qualifier} {printer.ctype(results[0][1])} @NAME@({', '.join(args) or 'void'})"
     text = "\n".join([f"/* polyarray outlined region: {len(lines)} temporaries */", head,
                       "{", *body, "}", ""])
     name = PREFIX + hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -318,7 +307,7 @@ def _buffer_name(arg, kernel):
     if name not in kernel.arg_dict:
         raise ValueError(f"an outlined region gathers from a buffer that a schedule step "
                          f"replaced by {arg}; schedule this kernel without outlining "
-                         f"(policy.OUTLINE_MIN) or without that step")
+                         f"(policy.using_thresholds(OUTLINE_MIN=...)) or without that step")
     return name
 
 
@@ -379,4 +368,4 @@ class RegionCallable(ScalarCallable):
         yield (f"60_{self.name}", text)
 
 
-__all__ = ["PREFIX", "RegionCallable", "is_region", "outline", "threshold"]
+__all__ = ["PREFIX", "RegionCallable", "is_region", "outline"]

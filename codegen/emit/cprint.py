@@ -7,7 +7,7 @@ int64), the same casts where loopy inserts them (``If`` branches, call
 arguments, ``TypeCast``, the assigned value), the same types inferred
 (``loopy.type_inference``: its ``combine``, small-integer rule and bool
 ``If`` conditions).  Stage one (``CLowering``) mirrors loopy's
-``ExpressionToCExpressionMapper`` for the nodes that ``lower.KernelBuilder``
+``ExpressionToCExpressionMapper`` for the nodes that ``builder.KernelBuilder``
 produces, giving a C-level pymbolic expression; stage two is loopy's own
 ``CExpressionToCodeMapper`` (precedence and parentheses).  Any other node
 raises ``Refused``, and the caller keeps loopy's instructions.
@@ -30,7 +30,7 @@ from loopy.typing import is_integer
 
 from .cfuncs import _signature as helper_signature, storage_dtype
 from .runtime_checks import ERROR_BUFFER, _signature as checked_signature, is_checked
-from .user_functions import is_user_function, lookup
+from ..user_functions import is_user_function, lookup
 
 BOOL = np.dtype(np.bool_)
 

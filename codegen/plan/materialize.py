@@ -6,7 +6,7 @@
   which the schedules can tile and prefetch), except a transpose of a buffer
   (``x.T``), which the contraction reads in place: recorded here, once, in
   ``transposed`` (operand -> the buffer node it transposes).
-* A small reduction (``policy.INLINE_REDUCTION_MAX`` values or fewer) that
+* A small reduction (``INLINE_REDUCTION_MAX`` values or fewer) that
   only feeds other reductions, through elementwise work of its own size, is
   inlined into them (its terms unrolled: ``KernelBuilder.map_reduce``), so a
   reduction over a reduction of a broadcast is one kernel.
@@ -43,9 +43,8 @@ import pymbolic.primitives as p
 from polyarray.ir import nodes as N
 from polyarray.ir.expr import _children, binding_reads, index_vars
 from polyarray.ir.mapper import Mapper
-from .. import policy
-from ..classify import stacked_recurrence
-from ..lower import INLINE_COMBINE
+from ..policy.classify import stacked_recurrence
+from ..lowering.builder import INLINE_COMBINE
 from .data import Materialized, is_input
 
 
@@ -92,27 +91,27 @@ class _Roots(Mapper):
     map_reshape = map_concatenate = _inlined
 
 
-def materialize(outputs, order):
-    """``(materialized ids, transposed operands)``."""
+def materialize(outputs, order, t):
+    """``(materialized ids, transposed operands)`` under the thresholds ``t``."""
     mat = Materialized((id(o) for o in outputs if not is_input(o)),
                        {id(n): k for k, n in enumerate(order)})
     transposed = {}
-    roots = _Roots(mat, transposed, _small_reductions(outputs, order))
+    roots = _Roots(mat, transposed, _small_reductions(outputs, order, t))
     for n in order:
         roots(n)
-    _many_copies(order, mat, _inline_sizes(order, mat))
-    _bounded_reduction_bodies(order, mat)
+    _many_copies(order, mat, _inline_sizes(order, mat, t), t)
+    _bounded_reduction_bodies(order, mat, t)
     mat.freeze()
     return mat, transposed
 
 
-def _bounded_reduction_bodies(order, mat):
+def _bounded_reduction_bodies(order, mat, t):
     """Materialize the input of each reduction whose inlined expression
     would exceed ``MAX_INLINE`` nodes or ``MAX_INLINE_DEPTH`` levels (code
     size).  One pass in topological order: a node's size counts what is
     materialized below it so far."""
     size = {}
-    cap = 10 * policy.MAX_INLINE
+    cap = 10 * t.MAX_INLINE
     for n in order:
         if is_input(n) or id(n) in mat:
             size[id(n)] = (1, 1)
@@ -122,38 +121,38 @@ def _bounded_reduction_bodies(order, mat):
             size[id(n)] = (min(1 + terms * sum(k[0] for k in kids), cap),
                            min(1 + max((k[1] for k in kids), default=0), cap))
         if isinstance(n, N.Reduce) and not is_input(n.array) and id(n.array) not in mat \
-                and (size[id(n.array)][0] > policy.MAX_INLINE
-                     or size[id(n.array)][1] > policy.MAX_INLINE_DEPTH):
+                and (size[id(n.array)][0] > t.MAX_INLINE
+                     or size[id(n.array)][1] > t.MAX_INLINE_DEPTH):
             mat.add(id(n.array))
 
 
-def _many_copies(order, mat, sizes):
+def _many_copies(order, mat, sizes, t):
     """Materialize each computing node that fusing would compute too many
     times over (``sizes``: ``_inline_sizes``, each node's inlined tree):
 
-    * its readers' kernels would hold it more than ``policy.MAX_INLINE_COPIES``
+    * its readers' kernels would hold it more than ``MAX_INLINE_COPIES``
       times, or it is read at two or more gathered indices (index maps that
       read data: a binary search's probes);
     * a kernel would hold it more times than it holds any of its readers
       (they read it at several index maps: ``_copy_level``) and its inlined
-      expression has more than ``policy.MAX_RECOMPUTED`` nodes, or it would
-      be copied so at a second level (``policy.MAX_COPY_LEVELS``): fusion
+      expression has more than ``MAX_RECOMPUTED`` nodes, or it would
+      be copied so at a second level (``MAX_COPY_LEVELS``): fusion
       must not multiply work, and each step of a stencil loop would
       multiply the last one's copies;
-    * more than ``policy.MAX_HOLDING_KERNELS`` kernels would hold it and its
-      inlined expression has more than ``policy.MAX_RECOMPUTED`` nodes: a
+    * more than ``MAX_HOLDING_KERNELS`` kernels would hold it and its
+      inlined expression has more than ``MAX_RECOMPUTED`` nodes: a
       chain carried through a loop's steps would otherwise be recomputed
       from its first step in every later step's kernels;
-    * (any node) it would be read through more than ``policy.MAX_INDEX_DEPTH``
+    * (any node) it would be read through more than ``MAX_INDEX_DEPTH``
       nested index maps (views of views, pieces of pieces), or through maps
       whose index expressions hold the reader's index more than
-      ``policy.MAX_INDEX_GROWTH`` times together (a roll of a roll of ...:
+      ``MAX_INDEX_GROWTH`` times together (a roll of a roll of ...:
       three times each): code generation recurses on index expressions, and
       their text would grow geometrically;
-    * each of its elements would be evaluated ``policy.REPEAT_MIN`` times
+    * each of its elements would be evaluated ``REPEAT_MIN`` times
       or more (a broadcast, a piece of a concatenation computed at every
       element of it) and its inlined expression has more than
-      ``policy.MAX_REPEATED_INLINE`` nodes: a chain of scalars added to a
+      ``MAX_REPEATED_INLINE`` nodes: a chain of scalars added to a
       matrix, the columns of a long recurrence.
 
     A node's copies: one per kernel root; for an inlined reader, the reader's
@@ -196,16 +195,16 @@ def _many_copies(order, mat, sizes):
         else:
             copies = shared + extra
             level = _copy_level(reach) if _computes_value(n) else 0
-            if depth > policy.MAX_INDEX_DEPTH or grown > policy.MAX_INDEX_GROWTH \
+            if depth > t.MAX_INDEX_DEPTH or grown > t.MAX_INDEX_GROWTH \
                     or _computes(n) and (
-                    copies > policy.MAX_INLINE_COPIES
-                    or level > policy.MAX_COPY_LEVELS
-                    or (level and sizes[nid][0] > policy.MAX_RECOMPUTED)
-                    or (len(reach) > policy.MAX_HOLDING_KERNELS
-                        and sizes[nid][0] > policy.MAX_RECOMPUTED)
+                    copies > t.MAX_INLINE_COPIES
+                    or level > t.MAX_COPY_LEVELS
+                    or (level and sizes[nid][0] > t.MAX_RECOMPUTED)
+                    or (len(reach) > t.MAX_HOLDING_KERNELS
+                        and sizes[nid][0] > t.MAX_RECOMPUTED)
                     or (gathers > 1 and nid in gathering)
-                    or (rep >= policy.REPEAT_MIN
-                        and sizes[nid][0] > policy.MAX_REPEATED_INLINE)):
+                    or (rep >= t.REPEAT_MIN
+                        and sizes[nid][0] > t.MAX_REPEATED_INLINE)):
                 mat.add(nid)
                 mat.stored.pop(nid, None)
                 copies, level, rep, depth, grown = 1, 0, 1.0, 0, 1
@@ -227,7 +226,7 @@ def _many_copies(order, mat, sizes):
                 nests = depth > 0
                 growth = growth if nests else 1
             each = factor / child.size if child.size else 1.0
-            if isinstance(n, N.Concatenate) and each >= policy.REPEAT_MIN \
+            if isinstance(n, N.Concatenate) and each >= t.REPEAT_MIN \
                     and stacked_recurrence(n):
                 each = rep      # a row per work-item: each column computed once
             gathered = copies * data_maps + passed if (data_maps or passed) else 0
@@ -241,7 +240,7 @@ def _served_from_store(n, entries, mat, position, stores):
     where a materialized reader stores ``n`` unchanged (a concatenation's
     piece, the value of ``x[a:b] = v``: ``stored_values``), the readers
     after it read its buffer instead (``Materialized.stored``, which
-    ``data.materialized_deps`` and ``lower.KernelBuilder`` follow)."""
+    ``data.materialized_deps`` and ``builder.KernelBuilder`` follow)."""
     store = None
     for reader, *_ in entries:
         if id(reader) in mat and (store is None or position[id(reader)] < position[id(store[0])]):
@@ -371,7 +370,7 @@ def _gathering(order, mat, index_maps):
 
 
 def _computes(n):
-    """Work worth a buffer (``lower._computes``): a value op or a join, not a
+    """Work worth a buffer (``builder._computes``): a value op or a join, not a
     view (a transpose, slice or gather, whose reads pass to what it reads)."""
     if isinstance(n, N.IndexLambda):
         return isinstance(n.expr, p.Call)
@@ -389,7 +388,7 @@ def _index_maps(n):
     if not isinstance(n, N.IndexLambda):
         if isinstance(n, N.Concatenate):
             out, at = [], 0
-            for c in n.arrays:      # a piece's index is clamped by conditionals (lower.py)
+            for c in n.arrays:      # a piece's index is clamped by conditionals (lowering/builder.py)
                 w = c.shape[n.axis]
                 clamped = w != 1 and (at > 0 or at + w < n.shape[n.axis])
                 out.append((c, 1, True, 0, (clamped, 4 if clamped else 1)))
@@ -479,7 +478,7 @@ def reduced_count(n):
     return math.prod(n.array.shape[a] for a in n.axes)
 
 
-def _small_reductions(outputs, order):
+def _small_reductions(outputs, order, t):
     """Ids of the reductions inlined into the reductions that read them:
     small, and read only by reductions, through elementwise nodes of their
     own size (so each value is read once per reading element, never
@@ -496,7 +495,7 @@ def _small_reductions(outputs, order):
                                         and only_reduced[id(r)])
             for r in readers.get(id(n), ()))
     return {id(n) for n in order if isinstance(n, N.Reduce) and n.op in INLINE_COMBINE
-            and reduced_count(n) <= policy.INLINE_REDUCTION_MAX and only_reduced[id(n)]}
+            and reduced_count(n) <= t.INLINE_REDUCTION_MAX and only_reduced[id(n)]}
 
 
 def inlined_terms(node, mat):
@@ -530,10 +529,10 @@ def transposed_buffer(node, mat):
     return None
 
 
-def _inline_sizes(order, materialized):
+def _inline_sizes(order, materialized, t):
     """(tree size, depth) of each node's inlined expression, capped; O(N)."""
     size = {}
-    cap = 10 * policy.MAX_INLINE
+    cap = 10 * t.MAX_INLINE
     for n in order:
         if is_input(n) or id(n) in materialized:
             size[id(n)] = (1, 1)

@@ -27,6 +27,7 @@ import pymbolic.primitives as p
 from loopy.types import NumpyType
 
 from .cfuncs import PaFunction, narrow, storage_dtype, unsigned_wide
+from .dialect import dialect_of
 
 ERROR_BUFFER = "pa_err"
 I64 = np.dtype(np.int64)
@@ -53,30 +54,31 @@ def _signature(name):
     raise NotImplementedError(name)
 
 
-def _store_if(cond, ptr, value, cuda):
+def _store_if(cond, ptr, value, d):
     """``if (cond) *ptr = value`` as straight-line code.  nvcc turns the C
     form into a branch per element, and the gathers after it then wait for
-    each other (2x slower on the H100); a predicated PTX store does not."""
-    if cuda:
+    each other (2x slower on the H100); a predicated PTX store does not
+    (where dialect ``d`` has inline PTX)."""
+    if d.inline_ptx:
         return (f'asm volatile("{{ .reg .pred p; setp.ne.s32 p, %0, 0; '
                 f'@p st.s64 [%1], %2; }}" :: "r"({cond}), "l"({ptr}), "l"({value}));')
     return f"if ({cond}) *({ptr}) = {value};"
 
 
-def _body(op, dt, T, cuda):
-    W = unsigned_wide(dt, cuda)
+def _body(op, dt, T, d):
+    W = unsigned_wide(dt, d)
     if op == "index":
         # branch-free but for one predicated store (see _store_if)
         neg = "a < 0 ? a + n : a" if dt.kind == "i" else "a"
         return (f"long j = (long) ({neg});\n"
                 f"  int bad = ({W}) j >= ({W}) n;\n"
-                f"  {_store_if('bad', 'err + c', '(long) a', cuda)}\n"
+                f"  {_store_if('bad', 'err + c', '(long) a', d)}\n"
                 f"  return bad ? 0 : j;")
     if op == "power":       # NumPy raises on any negative exponent of a signed int
         return (f"if (b < 0) {{ err[c] = (long) b; return 0; }}\n"
                 f"  {W} r = 1, x = ({W}) a;\n"
                 f"  while (b > 0) {{ if (b & 1) r *= x; x *= x; b >>= 1; }}\n"
-                f"  return {narrow('r', dt, T, cuda)};")
+                f"  return {narrow('r', dt, T, d)};")
     raise NotImplementedError(op)
 
 
@@ -105,17 +107,15 @@ class PaChecked(PaFunction):
                       tuple(values) + (p.Variable(ERROR_BUFFER),))
 
     def generate_preambles(self, target):
-        from loopy.target.cuda import CudaTarget
         op, dt, args, out = _signature(self.name)
-        cuda = isinstance(target, CudaTarget)
+        d = dialect_of(target)
         name = lambda d: target.dtype_to_typename(NumpyType(storage_dtype(d)))  # noqa: E731
         params = ", ".join(f"{name(d)} {v}" for d, v in zip(args, ("a", "n" if op == "index"
                                                                      else "b", "c")))
-        ptr = "long *err" if cuda else "__global long *err"
-        qual = "__device__ static inline" if cuda else "static inline"
-        body = _body(op, dt, name(dt), cuda)
-        yield (f"50_{self.name}",
-               f"{qual} {name(out)} {self.name}({params}, {ptr})\n{{\n  {body}\n}}\n")
+        ptr = f"{d.global_space}long *err"
+        body = _body(op, dt, name(dt), d)
+        yield (f"50_{self.name}", f"{d.helper_qualifier} {name(out)} {self.name}({params}, "
+                                  f"{ptr})\n{{\n  {body}\n}}\n")
 
 
 def callable_for(name):
