@@ -20,6 +20,8 @@ from loopy.kernel.function_interface import ScalarCallable
 from loopy.symbolic import TypeCast
 from loopy.types import NumpyType
 
+from .complex_helpers import involves_complex, lower_complex_call
+
 BOOL = np.dtype(np.bool_)
 U8 = np.dtype(np.uint8)
 
@@ -222,14 +224,15 @@ def _signature(name):
 
 def _helpers_version():
     """Digest of the helpers' C source generators (this module,
-    ``runtime_checks`` and ``pair_helpers``).  Loopy caches generated code by kernel structure, which does
+    ``runtime_checks``, ``pair_helpers`` and the complex ones).  Loopy caches generated code by kernel structure, which does
     not cover preamble text; a kernel that names this digest in a preamble
     is regenerated whenever a helper's body changes."""
     import hashlib
     import os
     h = hashlib.sha256()
     here = os.path.dirname(os.path.abspath(__file__))
-    for name in ("cfuncs.py", "runtime_checks.py", "pair_helpers.py"):
+    for name in ("cfuncs.py", "runtime_checks.py", "pair_helpers.py", "complex_helpers.py",
+                 "complex_target.py"):
         with open(os.path.join(here, name), "rb") as f:
             h.update(f.read())
     return h.hexdigest()[:16]
@@ -365,6 +368,8 @@ def lower_call(name, args, functions):
 
     ``functions`` collects the helper names the kernel must register.
     """
+    if involves_complex(name, args):        # a struct in C: helpers only
+        return lower_complex_call(name, args, functions, lower_call)
     if name.startswith("cast_"):
         (e, dt), = args
         to = np.dtype(name[5:])

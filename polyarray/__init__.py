@@ -24,7 +24,8 @@ if (not _os.path.isdir(_os.path.join(__path__[0], "codegen"))
     __path__.append(_beside)
 
 from numpy import (bool_, int8, int16, int32, int64, uint8, uint16, uint32,   # noqa: F401
-                   uint64, float16, float32, float64, pi, e, inf, nan)
+                   uint64, float16, float32, float64, complex64, complex128, csingle,
+                   cdouble, pi, e, inf, nan)
 
 from .array import Array
 from .ufunc import ufunc
@@ -46,7 +47,8 @@ from .api.elementwise import (signbit, deg2rad, rad2deg, radians, degrees, recip
                               cbrt, exp2, hypot, copysign, logaddexp, fmax, fmin, heaviside,
                               float_power, left_shift, right_shift, bitwise_left_shift,
                               bitwise_right_shift, nan_to_num, isclose, allclose)
-from .api.elementwise import conj, conjugate, real, imag
+from .api.elementwise import (conj, conjugate, real, imag, angle, iscomplex, isreal,
+                              iscomplexobj, isrealobj)
 from .api.reductions import (sum, prod, mean, max, min, amax, amin, any, all, var,
                              std, argmax, argmin)
 from .api.reductions import (nansum, nanprod, nanmax, nanmin, nanmean, ptp, average,
@@ -140,16 +142,18 @@ ndarray = _numpy_names.ndarray     # NumPy's name: isinstance and np.ndarray(sha
 # functions, types and constants above and the public namespaces; the
 # implementation's modules (api, ops, program...) stay importable, unlisted
 __all__ = [
-    "abs", "absolute", "acos", "acosh", "add", "all", "allclose", "amax", "amin", "any",
+    "abs", "absolute", "acos", "acosh", "add", "all", "allclose", "amax", "amin", "angle",
+    "any",
     "arange", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh",
     "argmax", "argmin", "argsort", "argwhere", "around", "Array", "array",
     "array_namespace", "asarray", "asin", "asinh", "astype", "atan", "atan2", "atanh",
     "atleast_1d", "atleast_2d", "atleast_3d", "available_targets", "average", "bitwise_and",
     "bitwise_invert", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift",
     "bitwise_xor", "bool", "bool_", "broadcast_arrays", "broadcast_shapes", "broadcast_to",
-    "can_cast", "cbrt", "ceil", "check", "CheckReport", "clip", "column_stack", "compile",
+    "can_cast", "cbrt", "cdouble", "ceil", "check", "CheckReport", "clip", "column_stack",
+    "compile", "complex128", "complex64",
     "concat", "concatenate", "ConcretizationError", "conj", "conjugate", "copysign", "cos",
-    "cosh", "count_nonzero", "cross", "cumprod", "cumsum", "cumulative_prod",
+    "cosh", "count_nonzero", "cross", "csingle", "cumprod", "cumsum", "cumulative_prod",
     "cumulative_sum", "dask", "deg2rad", "degrees", "Device", "diag", "diagonal", "diff",
     "divide", "dot", "dstack", "e", "einsum", "elementwise_kernel", "empty", "empty_like",
     "equal", "exp", "exp2", "expand_dims", "expm1", "eye", "finfo", "flatnonzero", "flip",
@@ -157,7 +161,8 @@ __all__ = [
     "fori_loop", "format_dag", "from_dlpack", "full", "full_like", "get_array_module",
     "get_default_target", "greater", "greater_equal", "heaviside", "hstack", "hypot",
     "identity", "iinfo", "imag", "inf", "inner", "int16", "int32", "int64", "int8",
-    "invert", "isclose", "isdtype", "isfinite", "isin", "isinf", "isnan", "jit", "Jitted",
+    "invert", "isclose", "iscomplex", "iscomplexobj", "isdtype", "isfinite", "isin",
+    "isinf", "isnan", "isreal", "isrealobj", "jit", "Jitted",
     "kron", "LazyValueError", "left_shift", "less", "less_equal", "linalg", "linspace",
     "log", "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not",
     "logical_or", "logical_xor", "matmul", "matrix_transpose", "max", "maximum", "mean",

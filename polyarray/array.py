@@ -18,6 +18,7 @@ import numpy as np
 from .ir import nodes as N
 from .ops import arrange, assign, eager, elementwise, indexing, linalg, matrices
 from .ops import ordering, reductions, scans, shapes, ufuncs, views as V
+from .ops import complex as complex_ops
 from .ops.indexing import NonConcreteBooleanIndexError
 from .ops.reductions import NoValue
 
@@ -285,6 +286,37 @@ class Array:
 
     def __getitem__(self, key):
         return view_getitem(self, key)
+
+    @property
+    def real(self):
+        """The real part (``ndarray.real``): a view, as NumPy's (writing it
+        writes this array); a real array's is the array itself."""
+        if self.dtype.kind != "c":
+            return self
+        return make_view(self, ("part", "real", lambda a: a.real))
+
+    @real.setter
+    def real(self, value):
+        setitem(self.real, Ellipsis, value)
+
+    @property
+    def imag(self):
+        """The imaginary part (``ndarray.imag``): a view of a complex array
+        (writing it writes this array); read-only zeros for a real one, as
+        NumPy's."""
+        if self.dtype.kind != "c":
+            return read_only_view(self, complex_ops.imag, lambda a: a.imag)
+        return make_view(self, ("part", "imag", lambda a: a.imag))
+
+    @imag.setter
+    def imag(self, value):
+        setitem(self.imag, Ellipsis, value)
+
+    def conj(self):
+        """The complex conjugate (``ndarray.conj``, as ``pa.conj``), lazily."""
+        return Array(complex_ops.conj(self._node))
+
+    conjugate = conj
 
     @property
     def T(self):

@@ -111,7 +111,7 @@ def as_node(x) -> N.Node:
     """A node, or any array-like (ndarray, NumPy/Python scalar, list) as one."""
     if isinstance(x, N.Node):
         return x
-    if isinstance(x, (np.ndarray, np.generic, list, tuple, bool, int, float)):
+    if isinstance(x, (np.ndarray, np.generic, list, tuple, bool, int, float, complex)):
         return array(x)
     raise TypeError(f"cannot use an object of type {type(x).__name__} as a "
                     "polyarray array")

@@ -14,7 +14,8 @@ from ..ir import nodes as N
 from ..ir.expr import binding_name
 from .axes import axis_index, normalize_axis_tuple
 from .creation import as_node, full
-from .elementwise import apply_ufunc, astype, broadcast_shapes, where as where_
+from .elementwise import (apply_ufunc, astype, broadcast_shapes, complex_part, real_dtype,
+                          where as where_)
 from .shapes import broadcast_to, expand_dims
 from .memo import memoized
 
@@ -71,6 +72,8 @@ def _reduce(op, x, axis, keepdims, dtype=None, initial=NoValue, where=True) -> N
                              f"{_NO_IDENTITY[op]} which has no identity")
     if op in ("sum", "prod") and node.dtype != dtype:
         node = astype(node, dtype)
+    if op in ("any", "all") and node.dtype.kind == "c":
+        node = astype(node, np.bool_)           # the truth of both parts
     if mask is not None:
         fill = init if op in _NO_IDENTITY else _NEUTRAL[op]
         node = where_(mask, node, full((), fill, node.dtype))
@@ -192,7 +195,14 @@ def var(x, axis=None, dtype=None, ddof=0, keepdims=False, where=True,
     xa = astype(node, acc)
     m = mean(xa, axes, keepdims=True, where=where)
     d = apply_ufunc("subtract", xa, m)
-    ss = _reduce("sum", apply_ufunc("multiply", d, d), axes, keepdims, acc, where=where)
+    if d.dtype.kind == "c":     # |d| ** 2 as NumPy: the parts squared and added, real
+        acc = real_dtype(acc)
+        out = real_dtype(out) if dtype is None else out
+        re, im = complex_part("real", d), complex_part("imag", d)
+        sq = apply_ufunc("add", apply_ufunc("multiply", re, re), apply_ufunc("multiply", im, im))
+    else:
+        sq = apply_ufunc("multiply", d, d)
+    ss = _reduce("sum", sq, axes, keepdims, acc, where=where)
     n = _count(node, axes, keepdims, mask_of(where, node, "var"))
     if isinstance(n, float):
         n = float(builtins.max(n - ddof, 0))

@@ -128,6 +128,9 @@ def logaddexp(x1, x2) -> N.Node:
 
 def _fminmax(op, x1, x2):
     (a, b), _ = loop_operands("f" + op[:3], x1, x2)
+    if a.dtype.kind == "c":     # NumPy's loop: a NaN second operand, or the order
+        order = U("greater_equal" if op == "maximum" else "less_equal", a, b)
+        return where(U("logical_or", U("isnan", b), order), a, b)
     m = U(op, a, b)
     if a.dtype.kind != "f":
         return m
@@ -163,6 +166,8 @@ def reciprocal(x) -> N.Node:
     (x,), out = loop_operands("reciprocal", x)
     if out.kind == "f":
         return U("divide", 1, x)
+    if out.kind == "c":             # NumPy's own loop (1 / 0 is NaN, not inf + NaN j)
+        return U("reciprocal", x)
     if out.kind == "b":
         return x
     one = full((), 1, out)
