@@ -313,7 +313,11 @@ class Array:
         setitem(self.imag, Ellipsis, value)
 
     def conj(self):
-        """The complex conjugate (``ndarray.conj``, as ``pa.conj``), lazily."""
+        """The complex conjugate (``ndarray.conj``), lazily; a real array is
+        returned itself, as NumPy's method does (``pa.conj`` gives the ufunc's
+        loop dtype)."""
+        if self.dtype.kind != "c":
+            return self
         return Array(complex_ops.conj(self._node))
 
     conjugate = conj

@@ -66,7 +66,7 @@ _raw_get_pointer = _api.PyCapsule_GetPointer
 # the capsule destructor gets a bare PyObject*: a prototype that takes one
 _get_pointer_of_address = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
     ("PyCapsule_GetPointer", _api))
-_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}
+_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
 _KINDS = {v: k for k, v in _CODES.items()}
 
 

@@ -15,9 +15,9 @@ import math
 import numpy as np
 
 from ..ir import nodes as N
-from ..ir.expr import binding_name, broadcast_indices, call, read
 from .creation import array, full, zeros
-from .elementwise import _operand, apply_ufunc, astype, complex_part, real_dtype
+from .elementwise import (_operand, apply_ufunc, astype, complex_join, complex_part,
+                          real_dtype)
 from .memo import memoized
 
 
@@ -78,15 +78,10 @@ def isreal(x) -> N.Node:
     return full(node.shape, True, np.bool_)
 
 
-@memoized
 def with_part(base, name, new) -> N.IndexLambda:
-    """``base`` (complex) with its ``name`` part replaced by ``new`` (of the
-    part's dtype and ``base``'s shape): a write to ``z.real`` or ``z.imag``.
-    The parts are joined exactly (no arithmetic: an infinite part stays)."""
+    """``base`` (complex) with its ``name`` part replaced by ``new`` (of
+    ``base``'s shape): a write to ``z.real`` or ``z.imag``."""
     new = astype(new, real_dtype(base.dtype))
     re = new if name == "real" else real(base)
     im = new if name == "imag" else imag(base)
-    bindings = ((binding_name(0), re), (binding_name(1), im))
-    idx = broadcast_indices(base.shape, base.shape)
-    e = call("complex", read(binding_name(0), idx), read(binding_name(1), idx))
-    return N.IndexLambda.make(base.shape, base.dtype, e, bindings, f"with {name} part")
+    return complex_join(re, im)

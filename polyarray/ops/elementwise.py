@@ -171,6 +171,17 @@ def complex_part(name, node) -> N.IndexLambda:
                               ((binding_name(0), node),), name)
 
 
+@memoized
+def complex_join(re, im) -> N.IndexLambda:
+    """The complex values of parts ``re`` and ``im`` (one real dtype, one
+    shape), joined exactly: no arithmetic, so an infinite part stays."""
+    idx = broadcast_indices(re.shape, re.shape)
+    e = call("complex", read(binding_name(0), idx), read(binding_name(1), idx))
+    dtype = np.result_type(re.dtype, np.complex64)
+    return N.IndexLambda.make(re.shape, dtype, e, ((binding_name(0), re), (binding_name(1), im)),
+                              "complex")
+
+
 _POLYARRAY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

@@ -19,7 +19,8 @@ from ..ir import nodes as N
 from .axes import no_out
 from .creation import array, full
 from .dtypes import check_dtype, is_python_scalar, resolve_ufunc, weak_type
-from .elementwise import apply_ufunc as U, astype, where, _operand
+from .elementwise import (apply_ufunc as U, astype, complex_join, complex_part, where,
+                          _operand)
 
 _LN2 = math.log(2.0)
 
@@ -266,6 +267,10 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None) -> N.Node:
     node = _operand(x)
     node = node if isinstance(node, N.Node) else array(node)
     dt = node.dtype
+    if dt.kind == "c":          # each part as a float, as NumPy's
+        parts = [nan_to_num(complex_part(p, node), copy, nan, posinf, neginf)
+                 for p in ("real", "imag")]
+        return complex_join(*parts)
     if dt.kind != "f":
         return node
     info = np.finfo(dt)
