@@ -27,7 +27,7 @@ OPS = [(op_arith, 10), (op_narrow_chain, 7), (op_bitwise, 5), (op_invert, 1),
        (op_float, 3), (op_maxmin, 2), (op_divide, 1), (op_gather, 4), (op_layout, 5),
        (op_reshape, 2), (op_broadcast, 1), (op_concat, 2), (op_matmul, 3), (op_shared, 2),
        (op_constant, 1), (op_data, 1), (op_pair, 2), (op_rows, 3), (op_deep, 1),
-       (op_nested_reduce, 2), (op_shift, 2), (op_setitem, 3), (op_complex, 3)]
+       (op_nested_reduce, 2), (op_shift, 2), (op_setitem, 3), (op_complex, 5)]
 
 
 def make_case(seed, max_ops=None, sizes=None) -> Case:
