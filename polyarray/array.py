@@ -218,6 +218,11 @@ class Array:
         # ndarray.__pow__ turns ``** 2`` into np.square (bool ** 2 -> int8)
         if type(other) is int and other == 2:
             return Array(elementwise.apply_ufunc("square", self._node))
+        if self.dtype.kind == "c" and ((type(other) is int and other == -1) or
+                                       (type(other) is float and other == 0.5)):
+            # and on complex arrays ``** -1`` into np.reciprocal, ``** 0.5`` into np.sqrt
+            name = "reciprocal" if other == -1 else "sqrt"
+            return Array(elementwise.apply_ufunc(name, self._node))
         return Array(elementwise.apply_ufunc("power", self._node, node_of(other)))
 
     def __ipow__(self, other):

@@ -69,6 +69,21 @@ def test_binary_special_values(target, dtype):
             _same(g, want, f"{name}[{dtype}] on {target}")
 
 
+def test_power_operator_fast_paths(target):
+    """``ndarray.__pow__`` computes ``z ** 0.5`` as ``sqrt`` and ``z ** -1`` as
+    ``reciprocal`` on complex arrays (exact where ``power`` rounds, other
+    special values), ``np.power`` does not."""
+    z = np.array([-4 + 0j, complex(-np.inf, 0), complex(0, np.inf), 0j, 2 - 2j, -1j])
+    Z = pa.placeholder("z", z.shape, z.dtype)
+    got = pa.compile([Z ** 0.5, Z ** -1, Z ** 2, pa.power(Z, 0.5), pa.power(Z, -1)],
+                     target=target)(z=z)
+    with np.errstate(all="ignore"):
+        want = [z ** 0.5, z ** -1, z ** 2, np.power(z, 0.5), np.power(z, -1)]
+    for k, (g, w) in enumerate(zip(got, want)):
+        _same(g, w, f"power {k} on {target}")
+    assert got[0][0] == 2j
+
+
 def test_division_without_overflow(target):
     """Smith's method, as NumPy's loop: the naive formula overflows (inf / inf
     is NaN) where the quotient is plain."""
