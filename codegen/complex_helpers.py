@@ -13,12 +13,14 @@ is a call: ``pa_cx_<op>_<dtype>(a, b)`` (``pa_cx_multiply_complex64``),
   ``cos``, ``tan`` through them): the C99 Annex G special values and the
   overflow-avoiding forms of FreeBSD's msun, which NumPy's and glibc's
   follow; ``expm1``, ``log1p``: NumPy's formulas;
+* the inverse functions: Kahan's formulas, Annex G's special values;
 * comparisons order lexicographically, NaN as NumPy's ``CLT``/``CGE``;
   ``maximum``/``minimum`` propagate the first NaN; ``sign`` is NumPy 2's
   ``z / |z|``; ``absolute`` is ``hypot``.
 
-What is not here (the inverse trigonometric functions, ...) is refused when
-the kernel is built, naming the operation; the NumPy target computes it.
+An operation not here is refused when the kernel is built (``Unsupported``,
+a TypeError naming it); the frontend refuses what NumPy has no complex loop
+for before that.
 """
 from __future__ import annotations
 
@@ -40,7 +42,8 @@ U8 = np.dtype(np.uint8)
 # op -> (arguments, result): "c" the complex dtype, "r" its real part, "b" bool
 _UNARY_C = ("negative", "conjugate", "square", "reciprocal", "sign", "rint", "exp",
             "expm1", "exp2", "log", "log1p", "log2", "log10", "sqrt", "sin", "cos",
-            "tan", "sinh", "cosh", "tanh")
+            "tan", "sinh", "cosh", "tanh", "arcsin", "arccos", "arctan", "arcsinh",
+            "arccosh", "arctanh")
 _BINARY_C = ("add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
              "multiply_c99")
 _COMPARE = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
@@ -53,7 +56,10 @@ OPS = {**{op: ("c", "c") for op in _UNARY_C},
 # helpers a helper's body calls (defined before it: preamble tags sort)
 _USES = {"power": ("multiply", "multiply_c99", "divide", "exp", "log"), "sin": ("sinh",),
          "cos": ("cosh",), "tan": ("tanh",), "log2": ("log",), "log10": ("log",),
-         "exp2": ("exp",)}
+         "exp2": ("exp",), "arcsinh": ("sqrt",), "arccos": ("sqrt",), "arccosh": ("sqrt",),
+         "arcsin": ("arcsinh",), "arctan": ("arctanh",)}
+# each helper's preamble comes after those it calls: ranked by depth
+_RANK = {"arcsin": 60}
 _LOGICAL = ("logical_and", "logical_or", "logical_xor", "logical_not")
 
 
@@ -122,7 +128,7 @@ def definitions(name, target, cuda):
                    else target.dtype_to_typename(NumpyType(d)))
     params = ", ".join(f"{C(d)} {v}" for d, v in zip(args, "ab"))
     body = cast_body(args[0], out, C) if op == "cast" else _Body(op, cdt, cuda).text()
-    rank = 55 if op in _USES else 50
+    rank = _RANK.get(op, 55 if op in _USES else 50)
     yield (f"{rank}_{name}", f"{qualifier(cuda)} {C(out)} {name}({params})\n{{\n{body}\n}}\n")
 
 
@@ -594,6 +600,115 @@ if ({f('fabs')}(x) >= {self.HUGE}) {{
 {T} rho = {f('sqrt')}(1 + s * s);
 {T} den = 1 + beta * s * s;
 return {self.mk('(beta * rho * s) / den', 't / den')};"""
+
+    # -- inverse functions: Kahan's formulas ("Branch cuts for complex
+    # elementary functions", 1987) on finite values, whose square roots of
+    # 1 - z and 1 + z carry the signs of zeros to the right side of each cut;
+    # C99 Annex G's special values (as glibc, NumPy's reference) on the rest
+    def _special_inverse(self, table):
+        """``if`` statements returning the special values of ``table``:
+        (condition, real, imaginary), in order."""
+        return "\n".join(f"if ({c})\n  return {self.mk(r, i)};" for c, r, i in table)
+
+    def _arcsinh(self):
+        T, f, nan, inf = self.T, self.f, self.k(np.nan), self.k(np.inf)
+        x, y = "a.re", "a.im"
+        cs = lambda v, s: f"{f('copysign')}({v}, {s})"       # noqa: E731
+        table = [(f"{self.nan(x)} && {self.inf(y)}", inf, nan),
+                 (f"{self.nan(x)} && {y} == 0", x, y),
+                 (f"{self.nan(x)} || {self.nan(y)}", f"{self.inf(x)} ? {x} : {nan}", nan),
+                 (f"{self.inf(x)} && {self.inf(y)}", x, cs(self.k(np.pi / 4), y)),
+                 (self.inf(x), x, cs(self.k(0), y)),
+                 (self.inf(y), cs(inf, x), cs(self.k(np.pi / 2), y))]
+        # asinh(z) = -i asin(iz), asin by Kahan's formula at w = iz = (-y, x)
+        return (self._special_inverse(table) + f"""
+{self.Z} s1 = {self.call('sqrt', self.mk(f'1 + {y}', f'-{x}'))};
+{self.Z} s2 = {self.call('sqrt', self.mk(f'1 - {y}', x))};
+{T} re = {f('asinh')}(s1.re * s2.im - s1.im * s2.re);
+{T} im = {f('atan2')}({y}, s1.re * s2.re - s1.im * s2.im);
+return {self.mk('re', 'im')};""")
+
+    def _arcsin(self):          # asin(z) = -i asinh(iz); glibc's NaN + inf i at inf + NaN i
+        return (f"if ({self.inf('a.re')} && {self.nan('a.im')})\n"
+                f"  return {self.mk(self.k(np.nan), self.k(np.inf))};\n"
+                + self._rotated("arcsinh", self.mk("w.im", "-w.re")))
+
+    def _arccos(self):
+        T, f, nan, inf = self.T, self.f, self.k(np.nan), self.k(np.inf)
+        x, y = "a.re", "a.im"
+        pi = self.k(np.pi)
+        ninf = f"-{f('copysign')}({inf}, {y})"
+        table = [(f"{self.nan(x)} && {self.inf(y)}", nan, f"-{y}"),
+                 (f"{self.nan(y)} && {self.inf(x)}", nan, f"-{inf}"),
+                 (f"{self.nan(y)} && {x} == 0", self.k(np.pi / 2), nan),
+                 (f"{self.nan(x)} || {self.nan(y)}", nan, nan),
+                 (f"{self.inf(x)} && {self.inf(y)}",
+                  f"{x} > 0 ? {self.k(np.pi / 4)} : {self.k(3 * np.pi / 4)}", ninf),
+                 (self.inf(x), f"{x} > 0 ? {self.k(0)} : {pi}", ninf),
+                 (self.inf(y), self.k(np.pi / 2), ninf)]
+        return (self._special_inverse(table) + f"""
+{self.Z} s1 = {self.call('sqrt', self.mk(f'1 - {x}', f'-{y}'))};
+{self.Z} s2 = {self.call('sqrt', self.mk(f'1 + {x}', y))};
+{T} re = 2 * {f('atan2')}(s1.re, s2.re);
+{T} im = {f('asinh')}(s2.re * s1.im - s2.im * s1.re);
+return {self.mk('re', 'im')};""")
+
+    def _arccosh(self):
+        T, f, nan, inf = self.T, self.f, self.k(np.nan), self.k(np.inf)
+        x, y = "a.re", "a.im"
+        cs = lambda v: f"{f('copysign')}({v}, {y})"          # noqa: E731
+        table = [(f"{self.nan(x)} && {self.inf(y)}", inf, nan),
+                 (f"{self.nan(y)} && {self.inf(x)}", inf, nan),
+                 (f"{self.nan(y)} && {x} == 0", nan, self.k(np.pi / 2)),
+                 (f"{self.nan(x)} || {self.nan(y)}", nan, nan),
+                 (f"{self.inf(x)} && {self.inf(y)}", inf,
+                  cs(f"{x} > 0 ? {self.k(np.pi / 4)} : {self.k(3 * np.pi / 4)}")),
+                 (self.inf(x), inf, cs(f"{x} > 0 ? {self.k(0)} : {self.k(np.pi)}")),
+                 (self.inf(y), inf, cs(self.k(np.pi / 2)))]
+        return (self._special_inverse(table) + f"""
+{self.Z} s1 = {self.call('sqrt', self.mk(f'{x} - 1', y))};
+{self.Z} s2 = {self.call('sqrt', self.mk(f'{x} + 1', y))};
+{T} re = {f('asinh')}(s1.re * s2.re + s1.im * s2.im);
+{T} im = 2 * {f('atan2')}(s1.im, s2.re);
+return {self.mk('re', 'im')};""")
+
+    def _arctanh(self):
+        T, f, nan, inf = self.T, self.f, self.k(np.nan), self.k(np.inf)
+        x, y = "a.re", "a.im"
+        cs = lambda v, s: f"{f('copysign')}({v}, {s})"       # noqa: E731
+        half_pi = self.k(np.pi / 2)
+        table = [(f"{self.nan(x)} && {self.inf(y)}", self.k(0), cs(half_pi, y)),
+                 (f"{self.nan(y)} && ({self.inf(x)} || {x} == 0)", cs(self.k(0), x), nan),
+                 (f"{self.nan(x)} || {self.nan(y)}", nan, nan),
+                 (f"{self.inf(x)} || {self.inf(y)}", cs(self.k(0), x), cs(half_pi, y)),
+                 (f"{f('fabs')}({x}) == 1 && {y} == 0", cs(inf, x), y)]
+        theta = self.k(np.sqrt(float(np.finfo(self.rdt).max)) / 4)
+        return (self._special_inverse(table) + f"""
+{T} b = {cs(self.k(1), x)};
+{T} ax = b * {x}, by = b * {y}, re, im;
+if (ax > {theta} || {f('fabs')}(by) > {theta}) {{
+  if (ax >= {f('fabs')}(by)) {{
+    {T} r = by / ax;
+    re = 1 / (ax + by * r);
+  }} else {{
+    {T} r = ax / by;
+    re = r / (ax * r + by);
+  }}
+  im = {cs(half_pi, 'by')};
+}} else if (ax == 1) {{          /* y != 0: the special values took 1 + 0i */
+  {T} t = {f('fabs')}(by);
+  re = {f('log')}({f('sqrt')}({f('sqrt')}(4 + by * by)) / {f('sqrt')}(t));
+  im = {cs(f'{half_pi} + {f("atan")}(t * {self.k(0.5)})', 'by')} * {self.k(0.5)};
+}} else {{
+  {T} t = {f('fabs')}(by);
+  {T} d = 1 - ax;
+  re = {f('log1p')}(4 * ax / (d * d + t * t)) * {self.k(0.25)};
+  im = {f('atan2')}(2 * by, d * (1 + ax) - t * t) * {self.k(0.5)};
+}}
+return {self.mk('b * re', 'b * im')};""")
+
+    def _arctan(self):          # atan(z) = -i atanh(iz)
+        return self._rotated("arctanh", self.mk("w.im", "-w.re"))
 
     def _rotated(self, op, back):
         """``op`` of ``i z``, rotated back: sin, cos and tan through sinh,

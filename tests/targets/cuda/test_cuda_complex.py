@@ -18,7 +18,8 @@ needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA compiler) i
 
 UNARY = ["exp", "log", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "expm1", "log1p",
          "square", "reciprocal", "sign", "negative", "conjugate", "absolute", "isnan", "isinf",
-         "isfinite", "log2", "log10", "exp2", "rint", "real", "imag", "logical_not", "angle"]
+         "isfinite", "log2", "log10", "exp2", "rint", "real", "imag", "logical_not", "angle",
+         "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh"]
 BINARY = ["add", "subtract", "multiply", "divide", "power", "equal", "not_equal", "less",
           "less_equal", "greater", "greater_equal", "maximum", "minimum", "logical_and",
           "fmax"]
