@@ -36,6 +36,8 @@ class PaComplexSum(_ComplexCombine, SumReductionOperation):
 
 
 class PaComplexProd(_ComplexCombine, ProductReductionOperation):
+    # NumPy's product reduction starts from 1 + 0j too (np.prod([inf + 0j])
+    # is inf + nan j): the neutral element is multiplied, as there
     helper, neutral = "multiply", 1
 
 

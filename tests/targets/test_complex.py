@@ -313,3 +313,43 @@ def test_inverse_functions_near_branch_points_and_cuts(target):
             err = np.maximum(np.abs(g.real - w.real), np.abs(g.imag - w.imag)) / np.abs(w)
             assert np.nanmax(err) < 16 * eps, f"{name}[{dtype}] on {target}: {np.nanmax(err)}"
             np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+
+
+def test_running_products_never_multiply_by_the_identity(target):
+    """``(1 + 0j) * (inf + 0j)`` is ``inf + nan j``: NumPy's ``cumprod`` never
+    multiplies by the identity (its first element is the input's), while its
+    ``prod`` starts from it (``np.prod([inf + 0j])`` is ``inf + nan j``)."""
+    z = np.array([[complex(np.inf, 0), 2 + 0j, 3 + 0j], [complex(2, np.nan), 1 + 0j, 0.5 + 0j],
+                  [1 + 1j, 2 - 1j, -1j]] + [[0.5 + 0.5j, 1 + 0j, -1 + 0j]] * 40)
+    Z = pa.placeholder("z", z.shape, z.dtype)
+    got = pa.compile([pa.prod(Z[:, :1], axis=1), pa.prod(Z[:3], axis=1), pa.cumprod(Z, axis=1),
+                      pa.cumprod(Z[2:, 0]), pa.prod(Z[2:, 0])], target=target)(z=z)
+    with np.errstate(all="ignore"):
+        want = [np.prod(z[:, :1], axis=1), np.prod(z[:3], axis=1), np.cumprod(z, axis=1),
+                np.cumprod(z[2:, 0]), np.prod(z[2:, 0])]
+    # a running product of non-finite values puts NaN in the part its order gives
+    # (numpy_differences.md): compare the first column, and the finite rows
+    got[2], want[2] = got[2][:, 0], want[2][:, 0]
+    for k, (g, w) in enumerate(zip(got, want)):
+        _same(np.asarray(g), np.asarray(w), f"product {k} on {target}")
+    assert got[2][0] == complex(np.inf, 0) and np.isnan(got[0][0].imag)
+    _same(pa.compile(pa.cumprod(Z[2:], axis=1), target=target)(z=z), np.cumprod(z[2:], axis=1),
+          f"finite running products on {target}")
+
+
+def test_nan_reductions(target):
+    """NaN in either part is a NaN: skipped by the nan* reductions; an all-NaN
+    slice's ``nanmax`` is its first NaN (``np.fmax.reduce``)."""
+    z = np.array([[1 + 2j, complex(np.nan, 1), 3 - 1j, complex(-np.inf, -5)],
+                  [complex(2, np.nan), -1j, 4 + 0j, complex(-np.inf, 5)],
+                  [complex(np.nan, 3), complex(1, np.nan), complex(np.nan, np.nan),
+                   complex(np.nan, 0)]])
+    Z = pa.placeholder("z", z.shape, z.dtype)
+    names = ["nansum", "nanprod", "nanmax", "nanmin", "nanmean"]
+    got = pa.compile([getattr(pa, n)(Z, axis=1) for n in names] +
+                     [pa.nansum(Z), pa.nanmax(Z[:2])], target=target)(z=z)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = [getattr(np, n)(z, axis=1) for n in names] + [np.nansum(z), np.nanmax(z[:2])]
+    for n, g, w in zip(names + ["nansum all", "nanmax all"], got, want):
+        _same(np.asarray(g), np.asarray(w), f"{n} on {target}")
