@@ -297,10 +297,12 @@ def linspace(start, stop, num=50, endpoint=True, dtype=None) -> N.Node:
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
     div = (num - 1) if endpoint else num
-    f64 = np.dtype(np.float64)
     step = (stop - start) / div if div > 0 else 0.0
     dtype = check_dtype(dtype if dtype is not None else
                         np.result_type(np.asarray(start), np.asarray(stop), 1.0), "linspace")
+    # NumPy computes in float64, or complex128 for complex bounds or dtype
+    cmplx = dtype.kind == "c" or any(np.iscomplexobj(v) for v in (start, stop))
+    f64 = np.dtype(np.complex128 if cmplx else np.float64)
     i = cast(f64, index_var(0))
     expr = call("add", f64.type(start), call("multiply", i, f64.type(step)))
     if endpoint and num > 1:

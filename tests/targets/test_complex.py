@@ -278,12 +278,14 @@ def test_creation(target):
             pa.full(3, complex(np.inf, np.nan), pa.complex64), pa.arange(0, 5 + 2j),
             pa.arange(0.5, 4, 0.75, dtype=pa.csingle), pa.eye(3, dtype=pa.complex128),
             pa.linspace(0, 1, 4, dtype=pa.complex64), pa.asarray(1j),
-            pa.zeros_like(pa.asarray([1.0, 2.0]), dtype=pa.complex64)]
+            pa.zeros_like(pa.asarray([1.0, 2.0]), dtype=pa.complex64),
+            pa.linspace(0, 1 + 1j, 5), pa.linspace(1j, 2, 4, endpoint=False)]
     want = [np.zeros((2, 3), np.complex64), np.ones(3, np.cdouble), np.full((2,), 1 - 2j),
             np.full(3, complex(np.inf, np.nan), np.complex64), np.arange(0, 5 + 2j),
             np.arange(0.5, 4, 0.75, dtype=np.csingle), np.eye(3, dtype=np.complex128),
             np.linspace(0, 1, 4, dtype=np.complex64), np.asarray(1j),
-            np.zeros(2, np.complex64)]
+            np.zeros(2, np.complex64), np.linspace(0, 1 + 1j, 5),
+            np.linspace(1j, 2, 4, endpoint=False)]
     got = pa.compile(outs, target=target)()
     for k, (g, w) in enumerate(zip(got, want)):
         _same(g, w, f"creation {k} on {target}")
