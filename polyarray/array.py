@@ -18,6 +18,7 @@ import numpy as np
 from .ir import nodes as N
 from .ops import arrange, assign, eager, elementwise, indexing, linalg, matrices
 from .ops import ordering, reductions, scans, shapes, ufuncs, views as V
+from .ops import complex as complex_ops
 from .ops.indexing import NonConcreteBooleanIndexError
 from .ops.reductions import NoValue
 
@@ -217,6 +218,11 @@ class Array:
         # ndarray.__pow__ turns ``** 2`` into np.square (bool ** 2 -> int8)
         if type(other) is int and other == 2:
             return Array(elementwise.apply_ufunc("square", self._node))
+        if self.dtype.kind == "c" and ((type(other) is int and other == -1) or
+                                       (type(other) is float and other == 0.5)):
+            # and on complex arrays ``** -1`` into np.reciprocal, ``** 0.5`` into np.sqrt
+            name = "reciprocal" if other == -1 else "sqrt"
+            return Array(elementwise.apply_ufunc(name, self._node))
         return Array(elementwise.apply_ufunc("power", self._node, node_of(other)))
 
     def __ipow__(self, other):
@@ -285,6 +291,41 @@ class Array:
 
     def __getitem__(self, key):
         return view_getitem(self, key)
+
+    @property
+    def real(self):
+        """The real part (``ndarray.real``): a view, as NumPy's (writing it
+        writes this array); a real array's is the array itself."""
+        if self.dtype.kind != "c":
+            return self
+        return make_view(self, ("part", "real", lambda a: a.real))
+
+    @real.setter
+    def real(self, value):
+        setitem(self.real, Ellipsis, value)
+
+    @property
+    def imag(self):
+        """The imaginary part (``ndarray.imag``): a view of a complex array
+        (writing it writes this array); read-only zeros for a real one, as
+        NumPy's."""
+        if self.dtype.kind != "c":
+            return read_only_view(self, complex_ops.imag, lambda a: a.imag)
+        return make_view(self, ("part", "imag", lambda a: a.imag))
+
+    @imag.setter
+    def imag(self, value):
+        setitem(self.imag, Ellipsis, value)
+
+    def conj(self):
+        """The complex conjugate (``ndarray.conj``), lazily; a real array is
+        returned itself, as NumPy's method does (``pa.conj`` gives the ufunc's
+        loop dtype)."""
+        if self.dtype.kind != "c":
+            return self
+        return Array(complex_ops.conj(self._node))
+
+    conjugate = conj
 
     @property
     def T(self):

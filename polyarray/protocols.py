@@ -171,8 +171,8 @@ _METADATA = {
     if isinstance(a, Array) else np.size(a, axis),
     "result_type": lambda *xs: _pa().result_type(*xs),
     "can_cast": lambda *a, **k: _pa().can_cast(*a, **k),
-    "iscomplexobj": lambda x: False,
-    "isrealobj": lambda x: True,
+    "iscomplexobj": lambda x: _pa().iscomplexobj(x),
+    "isrealobj": lambda x: _pa().isrealobj(x),
     "copy": lambda a, order="K", subok=False: _array_copy(a),
     "asanyarray": lambda a, dtype=None, order=None, **kw: a if dtype is None else a.astype(dtype),
 }
@@ -406,16 +406,19 @@ class ArrayNamespaceInfo:
         return [Device(t) for t in targets.available_targets()]
 
     def default_dtypes(self, *, device=None):
-        return {"real floating": np.dtype(np.float64), "complex floating": None,
+        return {"real floating": np.dtype(np.float64),
+                "complex floating": np.dtype(np.complex128),
                 "integral": np.dtype(np.int64), "indexing": np.dtype(np.int64)}
 
     def dtypes(self, *, device=None, kind=None):
         groups = {"bool": ["bool"],
                   "signed integer": ["int8", "int16", "int32", "int64"],
                   "unsigned integer": ["uint8", "uint16", "uint32", "uint64"],
-                  "real floating": ["float32", "float64"], "complex floating": []}
+                  "real floating": ["float32", "float64"],
+                  "complex floating": ["complex64", "complex128"]}
         groups["integral"] = groups["signed integer"] + groups["unsigned integer"]
-        groups["numeric"] = groups["integral"] + groups["real floating"]
+        groups["numeric"] = groups["integral"] + groups["real floating"] + \
+            groups["complex floating"]
         kinds = [kind] if isinstance(kind, str) or kind is None else list(kind)
         names = []
         for k in kinds:

@@ -30,7 +30,7 @@ import numpy as np
 
 CPU, CUDA, CUDA_HOST, OPENCL, CUDA_MANAGED = 1, 2, 3, 4, 13
 LEGACY_STREAM, PER_THREAD_STREAM = 1, 2
-_KINDS = "iufb"             # the dtype kinds polyarray reads (no complex, no bfloat16)
+_KINDS = "iufbc"            # the dtype kinds polyarray reads (NumPy's complex layout; no bfloat16)
 
 
 class CudaView:

@@ -21,6 +21,7 @@ from loopy.symbolic import TypeCast
 from loopy.types import NumpyType
 
 from .dialect import dialect_of
+from .complex_helpers import involves_complex, lower_complex_call
 
 BOOL = np.dtype(np.bool_)
 U8 = np.dtype(np.uint8)
@@ -225,15 +226,16 @@ def _signature(name):
 
 def _helpers_version():
     """Digest of the helpers' C source generators (this module,
-    ``runtime_checks``, ``pair_helpers`` and the ``dialect`` spellings they
-    use).  Loopy caches generated code by kernel structure, which does
+    ``runtime_checks``, ``pair_helpers``, the ``dialect`` spellings they use
+    and the complex ones).  Loopy caches generated code by kernel structure, which does
     not cover preamble text; a kernel that names this digest in a preamble
     is regenerated whenever a helper's body changes."""
     import hashlib
     import os
     h = hashlib.sha256()
     here = os.path.dirname(os.path.abspath(__file__))
-    for name in ("cfuncs.py", "runtime_checks.py", "pair_helpers.py", "dialect.py"):
+    for name in ("cfuncs.py", "runtime_checks.py", "pair_helpers.py", "dialect.py",
+                 "complex_helpers.py", "../complex_types.py"):
         with open(os.path.join(here, name), "rb") as f:
             h.update(f.read())
     return h.hexdigest()[:16]
@@ -368,6 +370,8 @@ def lower_call(name, args, functions):
 
     ``functions`` collects the helper names the kernel must register.
     """
+    if involves_complex(name, args):        # a struct in C: helpers only
+        return lower_complex_call(name, args, functions, lower_call)
     if name.startswith("cast_"):
         (e, dt), = args
         to = np.dtype(name[5:])

@@ -29,6 +29,7 @@ from loopy.types import NumpyType
 from loopy.typing import is_integer
 
 from .cfuncs import _signature as helper_signature, storage_dtype
+from .complex_helpers import is_complex_helper
 from .runtime_checks import ERROR_BUFFER, _signature as checked_signature, is_checked
 from ..user_functions import is_user_function, lookup
 
@@ -48,6 +49,8 @@ def call_types(name):
     if is_user_function(name):
         fn = lookup(name)
         return tuple(storage_dtype(d) for _, d in fn.params), storage_dtype(fn.result), False
+    if is_complex_helper(name):
+        raise Refused("a complex value")
     if name.startswith("pa_") and not name.startswith(("pa_u_", "pa_r_")):
         try:
             _, dt, nargs, out = helper_signature(name)

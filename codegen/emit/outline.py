@@ -70,6 +70,8 @@ def outline(asm, kb, start, within):
             dt = scalar_dtype(kb, lhs.name)
             if dt is not None:
                 temps[lhs.name] = dt
+    if any(np.dtype(dt).kind == "c" for dt in temps.values()):
+        return False        # complex values stay loopy's (cprint refuses their helpers too)
     if len(temps) < asm.thresholds.OUTLINE_MIN:     # 0 (tests): a kernel without any too
         return False
     try:

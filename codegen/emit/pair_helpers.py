@@ -7,7 +7,9 @@ import numpy as np
 from loopy.kernel.function_interface import ScalarCallable
 from loopy.types import NumpyType
 
+from .complex_helpers import complex_arg_combine_body
 from .dialect import dialect_of
+from ..complex_types import typedefs
 
 
 def arg_combine_name(which, dtype, index_dtype) -> str:
@@ -19,6 +21,8 @@ def _arg_combine_body(which, dt):
     NaN above every value, the smaller index among equals.  A total order
     on pairs, so the combine is associative and commutative: any tree of
     partials gives the first index of the extremum."""
+    if dt.kind == "c":      # NumPy's lexicographic order, a NaN in either part wins
+        return complex_arg_combine_body(which)
     beats = f"b {'>' if which == 'max' else '<'} a || (b == a && ib < ia)"
     if dt.kind == "f":      # a NaN wins; among NaNs, the first
         return f"(b != b) ? (a == a || ib < ia) : (a == a && ({beats}))"
@@ -42,6 +46,7 @@ class PaArgCombine(ScalarCallable):
         dt = np.dtype(dtname)
         T = target.dtype_to_typename(NumpyType(dt))
         I = target.dtype_to_typename(NumpyType(np.dtype(idxname)))
+        yield from typedefs([dt], dialect_of(target).name == "cuda")
         yield (f"50_{self.name}",
                f"{dialect_of(target).helper_qualifier} {T} {self.name}({T} a, {I} ia, {T} b, {I} ib, {I} *i_out)\n{{\n"
                f"  int take = {_arg_combine_body(which[3:], dt)};\n"

@@ -28,6 +28,7 @@ from loopy.types import NumpyType
 
 from .cfuncs import PaFunction, narrow, storage_dtype, unsigned_wide
 from .dialect import dialect_of
+from .complex_helpers import PaComplexFunction, is_complex_helper
 
 ERROR_BUFFER = "pa_err"
 I64 = np.dtype(np.int64)
@@ -119,6 +120,8 @@ class PaChecked(PaFunction):
 
 
 def callable_for(name):
+    if is_complex_helper(name):
+        return PaComplexFunction(name)
     return PaChecked(name) if is_checked(name) else PaFunction(name)
 
 

@@ -62,8 +62,9 @@ def elementwise_body(asm, kb, group, i, within, store_index=None, predicates=(),
 
 def product(kb, factors, dtype):
     """``factors[0] * factors[1] * ...``; integers through the wrapping
-    helper (``cfuncs.wraps_in_helper``: NumPy wraps, C's overflow is UB)."""
-    if np.dtype(dtype).kind not in "iu":
+    helper (``cfuncs.wraps_in_helper``: NumPy wraps, C's overflow is UB),
+    complex values through theirs."""
+    if np.dtype(dtype).kind not in "iuc":
         return p.Product(tuple(factors))
     prod = factors[0]
     for f in factors[1:]:

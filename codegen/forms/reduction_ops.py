@@ -13,6 +13,7 @@ from loopy.symbolic import Reduction, ResolvedFunction, TypeCast
 from ..emit.cfuncs import BOOL, PaFunction, as_bool, helper_name
 from ..emit.pair_helpers import PaArgCombine, arg_combine_name
 from ..emit.user_callables import user_reduction
+from .complex_reductions import complex_reduction
 from ..user_functions import is_user_reduce
 
 I32 = np.dtype(np.int32)
@@ -95,12 +96,16 @@ class PaArgExtremum(ReductionOperation):
     def neutral_element(self, *dtypes, callables_table, target):
         from loopy.library.function import MakeTupleCallable
         value_dt, index_dt = (d.numpy_dtype for d in dtypes)
-        name = helper_name("neginf" if self.which == "max" else "posinf", value_dt)
-        extreme, callables_table = _resolved(name, PaFunction(name), {}, callables_table)
+        if value_dt.kind == "c":    # below (above) every complex value, a constant
+            extreme = value_dt.type(complex(*[-np.inf if self.which == "max" else np.inf] * 2))
+        else:
+            name = helper_name("neginf" if self.which == "max" else "posinf", value_dt)
+            extreme, callables_table = _resolved(name, PaFunction(name), {}, callables_table)
+            extreme = extreme()
         make_tuple, callables_table = _resolved(
             "make_tuple", MakeTupleCallable(name="make_tuple"), dict(enumerate(dtypes)),
             callables_table)
-        return make_tuple(extreme(), index_dt.type(np.iinfo(index_dt).max)), callables_table
+        return make_tuple(extreme, index_dt.type(np.iinfo(index_dt).max)), callables_table
 
     def __call__(self, dtypes, operand1, operand2, callables_table, target):
         value_dt, index_dt = (d.numpy_dtype for d in dtypes)
@@ -143,6 +148,8 @@ def reduction_expr(op, inames, value, index=None):
     expr, dt = value
     if is_user_reduce(op):      # pa.reduction_kernel: the user's combine and identity
         return Reduction(user_reduction(op), inames, expr), dt
+    if dt.kind == "c" and op not in ("argmax", "argmin"):   # helpers (complex_reductions)
+        return complex_reduction(op, inames, expr, dt)
     if op in ("argmax", "argmin"):
         e, d = _widen(expr, dt)
         j, R = index

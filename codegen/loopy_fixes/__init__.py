@@ -7,6 +7,9 @@ kernel.
   hash_order.py      barrier comments and affine terms in one order
   exact_division.py  subscript divisions that C computes as written
 
+and ``codegen/complex_types.py`` gives the OpenCL and CUDA targets the
+complex dtypes they lack (type names, typedefs, constants, conversions).
+
 ``install()`` installs them all (idempotent); ``lower_program`` calls it
 first.  ``caches.without_loopy_caches`` is the conditions a lowering runs
 loopy under: its disk caches off (their keys confuse constants' types), its
@@ -21,3 +24,5 @@ def install():
     ilp_order()         # loopy's ilp loop order, fixed
     hash_order()        # barrier comments, affine terms
     exact_division()    # subscript divisions as C computes them
+    from ..complex_types import install as complex_types
+    complex_types()     # complex dtypes in the OpenCL and CUDA targets

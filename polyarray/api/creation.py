@@ -18,8 +18,7 @@ def array(object, dtype=None, *, copy=True, order="K", ndmin=0) -> Array:   # no
     ``copy`` and ``order`` are accepted and mean nothing (data leaves are
     private C-order copies); ``ndmin`` prepends axes of length one.  A
     polyarray array gives a new handle of the same expression (cast when
-    ``dtype`` is given), which ``x[i] = v`` rebinds alone.  Complex dtypes
-    are refused."""
+    ``dtype`` is given), which ``x[i] = v`` rebinds alone."""
     if isinstance(object, Array):
         out = Array(object.node) if dtype is None else Array(object.astype(dtype).node)
     elif isinstance(object, (list, tuple)) and _holds_arrays(object):
@@ -73,7 +72,8 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None) -> Array:
     """``a`` as a polyarray array (``np.asarray``).
 
     Host data is copied as by ``pa.array``; a polyarray array is returned
-    unchanged.  Another library's CUDA array (CuPy, torch, JAX, ...) is read
+    unchanged (with ``copy=True``, a new array that writes to either leave
+    the other alone, as NumPy's copy).  Another library's CUDA array (CuPy, torch, JAX, ...) is read
     in place, without a copy: a device-resident leaf that sees later
     in-place changes to it.  A pyopencl array is copied to the host (its
     ``.get()``): to read one in place, bind it to a placeholder of an OpenCL
@@ -82,10 +82,10 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None) -> Array:
     if not isinstance(a, Array) and is_foreign_cuda(a):
         leaf = Array(C.device_leaf(a))
         return leaf if dtype is None else leaf.astype(dtype)
-    if isinstance(a, Array) and dtype is None:
+    if isinstance(a, Array) and dtype is None and copy is not True:
         # the same handle, as NumPy's asarray; a scalar becomes a 0-d array
         return a if not is_scalar(a) else _made(Array(a.node))
-    return array(a, dtype)
+    return array(a, dtype)          # copy=True: a new handle, which writes leave apart
 
 
 def placeholder(name: str, shape, dtype=np.float64) -> Array:

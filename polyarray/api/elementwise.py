@@ -11,8 +11,8 @@ import numpy as np
 
 from ..array import Array, _same_or_new, node_of, ufunc_into
 from ..ufunc import ufunc
-from ..ops import (creation as C, eager as G, elementwise as E, number_theory as NT,
-                   reductions as R, scatter as SC, ufuncs as F)
+from ..ops import (complex as X, creation as C, eager as G, elementwise as E,
+                   number_theory as NT, reductions as R, scatter as SC, ufuncs as F)
 from ..ops.axes import no_out
 from ..ops.reductions import NoValue
 from ..ops.elementwise import BINARY, UNARY
@@ -397,19 +397,56 @@ def _real_only(x, what):
     return x
 
 
+
+# -- complex parts ---------------------------------------------------------------
+
 def conj(x) -> Array:
-    """``np.conj``: polyarray has no complex dtypes, so ``x`` itself."""
-    return _real_only(x, "conj")
+    """The complex conjugate, elementwise (``np.conj``; ``pa.conjugate`` is the
+    same function).  Real input is returned in NumPy's loop dtype (bool
+    gives int8, as NumPy's ``conjugate``)."""
+    return Array(X.conj(node_of(x)))
 
 
 conjugate = conj
 
 
 def real(val) -> Array:
-    """``np.real``: polyarray has no complex dtypes, so ``val`` itself."""
-    return _real_only(val, "real")
+    """The real part (``np.real``): float32 for complex64, float64 for
+    complex128; a real array is returned as it is."""
+    return _same_or_new(val, X.real(node_of(val)))
 
 
 def imag(val) -> Array:
-    """``np.imag``: polyarray has no complex dtypes, so zeros like ``val``."""
-    return Array(C.zeros_like(_real_only(val, "imag").node))
+    """The imaginary part (``np.imag``); zeros of a real array's dtype."""
+    return Array(X.imag(node_of(val)))
+
+
+def angle(z, deg=False) -> Array:
+    """The argument of each complex value in radians, ``arctan2(imag, real)``
+    (``np.angle``), in degrees if ``deg``."""
+    return Array(X.angle(node_of(z), deg))
+
+
+def iscomplex(x) -> Array:
+    """True where the imaginary part is nonzero, elementwise (``np.iscomplex``;
+    all False for a real array)."""
+    return Array(X.iscomplex(node_of(x)))
+
+
+def isreal(x) -> Array:
+    """True where the imaginary part is zero, elementwise (``np.isreal``; all
+    True for a real array)."""
+    return Array(X.isreal(node_of(x)))
+
+
+def iscomplexobj(x) -> bool:
+    """Whether ``x`` has a complex dtype (``np.iscomplexobj``): its dtype
+    alone, nothing is evaluated."""
+    dtype = getattr(x, "dtype", None)
+    return np.iscomplexobj(x) if dtype is None else np.dtype(dtype).kind == "c"
+
+
+def isrealobj(x) -> bool:
+    """Whether ``x`` has no complex dtype (``np.isrealobj``); nothing is
+    evaluated."""
+    return not iscomplexobj(x)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+from builtins import min as builtins_min
 import math
 import numbers
 import operator
@@ -111,7 +112,7 @@ def as_node(x) -> N.Node:
     """A node, or any array-like (ndarray, NumPy/Python scalar, list) as one."""
     if isinstance(x, N.Node):
         return x
-    if isinstance(x, (np.ndarray, np.generic, list, tuple, bool, int, float)):
+    if isinstance(x, (np.ndarray, np.generic, list, tuple, bool, int, float, complex)):
         return array(x)
     raise TypeError(f"cannot use an object of type {type(x).__name__} as a "
                     "polyarray array")
@@ -182,10 +183,17 @@ def _arange_dtype(start, stop, step) -> np.dtype:
     return dtype
 
 
-def _arange_length(start, stop, step):
+def _arange_length(start, stop, step, cmplx=False):
     """NumPy's ``ceil((stop - start) / step)`` and ``start + step``, computed
     on the same Python or NumPy scalar objects, with NumPy's errors (an
-    OverflowError on the way is its "Maximum allowed size exceeded")."""
+    OverflowError on the way is its "Maximum allowed size exceeded").  For a
+    complex dtype and a complex quotient, the smaller of its parts' lengths."""
+    if cmplx:
+        with np.errstate(all="ignore"):
+            val = (stop - start) / step
+        if isinstance(val, (complex, np.complexfloating)):
+            n = builtins_min(_arange_length(0.0, v, 1.0)[0] for v in (val.real, val.imag))
+            return n, (start + step if n > 0 else None)
     try:
         with np.errstate(all="ignore"):
             diff = stop - start
@@ -235,7 +243,7 @@ def arange(start, stop=None, step=None, dtype=None) -> N.Node:
         step = 1
     if stop is None:
         start, stop = 0, start
-    n, nxt = _arange_length(start, stop, step)
+    n, nxt = _arange_length(start, stop, step, dtype.kind == "c")
     label = f"arange({start}, {stop}, {step})"
     if n == 0:
         return constant((0,), dtype, dtype.type(0), label)
@@ -247,22 +255,17 @@ def arange(start, stop=None, step=None, dtype=None) -> N.Node:
     if n > 1:
         first[1] = _setitem_value(nxt, dtype)
     i = index_var(0)
+    if dtype.kind == "c" and n > 1:       # NumPy fills each part as a float
+        part = first.real.dtype
+        exprs = [_arange_fill(i, part, *first.real), _arange_fill(i, part, *first.imag)]
+        return constant((n,), dtype, call("complex", *exprs), label)
     if n == 1 or dtype == np.bool_:
         if n == 1:
             return constant((1,), dtype, first[0], label)
         expr = call("where", p.Comparison(i, "==", 0), first[0], first[1])
         return constant((n,), dtype, expr, label)
     if dtype.kind == "f":
-        comp = np.dtype(np.float32) if dtype == np.float16 else dtype
-        a, b = first.astype(comp)
-        with np.errstate(all="ignore"):
-            delta = b - a
-        expr = call("add", a, call("multiply", cast(comp, i), delta))
-        if comp != dtype:
-            expr = cast(dtype, expr)
-        # elements 0 and 1 are stored as converted, not recomputed
-        expr = call("where", p.Comparison(i, "==", 0), first[0],
-                    call("where", p.Comparison(i, "==", 1), first[1], expr))
+        expr = _arange_fill(i, dtype, first[0], first[1])
     else:       # integers: wraps modulo 2**bits exactly as NumPy's fill does
         i64 = np.dtype(np.int64)
         with np.errstate(all="ignore"):
@@ -274,15 +277,32 @@ def arange(start, stop=None, step=None, dtype=None) -> N.Node:
     return constant((n,), dtype, expr, label)
 
 
+def _arange_fill(i, dtype, first, second):
+    """Element ``i`` of a float arange whose elements 0 and 1 are stored as
+    ``first`` and ``second`` (converted, not recomputed): ``first + i *
+    (second - first)`` in ``dtype`` (float32 for float16), NumPy's fill."""
+    comp = np.dtype(np.float32) if dtype == np.float16 else dtype
+    a, b = np.array([first, second], dtype).astype(comp)
+    with np.errstate(all="ignore"):
+        delta = b - a
+    expr = call("add", a, call("multiply", cast(comp, i), delta))
+    if comp != dtype:
+        expr = cast(dtype, expr)
+    return call("where", p.Comparison(i, "==", 0), dtype.type(first),
+                call("where", p.Comparison(i, "==", 1), dtype.type(second), expr))
+
+
 def linspace(start, stop, num=50, endpoint=True, dtype=None) -> N.Node:
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
     div = (num - 1) if endpoint else num
-    f64 = np.dtype(np.float64)
     step = (stop - start) / div if div > 0 else 0.0
     dtype = check_dtype(dtype if dtype is not None else
                         np.result_type(np.asarray(start), np.asarray(stop), 1.0), "linspace")
+    # NumPy computes in float64, or complex128 for complex bounds or dtype
+    cmplx = dtype.kind == "c" or any(np.iscomplexobj(v) for v in (start, stop))
+    f64 = np.dtype(np.complex128 if cmplx else np.float64)
     i = cast(f64, index_var(0))
     expr = call("add", f64.type(start), call("multiply", i, f64.type(step)))
     if endpoint and num > 1:

@@ -96,6 +96,10 @@ def resolve_types(kernel, in_params, out_params, args) -> dict:
                             f"{prm.ctype}: expected {types[prm.ctype].name} (as an earlier "
                             f"{prm.ctype} argument), got {a.dtype.name}")
         else:
+            if a.dtype.kind == "c":     # its C would apply C's operators to a struct
+                raise TypeError(f"{kernel}: parameter {prm.name!r} of type {prm.ctype} is "
+                                f"{a.dtype.name}: complex arrays are not supported in custom "
+                                "kernels")
             types[prm.ctype] = a.dtype
     for prm in in_params + out_params:
         if prm.dtype is None and prm.ctype not in types:

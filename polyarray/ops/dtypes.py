@@ -16,7 +16,7 @@ from .inputs import native_dtype
 SUPPORTED_DTYPES = tuple(np.dtype(t) for t in (
     np.bool_, np.int8, np.int16, np.int32, np.int64,
     np.uint8, np.uint16, np.uint32, np.uint64,
-    np.float16, np.float32, np.float64))
+    np.float16, np.float32, np.float64, np.complex64, np.complex128))
 
 _SUPPORTED = frozenset(SUPPORTED_DTYPES)
 INDEX_DTYPE = np.dtype(np.int64)
@@ -28,18 +28,15 @@ def check_dtype(dtype, what="array") -> np.dtype:
         dt = np.dtype(dtype)
     except TypeError as e:
         raise TypeError(f"{what}: {dtype!r} is not a dtype") from e
-    if dt.kind == "c":
-        raise TypeError(f"{what}: complex dtype {dt} is not supported yet "
-                        "(supported: bool, int8-64, uint8-64, float16/32/64)")
     dt = native_dtype(dt)               # same values, native order
     if dt not in _SUPPORTED:
-        raise TypeError(f"{what}: unsupported dtype {dt} "
-                        "(supported: bool, int8-64, uint8-64, float16/32/64)")
+        raise TypeError(f"{what}: unsupported dtype {dt} (supported: bool, int8-64, "
+                        "uint8-64, float16/32/64, complex64/128)")
     return dt
 
 
 def is_python_scalar(x) -> bool:
-    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+    return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
 
 
 def weak_type(x):
@@ -51,7 +48,7 @@ def weak_type(x):
     if isinstance(x, float):
         return float
     if isinstance(x, complex):
-        raise TypeError("complex scalars are not supported yet")
+        return complex
     raise TypeError(f"unsupported scalar {x!r}")
 
 

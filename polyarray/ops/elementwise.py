@@ -7,6 +7,9 @@ Fusion of chains into one kernel happens later, in ``codegen``.
 from __future__ import annotations
 
 import operator
+import os
+import sys
+import warnings
 
 import numpy as np
 
@@ -43,8 +46,6 @@ def _operand(x):
     """An operand: a node, or a Python scalar (kept weak, NEP 50)."""
     if is_python_scalar(x):
         return x
-    if isinstance(x, complex):
-        raise TypeError("complex scalars are not supported yet")
     return as_node(x)
 
 
@@ -136,15 +137,64 @@ BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "remainder",
           "not_equal", "less", "less_equal", "greater", "greater_equal")
 
 
-@memoized
 def astype(x, dtype) -> N.Node:
+    """``x`` as ``dtype`` (NumPy's unsafe casting); complex to a real number
+    keeps the real part, with NumPy's ComplexWarning at the user's line."""
     node = as_node(x)
     dtype = check_dtype(dtype, "astype")
+    if node.dtype.kind == "c" and dtype.kind not in "cb":
+        warn_discarded()
+        node = complex_part("real", node)
+    return _astype(node, dtype)
+
+
+@memoized
+def _astype(node, dtype) -> N.Node:
     if node.dtype == dtype:
         return node
     e = cast(dtype, read(binding_name(0), broadcast_indices(node.shape, node.shape)))
     return N.IndexLambda.make(node.shape, dtype, e, ((binding_name(0), node),),
                               f"astype({dtype.name})")
+
+
+def real_dtype(dtype) -> np.dtype:
+    """float32 for complex64, float64 for complex128 (NumPy's ``.real``)."""
+    return np.empty(0, dtype).real.dtype
+
+
+@memoized
+def complex_part(name, node) -> N.IndexLambda:
+    """The ``real`` or ``imag`` part of a complex node: a call of that name
+    (the NumPy target calls ``np.real``; devices read the struct's field)."""
+    e = call(name, read(binding_name(0), broadcast_indices(node.shape, node.shape)))
+    return N.IndexLambda.make(node.shape, real_dtype(node.dtype), e,
+                              ((binding_name(0), node),), name)
+
+
+@memoized
+def complex_join(re, im) -> N.IndexLambda:
+    """The complex values of parts ``re`` and ``im`` (one real dtype, one
+    shape), joined exactly: no arithmetic, so an infinite part stays."""
+    idx = broadcast_indices(re.shape, re.shape)
+    e = call("complex", read(binding_name(0), idx), read(binding_name(1), idx))
+    dtype = np.result_type(re.dtype, np.complex64)
+    return N.IndexLambda.make(re.shape, dtype, e, ((binding_name(0), re), (binding_name(1), im)),
+                              "complex")
+
+
+_POLYARRAY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def warn_discarded():
+    """NumPy's ComplexWarning, pointing at the user's line (the first frame
+    outside polyarray).  Given when the cast is built: it names the line
+    that asked for it, where NumPy's names the line that computes it."""
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+            _POLYARRAY + os.sep):
+        level, frame = level + 1, frame.f_back
+    warnings.warn("Casting complex values to real discards the imaginary part",
+                  np.exceptions.ComplexWarning, stacklevel=level)
 
 
 @memoized

@@ -92,14 +92,17 @@ def python_binding(value, name: str, expected: np.dtype) -> np.ndarray:
         arr = np.asarray(value)
     except ValueError as e:         # ragged lists
         raise ValueError(f"binding for placeholder {name!r}: {e}") from None
-    if arr.dtype == expected or arr.dtype.kind not in "biuf":
+    if arr.dtype == expected or arr.dtype.kind not in "biufc":
         return arr
     if arr.dtype.kind == "f" and expected.kind in "iub":
         return arr                  # 2.0 is not an integer binding, as in NumPy casting
+    if arr.dtype.kind == "c" and expected.kind != "c":
+        return arr                  # nor is 1j a real one
     with np.errstate(all="ignore"):
         converted = arr.astype(expected)
-        back = converted.astype(arr.dtype)
-    same = np.array_equal(back, arr, equal_nan=arr.dtype.kind == "f")
+        real = expected.kind == "c" and arr.dtype.kind != "c"      # imaginary parts are 0
+        back = (converted.real if real else converted).astype(arr.dtype)
+    same = np.array_equal(back, arr, equal_nan=arr.dtype.kind in "fc")
     if expected == np.bool_ and arr.dtype != np.bool_:
         same = False                # 1 is not True: NumPy's bool casting is not safe
     return converted if same else arr

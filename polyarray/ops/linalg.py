@@ -13,6 +13,7 @@ import numpy as np
 
 from ..ir import nodes as N
 from .axes import axis_index, axis_list, normalize_axis_index
+from .complex import conj
 from .creation import as_node
 from .dtypes import check_dtype
 from .elementwise import apply_ufunc, astype, broadcast_shapes
@@ -254,6 +255,8 @@ def vdot(a, b) -> N.Node:
     if na.size != nb.size:
         raise ValueError(f"vdot: vectors have different sizes: shapes "
                          f"{na.shape} and {nb.shape}")
+    if na.dtype.kind == "c":        # NumPy's vdot conjugates its first argument
+        na = conj(na)
     return einsum("i,i->", reshape(na, (-1,)), reshape(nb, (-1,)))
 
 

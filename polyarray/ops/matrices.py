@@ -18,6 +18,7 @@ import pymbolic.primitives as p
 from ..ir import nodes as N
 from ..ir.expr import binding_name, broadcast_indices, call, index_var, read
 from .axes import axis_index, normalize_axis_index, normalize_axis_tuple
+from .complex import conj, imag, real
 from .creation import array, as_node
 from .elementwise import apply_ufunc as U, astype, broadcast_shapes
 from .linalg import einsum, outer
@@ -155,16 +156,24 @@ def vecdot(x1, x2, axis=-1) -> N.Node:
         raise ValueError(f"vecdot: Input operand 1 has a mismatch in its core dimension 0, "
                          f"with gufunc signature (n),(n)->() (size {b.shape[-1]} is "
                          f"different from {a.shape[-1]}); shapes {a.shape} and {b.shape}")
+    if a.dtype.kind == "c":         # NumPy's vecdot conjugates x1
+        a = conj(a)
     return einsum("...i,...i->...", a, b)
 
 
 def _inexact(x):
     node = as_node(x)
-    return node if node.dtype.kind == "f" else astype(node, np.float64)
+    return node if node.dtype.kind in "fc" else astype(node, np.float64)
 
 
 def _sqrt_sumsq(x, axis, keepdims=False):
-    return U("sqrt", sum_(U("multiply", x, x), axis, keepdims=keepdims))
+    """``sqrt(sum(|x| ** 2))``: a complex ``x``'s parts squared (NumPy's)."""
+    if x.dtype.kind == "c":
+        re, im = real(x), imag(x)
+        sq = U("add", U("multiply", re, re), U("multiply", im, im))
+    else:
+        sq = U("multiply", x, x)
+    return U("sqrt", sum_(sq, axis, keepdims=keepdims))
 
 
 def _is(ord, value):
@@ -217,7 +226,7 @@ def _vector_norm(node, ord, axis, keepdims):
     if _is(ord, -math.inf):
         return min_(absx, axis, keepdims)
     if _is(ord, 0):
-        return sum_(astype(U("not_equal", node, 0), node.dtype), axis, keepdims=keepdims)
+        return sum_(astype(U("not_equal", node, 0), absx.dtype), axis, keepdims=keepdims)
     if _is(ord, 1):
         return sum_(absx, axis, keepdims=keepdims)
     if ord is None or _is(ord, 2):

@@ -54,10 +54,30 @@ def _less(x, y, dtype, descending=False):
     """``x`` strictly before ``y`` in NumPy's sort order (NaN last)."""
     if descending:
         x, y = y, x
+    if dtype.kind == "c":
+        return _complex_less(x, y)
     if dtype.kind != "f":
         return call("less", x, y)
     return call("logical_or", call("less", x, y),
                 call("logical_and", call("isnan", y), call("logical_not", call("isnan", x))))
+
+
+def _complex_less(x, y):
+    """NumPy's sort order of complex values (its ``CFLOAT_LT``): by real part,
+    then imaginary part, with NaN parts last: ``R + Rj`` before ``R + nanj``
+    before ``nan + Rj`` before ``nan + nanj``."""
+    xr, xi, yr, yi = call("real", x), call("imag", x), call("real", y), call("imag", y)
+    nan = lambda v: call("not_equal", v, v)     # noqa: E731
+    num = lambda v: call("equal", v, v)         # noqa: E731
+    both = lambda a, b: call("logical_and", a, b)    # noqa: E731
+    either = lambda a, b: call("logical_or", a, b)   # noqa: E731
+    below = either(num(xi), nan(yi))                          # x's real part is smaller
+    above = both(nan(yi), num(xi))                            # x's real part is larger
+    same = either(call("less", xi, yi), both(nan(yi), num(xi)))   # equal real parts
+    tie = either(call("equal", xr, yr), both(nan(xr), nan(yr)))
+    return call("where", call("less", xr, yr), below,
+                call("where", call("greater", xr, yr), above,
+                     call("where", tie, same, nan(yr))))
 
 
 def _at_most(e, hi):

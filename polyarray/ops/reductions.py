@@ -8,15 +8,17 @@ fuses ``(x - m) ** 2`` into the reduction kernel.
 from __future__ import annotations
 
 import builtins
+import math
 
 import numpy as np
 
 from ..ir import nodes as N
-from ..ir.expr import binding_name
+from ..ir.expr import binding_name, index_vars, read
 from .axes import axis_index, normalize_axis_tuple
 from .creation import as_node, full
-from .elementwise import apply_ufunc, astype, broadcast_shapes, where as where_
-from .shapes import broadcast_to, expand_dims
+from .elementwise import (apply_ufunc, astype, broadcast_shapes, complex_part, real_dtype,
+                          where as where_)
+from .shapes import broadcast_to, expand_dims, reshape, transpose
 from .memo import memoized
 
 _NUMPY_FN = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min,
@@ -72,10 +74,15 @@ def _reduce(op, x, axis, keepdims, dtype=None, initial=NoValue, where=True) -> N
                              f"{_NO_IDENTITY[op]} which has no identity")
     if op in ("sum", "prod") and node.dtype != dtype:
         node = astype(node, dtype)
+    if op in ("any", "all") and node.dtype.kind == "c":
+        node = astype(node, np.bool_)           # the truth of both parts
     if mask is not None:
         fill = init if op in _NO_IDENTITY else _NEUTRAL[op]
         node = where_(mask, node, full((), fill, node.dtype))
     shape = tuple(n for d, n in enumerate(node.shape) if d not in axes)
+    if op in _NO_IDENTITY and node.dtype.kind == "c" and mask is None and init is None:
+        out = _complex_extremum(op, node, axes)
+        return expand_dims(out, axes) if keepdims else out
     if op in _NO_IDENTITY and builtins.any(node.shape[a] == 0 for a in axes):
         # nothing to compare: the initial value (the input stays a binding)
         out = N.IndexLambda.make(shape, dtype, init, ((binding_name(0), node),), op)
@@ -84,6 +91,22 @@ def _reduce(op, x, axis, keepdims, dtype=None, initial=NoValue, where=True) -> N
         if init is not None:
             out = astype(apply_ufunc(_UFUNC[op].__name__, out, full((), init, dtype)), dtype)
     return expand_dims(out, axes) if keepdims else out
+
+
+def _complex_extremum(op, node, axes) -> N.Node:
+    """NumPy's max/min of complex values: the value at argmax's (argmin's)
+    index, the first NaN if any, else the first extremum in the lexicographic
+    order.  A reduction of values alone would give some NaN: which one a
+    parallel tree meets first."""
+    rest = tuple(d for d in range(node.ndim) if d not in axes)
+    kept = tuple(node.shape[d] for d in rest)
+    merged = reshape(transpose(node, rest + tuple(axes)),
+                     kept + (math.prod(node.shape[a] for a in axes),))
+    at = N.Reduce.make(kept, np.dtype(np.int64), "arg" + op, merged, (len(kept),))
+    own = index_vars(len(kept))
+    expr = read(binding_name(0), own + (read(binding_name(1), own),))
+    return N.IndexLambda.make(kept, node.dtype, expr,
+                              ((binding_name(0), merged), (binding_name(1), at)), op)
 
 
 def sum(x, axis=None, dtype=None, keepdims=False, initial=NoValue,   # noqa: A001
@@ -193,7 +216,14 @@ def var(x, axis=None, dtype=None, ddof=0, keepdims=False, where=True,
     xa = astype(node, acc)
     m = mean(xa, axes, keepdims=True, where=where)
     d = apply_ufunc("subtract", xa, m)
-    ss = _reduce("sum", apply_ufunc("multiply", d, d), axes, keepdims, acc, where=where)
+    if d.dtype.kind == "c":     # |d| ** 2 as NumPy: the parts squared and added, real
+        acc = real_dtype(acc)
+        out = real_dtype(out) if dtype is None else out
+        re, im = complex_part("real", d), complex_part("imag", d)
+        sq = apply_ufunc("add", apply_ufunc("multiply", re, re), apply_ufunc("multiply", im, im))
+    else:
+        sq = apply_ufunc("multiply", d, d)
+    ss = _reduce("sum", sq, axes, keepdims, acc, where=where)
     n = _count(node, axes, keepdims, mask_of(where, node, "var"))
     if isinstance(n, float):
         n = float(builtins.max(n - ddof, 0))

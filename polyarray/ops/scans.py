@@ -56,11 +56,14 @@ def _scan(op, x, axis):
         keep = call("logical_and", keep, p.Comparison(pos, "<", n))
         pos = p.If(p.Comparison(pos, "<", n), pos, n - 1)
     value = read(_X, iv[:axis] + (pos,) + iv[axis + len(blocks) + 2:])
-    body = N.IndexLambda.make(pre + blocks + (size, size) + post, dtype,
-                              call("where", keep, value, identity), ((_X, x),),
-                              f"cumulative {op}: block of {size}")
-    inblock = N.Reduce.make(pre + blocks + (size,) + post, dtype, op, body,
-                            (axis + len(blocks) + 1,))
+    if op == "prod" and dtype.kind == "c":
+        inblock = _complex_block_products(x, axis, blocks, size, n)
+    else:
+        body = N.IndexLambda.make(pre + blocks + (size, size) + post, dtype,
+                                  call("where", keep, value, identity), ((_X, x),),
+                                  f"cumulative {op}: block of {size}")
+        inblock = N.Reduce.make(pre + blocks + (size,) + post, dtype, op, body,
+                                (axis + len(blocks) + 1,))
     if not blocks:
         return inblock
     flat = reshape(inblock, pre + (nb * size,) + post)
@@ -76,6 +79,34 @@ def _scan(op, x, axis):
     expr = call("where", p.Comparison(q, "<", size), here, call(_COMBINE[op], before, here))
     return N.IndexLambda.make(pre + (n,) + post, dtype, expr, ((_X, flat), (_OFF, offsets)),
                               f"cumulative {op}")
+
+
+def _complex_block_products(x, axis, blocks, size, n):
+    """In-block running products of complex ``x``, in ``log2(size)`` steps
+    that each multiply an element by the one ``2**k`` before it (or keep
+    it): no element is multiplied by the padding ``1 + 0j``, which NumPy's
+    sequential loop never does and which is no identity of the complex
+    ``*`` for infinite or NaN parts (``(1 + 0j) * (inf + 0j)`` is
+    ``inf + nan j``)."""
+    pre, post = x.shape[:axis], x.shape[axis + 1:]
+    shape = pre + blocks + (size,) + post
+    iv = index_vars(len(shape))
+    c = iv[axis + len(blocks)]
+    pos = size * iv[axis] + c if blocks else c
+    if n % size:                               # the last block is short: any value
+        pos = p.If(p.Comparison(pos, "<", n), pos, n - 1)
+    y = N.IndexLambda.make(shape, x.dtype, read(_X, iv[:axis] + (pos,) + iv[axis + len(blocks) + 1:]),
+                           ((_X, x),), f"cumulative prod: blocks of {size}")
+    step = 1
+    while step < size:
+        back = read(_X, iv[:axis + len(blocks)] + (p.If(p.Comparison(c, ">=", step), c - step, 0),)
+                    + iv[axis + len(blocks) + 1:])
+        expr = call("where", p.Comparison(c, ">=", step), call("multiply", back, read(_X, iv)),
+                    read(_X, iv))
+        y = N.IndexLambda.make(shape, x.dtype, expr, ((_X, y),),
+                               f"cumulative prod: products {step} apart")
+        step *= 2
+    return y
 
 
 def _accumulate(op, a, axis, dtype, out, what, flatten_any=True, include_initial=False):

@@ -22,9 +22,12 @@ from .shapes import (broadcast_to, concatenate, expand_dims, remap, reshape, squ
 
 
 def _nan_filled(node, value):
-    """``node`` with NaN replaced by ``value``; None for non-float dtypes."""
-    if node.dtype.kind != "f":
+    """``node`` with NaN (complex: a NaN in either part) replaced by ``value``
+    (complex: ``value`` in both parts); None for other dtypes."""
+    if node.dtype.kind not in "fc":
         return None
+    if node.dtype.kind == "c":
+        value = complex(value, value if math.isinf(value) else 0)
     return select(U("isnan", node), full((), value, node.dtype), node)
 
 
@@ -54,6 +57,8 @@ def _nanext(op, a, axis, keepdims, initial, where):
     if _given(initial):
         return r
     all_nan = all_(U("isnan", node), axis, keepdims, where)
+    if node.dtype.kind == "c" and where is True:    # fmax.reduce keeps the first NaN
+        return select(all_nan, fn(node, axis, keepdims), r)
     return where_nan(all_nan, r)
 
 
@@ -76,7 +81,7 @@ def nanmean(a, axis=None, dtype=None, keepdims=False, where=True) -> N.Node:
     filled = _nan_filled(node, 0)
     if filled is None:
         return mean(node, axis, dtype, keepdims, where)
-    if dtype is not None and np.dtype(dtype).kind != "f":
+    if dtype is not None and np.dtype(dtype).kind not in "fc":
         raise TypeError("If a is inexact, then dtype must be inexact")
     cnt = sum_(U("logical_not", U("isnan", node)), axis, np.int64, keepdims, where=where)
     tot = sum_(filled, axis, dtype, keepdims, where=where)

@@ -20,7 +20,8 @@ from ..ir import nodes as N
 from .axes import no_out
 from .creation import array, as_node, full
 from .dtypes import check_dtype, is_python_scalar, resolve_ufunc, weak_type
-from .elementwise import apply_ufunc as U, astype, clip, where, _operand
+from .elementwise import (apply_ufunc as U, astype, clip, complex_join, complex_part, where,
+                          _operand)
 
 _LN2 = math.log(2.0)
 
@@ -129,6 +130,9 @@ def logaddexp(x1, x2) -> N.Node:
 
 def _fminmax(op, x1, x2):
     (a, b), _ = loop_operands("f" + op[:3], x1, x2)
+    if a.dtype.kind == "c":     # NumPy's loop: a NaN second operand, or the order
+        order = U("greater_equal" if op == "maximum" else "less_equal", a, b)
+        return where(U("logical_or", U("isnan", b), order), a, b)
     m = U(op, a, b)
     if a.dtype.kind != "f":
         return m
@@ -164,6 +168,8 @@ def reciprocal(x) -> N.Node:
     (x,), out = loop_operands("reciprocal", x)
     if out.kind == "f":
         return U("divide", 1, x)
+    if out.kind == "c":             # NumPy's own loop (1 / 0 is NaN, not inf + NaN j)
+        return U("reciprocal", x)
     if out.kind == "b":
         return x
     one = full((), 1, out)
@@ -262,6 +268,10 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None) -> N.Node:
     node = _operand(x)
     node = node if isinstance(node, N.Node) else array(node)
     dt = node.dtype
+    if dt.kind == "c":          # each part as a float, as NumPy's
+        parts = [nan_to_num(complex_part(p, node), copy, nan, posinf, neginf)
+                 for p in ("real", "imag")]
+        return complex_join(*parts)
     if dt.kind != "f":
         return node
     info = np.finfo(dt)

@@ -8,7 +8,9 @@ A step is a tuple:
 * ``("axes", permutation)``: transpose and its spellings;
 * ``("reshape", shape, order)``: reshape, ravel, squeeze, expand_dims;
 * ``("read-only", make, fake)``: a view NumPy makes read-only (diagonal,
-  broadcast_to): ``make(node)`` computes it, ``fake(ndarray)`` its layout.
+  broadcast_to): ``make(node)`` computes it, ``fake(ndarray)`` its layout;
+* ``("part", "real" | "imag", fake)``: a complex array's part (``.real``,
+  ``.imag``), whose writes make the complex values again.
 
 Whether a reshape is a view is NumPy's decision, asked of an ndarray of the
 same shape and strides that owns no memory (``np.reshape(..., copy=False)``
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import assign, shapes
+from . import assign, complex, shapes
 
 
 def forward(step, node):
@@ -30,6 +32,8 @@ def forward(step, node):
         return shapes.transpose(node, step[1])
     if kind == "reshape":
         return shapes.reshape(node, step[1], step[2])
+    if kind == "part":
+        return complex.real(node) if step[1] == "real" else complex.imag(node)
     return step[1](node)
 
 
@@ -42,6 +46,8 @@ def backward(step, base, new):
         return shapes.transpose(new, tuple(int(a) for a in np.argsort(step[1])))
     if kind == "reshape":
         return shapes.reshape(new, base.shape, step[2])
+    if kind == "part":
+        return complex.with_part(base, step[1], new)
     raise ValueError("assignment destination is read-only")
 
 

@@ -21,6 +21,8 @@ TOLERANCES = {
     np.dtype(np.float16): (2e-3, 2e-3),
     np.dtype(np.float32): (2e-5, 1e-6),
     np.dtype(np.float64): (1e-12, 1e-13),
+    np.dtype(np.complex64): (2e-5, 1e-6),
+    np.dtype(np.complex128): (1e-12, 1e-13),
 }
 # (rtol, atol) for two schedules of one program, which may sum in different
 # orders (tiles, work-group sizes): used by the autotuner and check_schedule
@@ -28,6 +30,8 @@ SCHEDULE_TOLERANCES = {
     np.dtype(np.float16): (2e-3, 2e-3),
     np.dtype(np.float32): (2e-3, 2e-3),
     np.dtype(np.float64): (1e-5, 1e-5),
+    np.dtype(np.complex64): (2e-3, 2e-3),
+    np.dtype(np.complex128): (1e-5, 1e-5),
 }
 
 
@@ -39,16 +43,25 @@ def to_host(value) -> np.ndarray:
 def tolerance(expected: np.ndarray, rtol=None, atol=None, tolerances=TOLERANCES):
     """``(rtol, absolute atol)`` for comparing with ``expected`` (floats), or
     None (exact).  ``rtol`` given alone also stands for ``atol``."""
-    if expected.dtype.kind != "f":
+    if expected.dtype.kind not in "fc":
         return None
     if rtol is None:
         rtol, table_atol = tolerances[expected.dtype]
         atol = table_atol if atol is None else atol
     elif atol is None:
         atol = rtol
-    finite = np.isfinite(expected)
-    scale = float(np.max(np.abs(expected[finite]), initial=1.0))
+    parts = _parts(expected)
+    finite = np.isfinite(parts)
+    scale = float(np.max(np.abs(parts[finite]), initial=1.0))
     return rtol, atol * max(scale, 1.0)
+
+
+def _parts(values: np.ndarray) -> np.ndarray:
+    """Complex values as their real and imaginary parts (a last axis of 2);
+    other values as they are."""
+    if values.dtype.kind != "c":
+        return values
+    return np.stack([values.real, values.imag], axis=-1)
 
 
 def allclose(actual, expected, rtol=None, atol=None, tolerances=TOLERANCES) -> bool:
@@ -60,7 +73,8 @@ def allclose(actual, expected, rtol=None, atol=None, tolerances=TOLERANCES) -> b
     tol = tolerance(expected, rtol, atol, tolerances)
     if tol is None:
         return bool(np.array_equal(actual, expected))
-    return bool(np.allclose(actual, expected, rtol=tol[0], atol=tol[1], equal_nan=True))
+    return bool(np.allclose(_parts(actual), _parts(expected), rtol=tol[0], atol=tol[1],
+                            equal_nan=True))
 
 
 def assert_allclose(actual, expected, rtol=None, atol=None, err_msg="", strict=True,
@@ -84,8 +98,10 @@ def assert_allclose(actual, expected, rtol=None, atol=None, err_msg="", strict=T
     if tol is None:
         np.testing.assert_array_equal(actual, expected, err_msg=err_msg)
     else:
-        np.testing.assert_allclose(actual, expected, rtol=tol[0], atol=tol[1],
-                                   equal_nan=True, err_msg=err_msg)
+        if expected.dtype.kind == "c":
+            err_msg = f"{err_msg} (complex: real and imaginary parts on the last axis)"
+        np.testing.assert_allclose(_parts(np.asarray(actual)), _parts(expected), rtol=tol[0],
+                                   atol=tol[1], equal_nan=True, err_msg=err_msg)
 
 
 def flat_outputs(results) -> list:
@@ -106,6 +122,8 @@ def random_bindings(program, seed=0) -> dict:
         dt = ph.dtype
         if dt.kind == "f":
             v = rng.standard_normal(ph.shape).astype(dt)
+        elif dt.kind == "c":
+            v = (rng.standard_normal(ph.shape) + 1j * rng.standard_normal(ph.shape)).astype(dt)
         elif dt.kind == "b":
             v = rng.random(ph.shape) > 0.5
         else:

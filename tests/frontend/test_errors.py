@@ -31,17 +31,15 @@ def test_reshape_wrong_size():
 
 
 def test_unsupported_dtypes():
-    with pytest.raises(TypeError, match="complex"):
-        pa.placeholder("c", (3,), np.complex64)
-    with pytest.raises(TypeError, match="complex"):
-        pa.array(np.ones(3, np.complex128))
     with pytest.raises(TypeError, match="unsupported dtype"):
         pa.placeholder("s", (3,), np.dtype("U3"))
+    with pytest.raises(TypeError, match=r"unsupported dtype.*complex64/128"):
+        pa.placeholder("c", (3,), np.clongdouble)
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        pa.array(np.ones(3, "M8[s]"))
     a = pa.placeholder("a", (3,), np.float32)
-    with pytest.raises(TypeError, match="complex"):
-        a.astype(np.complex64)
-    with pytest.raises(TypeError):
-        a + 1j
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        a.astype(np.clongdouble)
 
 
 def test_no_ufunc_loop_is_numpys_type_error():

@@ -217,3 +217,16 @@ def test_setitem_then_read_is_one_write():
     before = x.node
     x[1:3] = x[1:3]                  # the second half of ``x[1:3] += 1``: nothing to do
     assert x.node is before
+
+
+def test_asarray_copy_true_is_a_copy():
+    """``asarray(x, copy=True)`` is a new array: an in-place operator on it
+    leaves ``x`` alone (the array API suite's in-place tests rely on it);
+    without ``copy`` it is ``x`` itself, as NumPy's."""
+    x = pa.asarray(np.arange(3.0))
+    y = pa.asarray(x, copy=True)
+    y += 1
+    y[0] = 7
+    np.testing.assert_array_equal(x.to_numpy(), [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(y.to_numpy(), [7.0, 2.0, 3.0])
+    assert pa.asarray(x) is x and pa.asarray(x, copy=None) is x

@@ -50,7 +50,9 @@ def test_array_array_promotion_and_values(d1, d2, op, seed):
 
 
 scalars = st.one_of(st.booleans(), st.integers(-300, 300),
-                    st.floats(-1e3, 1e3, allow_nan=False).filter(lambda v: abs(v) > 1e-3))
+                    st.floats(-1e3, 1e3, allow_nan=False).filter(lambda v: abs(v) > 1e-3),
+                    st.complex_numbers(max_magnitude=1e3, allow_nan=False,
+                                       allow_infinity=False).filter(lambda v: abs(v) > 1e-3))
 
 
 @given(d=dtypes, s=scalars, op=st.sampled_from(BINARY), reflected=st.booleans(),

@@ -58,8 +58,11 @@ class _Builder:
     def fresh_var(self):
         return f"v{len(self.entries)}"
 
-    def pick(self, pred=lambda e: True, recent=0.45):
-        cands = [e for e in self.entries if pred(e)]
+    def pick(self, pred=lambda e: True, recent=0.45, complex_ok=False):
+        """An entry satisfying ``pred``, often a recent one; complex entries
+        only where asked for (``ops_complex``: they are inexact, and no
+        other generator's rules cover them)."""
+        cands = [e for e in self.entries if pred(e) and (complex_ok or e.kind != "c")]
         if not cands:
             return None
         if self.coin(recent):
@@ -84,6 +87,9 @@ class _Builder:
             if r < 0.2:
                 return np.zeros(shape, bool)
             return rng.random(shape) < 0.5
+        if dt.kind == "c":
+            from fuzz.ops_complex import complex_values
+            return complex_values(self, shape, dt)
         if dt.kind == "f":
             r = rng.random()
             if r < 0.55:        # exact: multiples of 1/4 in [-8, 8]
@@ -186,7 +192,7 @@ class _Builder:
         self.used_names.add(name)
         val = np.asarray(self.values(shape, dtype) if values is None else values, dtype=dtype)
         self.bindings[name] = val
-        e = grid_exp(val) if dtype.kind == "f" else 0
+        e = grid_exp(val) if dtype.kind == "f" else (None if dtype.kind == "c" else 0)
         ent = Entry(self.fresh_var(), arr, val, e,
                     f"pa.placeholder({name!r}, {tuple(shape)!r}, pa.{_tn(dtype)})", (), name)
         self.entries.append(ent)
@@ -231,10 +237,10 @@ class _Builder:
             self.build_errors.append(f"{code}: polyarray gives {arr.dtype}{list(arr.shape)}, "
                                      f"NumPy {want.dtype}{list(want.shape)}")
             return None
-        if want.dtype == np.float16 or want.dtype.kind not in "biuf":
+        if want.dtype == np.float16 or want.dtype.kind not in "biufc":
             return None
         ins = [by_var[v] for v in deps]
-        if want.dtype == np.float64 and any(x.lowp for x in ins):
+        if want.dtype in (np.float64, np.complex128) and any(x.lowp for x in ins):
             return None     # float32 rounding would be judged by float64's tolerance
         e = float_e(rule, ins, want)
         ent = Entry(self.fresh_var(), arr, want, e, code, tuple(dict.fromkeys(deps)))
@@ -247,7 +253,7 @@ class _Builder:
         """``e`` may decide something discrete only when it is exact."""
         return e.exact if (discrete and e.kind == "f") else True
 
-    def partner(self, a, pred=lambda e: True):
+    def partner(self, a, pred=lambda e: True, complex_ok=False):
         """An entry whose shape broadcasts with ``a``'s."""
         def ok(e):
             try:
@@ -255,7 +261,7 @@ class _Builder:
             except ValueError:
                 return False
             return pred(e)
-        return self.pick(ok)
+        return self.pick(ok, complex_ok=complex_ok)
 
     def operand(self, a, pred=lambda e: True, p_scalar=0.3, small=False, discrete=False):
         """(code, deps, scalar e list) for a second operand of ``a``."""

@@ -34,9 +34,9 @@ class Entry:
 
     @property
     def lowp(self):
-        """An inexact float32 value: its error is float32's, so it must not
-        reach a float64 result (compared with float64's tolerance)."""
-        return self.val.dtype == np.float32 and self.e is None
+        """An inexact float32 (or complex64) value: its error is float32's, so
+        it must not reach a float64 result (compared with float64's tolerance)."""
+        return self.val.dtype in (np.float32, np.complex64) and self.e is None
 
     @property
     def ndim(self):

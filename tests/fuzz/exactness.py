@@ -42,7 +42,10 @@ def fits(bound, e, dtype) -> bool:
 
 
 def float_e(rule, ins, out):
-    """Grid exponent of a float result, or None when it may be rounded."""
+    """Grid exponent of a float result, or None when it may be rounded
+    (complex results always: ``ops_complex``)."""
+    if out.dtype.kind == "c":
+        return None
     if out.dtype.kind != "f":
         return 0
     kind, *args = rule

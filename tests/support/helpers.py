@@ -9,11 +9,13 @@ import polyarray as pa
 
 ALL_DTYPES = [np.dtype(t) for t in (
     np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
-    np.uint32, np.uint64, np.float16, np.float32, np.float64)]
+    np.uint32, np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128)]
 FLOATS = [np.dtype(t) for t in (np.float16, np.float32, np.float64)]
+COMPLEX = [np.dtype(t) for t in (np.complex64, np.complex128)]
 INTS = [d for d in ALL_DTYPES if d.kind in "iu"]
 # the dtypes every device target must cover
-CORE_DTYPES = [np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64, np.bool_)]
+CORE_DTYPES = [np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64, np.bool_,
+                                     np.complex64, np.complex128)]
 
 TOLERANCES = pa.testing.TOLERANCES      # (rtol, atol relative to the largest value)
 
@@ -40,6 +42,11 @@ def random_array(rng, shape, dtype, low=None, high=None, nonzero=False):
         if nonzero:
             a = np.where(np.abs(a) < 0.1, 0.5, a)
         return a.astype(dtype)
+    if dtype.kind == "c":       # each part in the range (low, high bound the parts)
+        part = np.dtype(np.float64)
+        re = random_array(rng, shape, part, low, high, nonzero)
+        im = random_array(rng, shape, part, low, high, False)
+        return (re + 1j * im).astype(dtype)
     info = np.iinfo(dtype)
     lo = max(info.min, -20 if low is None else int(low))
     hi = min(info.max, 20 if high is None else int(high))
