@@ -1,8 +1,9 @@
 """Numbers spaced on a log scale: ``logspace`` (``base ** linspace``) and
 ``geomspace`` (``10 ** linspace`` of the log10 of the bounds, the bounds
-set exactly), NumPy's formulas step for step
-(``numpy/_core/function_base.py``).  Lazy constants of scalar bounds, as
-``linspace``'s."""
+set exactly).  Their bounds are scalars, so the values are NumPy's own,
+made when the function is called (a data leaf): a device's ``pow`` may
+differ from the host's in the last bit, and an integer ``dtype`` truncates,
+so ``geomspace(1, 256, 9, dtype=int)``'s 127 would be 128 on CUDA."""
 from __future__ import annotations
 
 import operator
@@ -10,15 +11,14 @@ import operator
 import numpy as np
 
 from ..ir import nodes as N
-from .creation import arange, linspace
+from .creation import array
 from .dtypes import check_dtype
-from .elementwise import apply_ufunc as U, astype, where
 
 
 def _scalar(v, what):
     if isinstance(v, N.Node) or np.ndim(v):
-        raise TypeError(f"{what}: start, stop and base must be scalars, not arrays (a lazy "
-                        "constant: its values are made where they are used)")
+        raise TypeError(f"{what}: start, stop and base must be scalars, not arrays (its "
+                        "values are NumPy's, made when it is called)")
     return v
 
 
@@ -26,9 +26,9 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None) -> N.Nod
     """``base ** linspace(start, stop, num)``."""
     for v in (start, stop, base):
         _scalar(v, "logspace")
-    y = linspace(start, stop, num, endpoint)
-    out = U("power", base, y)
-    return out if dtype is None else astype(out, check_dtype(dtype, "logspace"))
+    if dtype is not None:
+        check_dtype(dtype, "logspace")
+    return array(np.logspace(start, stop, num, endpoint, base, dtype))
 
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None) -> N.Node:
@@ -39,19 +39,6 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None) -> N.Node:
     num = operator.index(num)
     if start == 0 or stop == 0:
         raise ValueError("Geometric sequence cannot include zero")
-    dt = np.result_type(np.asarray(start), np.asarray(stop), float(num),
-                        np.zeros((), dtype))
-    dt = check_dtype(dt, "geomspace")
-    out_dtype = dt if dtype is None else check_dtype(dtype, "geomspace")
-    sign = np.sign(np.asarray(start, dt))
-    lo, hi = np.asarray(start, dt) / sign, np.asarray(stop, dt) / sign
-    with np.errstate(invalid="ignore"):
-        log_lo, log_hi = np.log10(lo), np.log10(hi)
-    y = U("power", 10.0, linspace(float(log_lo), float(log_hi), num, endpoint))
-    y = astype(y, dt)
-    if num > 0:
-        i = arange(num)
-        y = where(U("equal", i, 0), lo[()], y)
-        if num > 1 and endpoint:
-            y = where(U("equal", i, num - 1), hi[()], y)
-    return astype(U("multiply", y, sign[()]), out_dtype)
+    if dtype is not None:
+        check_dtype(dtype, "geomspace")
+    return array(np.geomspace(start, stop, num, endpoint, dtype))

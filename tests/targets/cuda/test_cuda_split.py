@@ -217,22 +217,45 @@ def test_a_failed_split_build_falls_back_to_the_whole_build(monkeypatch, caplog)
     assert calls[-1] == tuple(cuda_build.NVCC_OPTIONS)
 
 
+_SPLITTING = []
+
+
+def _splitting_case(k, limit=80):
+    """The source of the ``k``-th fuzzer case (seeds from 0) whose program,
+    every kernel outlined and every region of two statements or more split,
+    makes more than two units: which seeds those are is the generator's
+    business, so they are found, not listed."""
+    from fuzz.generate import make_case
+    from polyarray.codegen import policy
+    saved = cuda_build.SPLIT_MIN_STATEMENTS
+    cuda_build.SPLIT_MIN_STATEMENTS = 1
+    try:
+        seed = _SPLITTING[-1][0] + 1 if _SPLITTING else 0
+        while len(_SPLITTING) <= k and seed < limit:
+            with policy.using_thresholds(OUTLINE_MIN=0):
+                src = pa.compile(make_case(seed).arrays, target="cuda").source
+            if len(cuda_build.split_units(src)) > 2:
+                _SPLITTING.append((seed, src))
+            seed += 1
+    finally:
+        cuda_build.SPLIT_MIN_STATEMENTS = saved
+    assert len(_SPLITTING) > k, f"fewer than {k + 1} of the first {limit} cases split"
+    return _SPLITTING[k][1]
+
+
 @needs_toolchain
-@pytest.mark.parametrize("seed", [0, 7, 11, 18])   # DAGs large enough to split
-def test_random_dags_split_into_units_that_compile_and_link(seed, monkeypatch, tmp_path, caplog):
-    """Random DAGs (the fuzzer's seeds), every kernel outlined and every
+@pytest.mark.parametrize("k", range(4))
+def test_random_dags_split_into_units_that_compile_and_link(k, monkeypatch, tmp_path, caplog):
+    """Random DAGs (the fuzzer's cases), every kernel outlined and every
     region of two statements or more split: each unit compiles as
     relocatable code and the units link, with no fallback to the whole
     build (no GPU needed)."""
     import logging
-    from fuzz.generate import make_case
-    from polyarray.codegen import policy
     from polyarray.targets.cache import clear_memory_layers
     monkeypatch.setenv("POLYARRAY_CACHE_DIR", str(tmp_path))
     clear_memory_layers()
+    src = _splitting_case(k)
     monkeypatch.setattr(cuda_build, "SPLIT_MIN_STATEMENTS", 1)
-    with policy.using_thresholds(OUTLINE_MIN=0):
-        src = pa.compile(make_case(seed).arrays, target="cuda").source
     units = cuda_build.split_units(src)
     assert len(units) > 2
     rdc = [*cuda_build.NVCC_OPTIONS, "-rdc=true"]
