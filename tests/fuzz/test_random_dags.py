@@ -143,7 +143,11 @@ def test_sin_and_cos_read_only_well_conditioned_values():
     assert periodic_safe(entry([1845.0, np.inf], 0))           # exact: any size
     assert periodic_safe(entry([-PERIODIC_BOUND, np.nan, np.inf], None))
     checked = 0
-    for seed in (2361, 15, 50, 76, 163, 172, 238):   # 15-238: the seeds of 0-299 with sin or cos
+    # seed 2361, then the first seeds that draw sin or cos (which those are is the
+    # generator's business: each op added to it changes what a seed makes)
+    for seed in (2361, *range(300)):
+        if checked >= 8:
+            break
         case = make_case(seed)
         by_var = {e.var: e for e in case.entries}
         for e in case.entries:
