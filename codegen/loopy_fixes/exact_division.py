@@ -36,8 +36,15 @@ def _divisions(expr, found):
 
 def safe_simplify_using_aff(kernel, expr):
     """loopy's ``simplify_using_aff``, unless its result divides a possibly
-    negative numerator (then ``expr`` unchanged)."""
-    result = _STATE["original"](kernel, expr)
+    negative numerator (then ``expr`` unchanged).  A subscript holding a
+    type cast (a gather at an index computed from values, read in a
+    reduction's body: a binary search's probe) is left as it is: loopy's
+    guard around the conversion to isl misses pymbolic's error for it."""
+    from pymbolic.mapper import UnsupportedExpressionError
+    try:
+        result = _STATE["original"](kernel, expr)
+    except UnsupportedExpressionError:
+        return expr
     if result is expr:
         return result
     numerators = _divisions(result, [])

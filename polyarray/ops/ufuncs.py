@@ -365,11 +365,17 @@ def _normalized(x, dtype):
 def frexp(x) -> tuple:
     """(mantissa in [0.5, 1) with ``x``'s sign, int32 exponent): exact;
     0, inf and NaN give ``(x, 0)``, as C's ``frexp``."""
+    given = x
     x, out = _float("frexp", x)
-    y, e = _normalized(x, out)
+    work = out
+    if out == np.float16:       # small integers: the same exact values in float32, so
+        work = np.dtype(np.float32)     # the exponent alone runs on the devices too
+        x = astype(as_node(_operand(given)), work)
+    y, e = _normalized(x, work)
     special = U("logical_or", U("equal", x, 0), U("logical_not", U("isfinite", x)))
-    mantissa = where(special, x, U("copysign", U("multiply", y, out.type(0.5)), x))
-    return mantissa, where(special, full((), 0, np.int32), U("add", e, np.int32(1)))
+    mantissa = where(special, x, U("copysign", U("multiply", y, work.type(0.5)), x))
+    return astype(mantissa, out), where(special, full((), 0, np.int32),
+                                        U("add", e, np.int32(1)))
 
 
 def _float_pow2(k, dtype):

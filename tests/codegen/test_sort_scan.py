@@ -196,6 +196,25 @@ def test_searchsorted(target):
     _same_exactly(got["empty"], np.searchsorted(a[:0], q), "empty")
 
 
+def test_searchsorted_read_inside_a_reduction(target):
+    """A binary search's probes in a reduction's body (their subscripts
+    hold casts of the search's values): loopy's simplification of such a
+    subscript raised instead of leaving it (fuzzer seed 1628201, a
+    ``digitize`` then a ``min``)."""
+    q = np.array([3.25, -7.0, 1.0, 0.5])
+    Q = pa.placeholder("q", (4,), np.float64)
+    edges = np.array([-1.0, 1.0, 4.0])
+    outs = {"min": pa.searchsorted(pa.asarray(edges), Q[:1]).min(axis=-1, keepdims=True),
+            "sum": (3 - pa.searchsorted(pa.asarray(edges), Q, side="right")).sum(),
+            "digitize": pa.digitize(Q, edges[::-1], right=True).max()}
+    got = _run(target, outs, q=q)
+    _same_exactly(got["min"], np.searchsorted(edges, q[:1]).min(axis=-1, keepdims=True), "min")
+    _same_exactly(got["sum"], np.asarray((3 - np.searchsorted(edges, q, side="right")).sum()),
+                  "sum")
+    _same_exactly(got["digitize"], np.asarray(np.digitize(q, edges[::-1], right=True).max()),
+                  "digitize")
+
+
 # -- scans -------------------------------------------------------------------
 
 def _scan_values(rng, shape, dtype):

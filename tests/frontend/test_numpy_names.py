@@ -319,6 +319,8 @@ with np.errstate(over="ignore"):
 case("modf_frexp", "float", lambda xp, a, b: xp.modf(a) + xp.modf(b) + xp.frexp(a) + xp.frexp(b),
      SPECX, SPECX32)
 case("modf_frexp", "int", lambda xp, a: xp.modf(a) + xp.frexp(a), I32)
+case("modf_frexp", "small_int_exponent", lambda xp, a, b, c: (
+    xp.frexp(a)[1], xp.frexp(b)[1], xp.frexp(c)[1], xp.frexp(a)[0]), U8, I8, B)
 case("ldexp", "all", lambda xp, a, e: (
     xp.ldexp(a, e), xp.ldexp(a, 3), xp.ldexp(a[::-1], e), xp.ldexp(np.float64(0.75), e),
     xp.ldexp(a.astype(np.float32), e.astype(np.int32) // 8), xp.ldexp(e[:4].astype(np.int32), 2)),
