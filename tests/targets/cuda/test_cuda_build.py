@@ -4,7 +4,9 @@ and large math helpers compiled once per source (codegen/emit/noinline.py).
 Without a GPU the cubins come from the real compilers and only the module
 loader is faked; on a GPU the programs run."""
 import os
+import re
 import struct
+import subprocess
 import sys
 
 import numpy as np
@@ -150,7 +152,8 @@ def test_nvrtc_and_nvcc_give_the_same_machine_code():
     """A generated source (rows, a sum, math helpers) built by NVRTC through
     the bindings and by nvcc, with the target's flags, is a cubin with the
     same kernels, and at least one of them (the row kernel) byte for byte
-    the same machine code.  A kernel with a reduction tree in shared memory
+    the same machine code where both are one release (CI's pip may install
+    a newer NVRTC than its nvcc: then names only).  A kernel with a reduction tree in shared memory
     (the sum) differs between the two front ends, so it is compared by name
     only; whether only its addressing differs has not been checked."""
     from polyarray.targets.cuda.build import NVCC_OPTIONS
@@ -163,8 +166,16 @@ def test_nvrtc_and_nvcc_give_the_same_machine_code():
     code, other = _machine_code(by_nvrtc), _machine_code(by_nvcc)
     assert len(code) >= 2 and all(code.values())
     assert code.keys() == other.keys()
+    if _release_of_nvcc() != cuda_compiler._nvrtc().identity.split()[-1]:
+        return    # different releases generate different code; the names were compared
     same = [k for k in code if code[k] == other[k]]
     assert same, sorted(code)
+
+
+def _release_of_nvcc():
+    """``"13.0"`` from ``nvcc --version``'s ``release 13.0, V13.0.88``."""
+    said = subprocess.run([NVCC, "--version"], capture_output=True, text=True).stdout
+    return re.search(r"release (\d+\.\d+)", said).group(1)
 
 
 def _chain(x, op, n, binary=False):
