@@ -185,12 +185,19 @@ def _array_copy(a):
     return mark_array_0d(out) if not out.shape else out
 
 
+_SCIMATH = ("numpy.lib.scimath", "numpy.lib._scimath_impl", "numpy.emath")
+
+
 def numpy_implementation(func):
     """The polyarray function that implements NumPy's ``func``, or None."""
     name = getattr(func, "__name__", None)
     module = getattr(func, "__module__", "") or ""
+    if module in _SCIMATH:
+        return None         # np.emath: its dtype depends on the values (complex for x < 0)
     if module.startswith("numpy.linalg"):
         namespace = getattr(_pa(), "linalg", None)
+    elif module.startswith("numpy.fft"):
+        namespace = getattr(_pa(), "fft", None)
     elif module in ("numpy", "numpy._core.fromnumeric", "numpy._core.numeric",
                     "numpy._core.multiarray") or module.startswith("numpy._core") \
             or module.startswith("numpy.lib"):
@@ -209,6 +216,11 @@ def _array_function(self, func, types, args, kwargs):
     if any(not issubclass(t, (Array, np.ndarray)) for t in types):
         return NotImplemented
     impl = numpy_implementation(func)
+    if impl is None and func.__module__ in _SCIMATH:
+        raise TypeError(f"numpy.emath.{func.__name__} is not supported on polyarray arrays: "
+                        "its result's dtype depends on the values (complex where one is "
+                        "outside the real domain), which a lazy array does not know yet; "
+                        f"call pa.{func.__name__} on x.astype(complex) (or on real values)")
     if impl is None:
         name = f"{func.__module__.split('._')[0]}.{func.__name__}"
         raise TypeError(f"{name} is not supported on polyarray arrays (it has no polyarray "
