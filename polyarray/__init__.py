@@ -85,6 +85,7 @@ from .ops.indexing import NonConcreteBooleanIndexError
 from .ops.eager import LazyValueError, ConcretizationError
 from . import linalg                           # noqa: F401  (the public namespace)
 from . import random                           # noqa: F401  (the public namespace)
+from . import fft                              # noqa: F401  (the public namespace)
 from .program import (Program, compile, set_default_target, get_default_target,
                       target)
 from .inspect.show import show, format_dag
@@ -179,7 +180,7 @@ __all__ = [
     "cross", "csingle", "cumprod", "cumsum", "cumulative_prod", "cumulative_sum", "dask",
     "deg2rad", "degrees", "delete", "Device", "diag", "diagonal", "diff", "digitize", "divide",
     "dot", "dsplit", "dstack", "e", "ediff1d", "einsum", "elementwise_kernel", "empty",
-    "empty_like", "equal", "exp", "exp2", "expand_dims", "expm1", "eye", "fabs", "finfo",
+    "empty_like", "equal", "exp", "exp2", "expand_dims", "expm1", "eye", "fabs", "fft", "finfo",
     "flatnonzero", "flip", "fliplr", "flipud", "float16", "float32", "float64", "float_power",
     "floor", "floor_divide", "fmax", "fmin", "fmod", "fori_loop", "format_dag", "frexp",
     "from_dlpack", "full", "full_like", "gcd", "geomspace", "get_array_module",

@@ -1,11 +1,12 @@
 """Library calls (``LibraryCallOutput`` nodes) as NumPy computes them: the
 numpy target runs these, and a device target runs them on the host (its
 inputs copied out, the results copied back, both logged) where it has no
-library of its own for the routine.  NumPy's ``linalg`` is LAPACK, so these
-are the reference for every target's result.
+library of its own for the routine.  NumPy's ``linalg`` is LAPACK and its
+``fft`` pocketfft, so these are the reference for every target's result.
 
 Inputs come in the canonical form of ``polyarray.ops.solvers`` (dtype,
-batch shape, matrices); each function returns the declared outputs."""
+batch shape, matrices) or ``polyarray.ops.fourier`` (transforms over the
+trailing axes, unnormalized); each function returns the declared outputs."""
 from __future__ import annotations
 
 import numpy as np
@@ -39,6 +40,13 @@ def _lstsq(a, b, rcond):
     return x, np.int32(rank), s
 
 
+def _fft(x, rank, inverse):
+    axes = tuple(range(-rank, 0))
+    # norm="forward" leaves the inverse unscaled: the DAG scales it (ops.fourier)
+    return ((np.fft.ifftn(x, axes=axes, norm="forward") if inverse
+             else np.fft.fftn(x, axes=axes)),)
+
+
 ROUTINES = {
     "cholesky": _cholesky,
     "inv": lambda a: (np.linalg.inv(a),),
@@ -51,7 +59,16 @@ ROUTINES = {
     "svd": _svd,
     "svdvals": _svdvals,
     "lstsq": _lstsq,
+    "fft": _fft,
+    "rfft": lambda x: (np.fft.rfft(x, axis=-1),),
+    "irfft": lambda x, n: (np.fft.irfft(x, n=n, axis=-1, norm="forward"),),
 }
+FFT_OPS = frozenset({"fft", "rfft", "irfft"})
+
+
+def qualified(op) -> str:
+    """``fft.rfft`` or ``linalg.solve``: the routine as the user called its family."""
+    return f"fft.{op}" if op in FFT_OPS else f"linalg.{op}"
 
 
 def run_on_host(node, arrays) -> list:
@@ -67,25 +84,25 @@ def run_routine(op, params, outputs, arrays) -> list:
     for value, (shape, dt) in zip(outs, outputs):
         value = np.asarray(value)
         if value.shape != tuple(shape):
-            raise AssertionError(f"linalg.{op}: NumPy gave shape {value.shape}, declared "
+            raise AssertionError(f"{qualified(op)}: NumPy gave shape {value.shape}, declared "
                                  f"{tuple(shape)}")
         value = value.astype(np.dtype(dt), copy=False)
         result.append(value if value.flags.c_contiguous else value.copy(order="C"))
     return result
 
 
-HOST_FORM = "host lapack"       # codegen.policy.Form.HOST_LAPACK's value
-DEVICE_FORMS = ("cusolver",)    # Form.CUSOLVER's: a device library (the target's step)
+HOST_FORMS = ("host lapack", "host fft")    # codegen.policy.Form.HOST_LAPACK's, HOST_FFT's
+DEVICE_FORMS = ("cusolver", "cufft")        # Form.CUSOLVER's, CUFFT's: the target's step
 
 
 def is_host_call(info) -> bool:
     """Whether a lowered kernel is a library call run on the host."""
-    return info.form == HOST_FORM
+    return info.form in HOST_FORMS
 
 
 def is_library_call(info) -> bool:
     """Whether a lowered kernel is a library call (no device code of ours)."""
-    return info.form == HOST_FORM or info.form in DEVICE_FORMS
+    return info.form in HOST_FORMS or info.form in DEVICE_FORMS
 
 
 class HostCall:
@@ -118,5 +135,6 @@ class HostCall:
                 self.write(bufs[name], value)
 
     def describe(self) -> str:
-        return (f"linalg.{self.op} runs on the host through NumPy (LAPACK): each call copies "
-                f"{self.bytes_out} bytes out of the device and {self.bytes_back} back")
+        library = "pocketfft" if self.op in FFT_OPS else "LAPACK"
+        return (f"{qualified(self.op)} runs on the host through NumPy ({library}): each call "
+                f"copies {self.bytes_out} bytes out of the device and {self.bytes_back} back")

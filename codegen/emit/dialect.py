@@ -26,6 +26,7 @@ class Dialect:
     inline_ptx: bool            # inline PTX (predicated stores of the run-time checks)
     fp64_mma: bool              # float64 products on the FP64 tensor cores (PTX mma)
     vendor_solvers: bool        # library calls in cuSOLVER (CUDA, targets/cuda/solvers.py)
+    vendor_fft: bool            # transforms in cuFFT (CUDA, targets/cuda/fourier.py)
     loopy_macros: tuple         # macros loopy defines that a raw kernel must not see
     extern_c: bool              # raw kernels in ``extern "C"`` (as PyCUDA's SourceModule)
 
@@ -50,6 +51,7 @@ class OpenCLDialect(Dialect):
     inline_ptx = False
     fp64_mma = False
     vendor_solvers = False
+    vendor_fft = False
     loopy_macros = ("lid", "gid")
     extern_c = False
 
@@ -72,6 +74,7 @@ class CudaDialect(Dialect):
     # may take the form; OpenCL, even on an NVIDIA GPU, has no inline PTX
     fp64_mma = True
     vendor_solvers = True
+    vendor_fft = True
     loopy_macros = ("bIdx", "tIdx")
     extern_c = True
 

@@ -1,10 +1,11 @@
-"""Library calls (``pa.linalg``'s factorizations and solves) in a lowered
+"""Library calls (``pa.linalg``'s factorizations and solves, ``pa.fft``'s
+transforms) in a lowered
 program.
 
 A call is a plan group of its own (``plan/group.py``), its inputs and
 outputs materialized buffers.  Here it becomes a ``LibraryPlan`` beside the
 Assembler's loopy kernels, in launch order, and then a ``KernelInfo`` of
-form ``Form.HOST_LAPACK`` (the policy's row for it): ``args`` are its input
+the form the policy's row for it chose (``Form.HOST_LAPACK``, ``CUFFT``...): ``args`` are its input
 buffers then its output buffers (a temporary for an output the DAG never
 reads), ``facts`` say what the target calls (``op``, ``params``, the
 outputs' shapes and dtypes).  It has no device code: the target runs it
@@ -45,7 +46,7 @@ def build(asm, name, group):
     if name in asm.schedules:           # () replays prog.schedule
         asm.matched.add(name)
     if asm.schedules.get(name):
-        raise ScheduleError(f"kernel {name} is a call of linalg.{node.op}: a library "
+        raise ScheduleError(f"kernel {name} is a call of {node.op}: a library "
                             "routine, so it has no schedule")
     choice = choose(Call(node.op, node.outputs[0][1], tuple(node.inputs[0].shape)), asm.device,
                     asm.thresholds)

@@ -126,7 +126,8 @@ class Raw:
 
 @dataclass(frozen=True)
 class Call:
-    """A library routine (``pa.linalg``'s factorizations and solves):
+    """A library routine (``pa.linalg``'s factorizations and solves,
+    ``pa.fft``'s transforms):
     ``op`` on matrices of ``shape`` (its first input's), computing in
     ``dtype``."""
     op: str

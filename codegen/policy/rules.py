@@ -57,6 +57,8 @@ class Form(str, Enum):
     RECURRENCE = "recurrence"           # rows in order, a work-item per element of a row
     HOST_LAPACK = "host lapack"         # a library call run by NumPy's LAPACK on the host
     CUSOLVER = "cusolver"               # ... by cuSOLVER on the device (nvmath-python)
+    HOST_FFT = "host fft"               # a transform run by NumPy's pocketfft on the host
+    CUFFT = "cufft"                     # ... by cuFFT on the device (nvmath-python)
 
     __str__ = str.__str__
     __format__ = str.__format__
@@ -272,6 +274,8 @@ def _as_reduction(c):
 
 # the library calls cuSOLVER runs (targets/cuda/solvers.py has each one's step)
 CUSOLVER_OPS = frozenset({"cholesky", "solve"})
+# the transforms (pa.fft's library calls; targets/cuda/fourier.py runs them in cuFFT)
+FFT_OPS = frozenset({"fft", "rfft", "irfft"})
 
 E, R, C, W = Elementwise, Reduction, Contraction, Rows
 RULES = (
@@ -383,6 +387,12 @@ RULES = (
 
     # hand-written kernels (pa.raw_kernel): the user's code, grid and block
     Rule("raw: the user's kernel", Raw, lambda c, d, t: True, Form.RAW),
+
+    # transforms (pa.fft): cuFFT on CUDA (without nvmath-python the target says so
+    # and runs the host's), else NumPy's pocketfft on the host, the copies logged
+    Rule("fft: cuFFT on the device", Call, lambda c, d, t: d.vendor_fft
+         and c.op in FFT_OPS, Form.CUFFT),
+    Rule("fft: pocketfft on the host", Call, lambda c, d, t: c.op in FFT_OPS, Form.HOST_FFT),
 
     # library calls (pa.linalg's factorizations and solves): cuSOLVER on CUDA where
     # the routine is there (targets/cuda/solvers.py; without nvmath-python the

@@ -36,7 +36,8 @@ Node types
                   (``pa.raw_kernel``): the outputs of one launch share every
                   field but ``index``.
 ``LibraryCallOutput`` one output of a call of a library routine (a
-                  factorization or a solve of ``pa.linalg``): the outputs of
+                  factorization or a solve of ``pa.linalg``, a transform of
+                  ``pa.fft``): the outputs of
                   one call share every field but ``index``.
 """
 from __future__ import annotations
@@ -550,7 +551,7 @@ class RawKernelOutput(Node):
 @dataclass(frozen=True, eq=False, repr=False)
 class LibraryCallOutput(Node):
     """Output ``index`` of one call of the library routine ``op`` (a
-    factorization or a solve: ``codegen``'s library forms say which library
+    factorization, a solve or a transform: ``codegen``'s library forms say which library
     runs it on each target) on ``inputs``, with ``params`` (``((name,
     value), ...)``, plain values) and the declared ``outputs`` (``((shape,
     dtype str), ...)``).  Inputs are materialized and the call is a step

@@ -100,7 +100,8 @@ class _Renderer(Mapper):
         args = [self.operand(a, depth) for a in node.inputs]
         args += [f"{k}={v!r}" for k, v in node.params]
         out = f"[{node.index}]" if len(node.outputs) > 1 else ""
-        return f"linalg.{node.op}({', '.join(args)}){out}"
+        family = "fft" if node.op in ("fft", "rfft", "irfft") else "linalg"
+        return f"{family}.{node.op}({', '.join(args)}){out}"
 
     def expr(self, e, env, depth):
         """An IndexLambda's expression; ``env``: binding name -> node."""

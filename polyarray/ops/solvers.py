@@ -55,7 +55,7 @@ def _matrices(x, what, square=False):
     return x
 
 
-def _call(op, inputs, outputs, **params) -> list:
+def library_call(op, inputs, outputs, **params) -> list:
     """The outputs (nodes) of one call of ``op``."""
     outs = tuple((tuple(shape), np.dtype(dt).str) for shape, dt in outputs)
     params = tuple(sorted(params.items()))
@@ -67,13 +67,13 @@ def _call(op, inputs, outputs, **params) -> list:
 def cholesky(a, upper=False) -> N.Node:
     a = _matrices(a, "cholesky", square=True)
     t = compute_dtype(a, what="cholesky")
-    return _call("cholesky", [astype(a, t)], [(a.shape, t)], upper=bool(upper))[0]
+    return library_call("cholesky", [astype(a, t)], [(a.shape, t)], upper=bool(upper))[0]
 
 
 def inv(a) -> N.Node:
     a = _matrices(a, "inv", square=True)
     t = compute_dtype(a, what="inv")
-    return _call("inv", [astype(a, t)], [(a.shape, t)])[0]
+    return library_call("inv", [astype(a, t)], [(a.shape, t)])[0]
 
 
 def solve(a, b) -> N.Node:
@@ -92,21 +92,21 @@ def solve(a, b) -> N.Node:
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2], what="solve's stacks")
     a = broadcast_to(astype(a, t), batch + a.shape[-2:])
     b = broadcast_to(astype(b, t), batch + b.shape[-2:])
-    x = _call("solve", [a, b], [(b.shape, t)])[0]
+    x = library_call("solve", [a, b], [(b.shape, t)])[0]
     return squeeze(x, -1) if vector else x
 
 
 def det(a) -> N.Node:
     a = _matrices(a, "det", square=True)
     t = compute_dtype(a, what="det")
-    return _call("det", [astype(a, t)], [(a.shape[:-2], t)])[0]
+    return library_call("det", [astype(a, t)], [(a.shape[:-2], t)])[0]
 
 
 def slogdet(a) -> list:
     """``[sign, logabsdet]``."""
     a = _matrices(a, "slogdet", square=True)
     t = compute_dtype(a, what="slogdet")
-    return _call("slogdet", [astype(a, t)], [(a.shape[:-2], t), (a.shape[:-2], real_dtype(t))])
+    return library_call("slogdet", [astype(a, t)], [(a.shape[:-2], t), (a.shape[:-2], real_dtype(t))])
 
 
 def _uplo(UPLO):
@@ -119,14 +119,14 @@ def eigh(a, UPLO="L") -> list:
     """``[eigenvalues, eigenvectors]``, eigenvalues ascending."""
     a = _matrices(a, "eigh", square=True)
     t = compute_dtype(a, what="eigh")
-    return _call("eigh", [astype(a, t)], [(a.shape[:-1], real_dtype(t)), (a.shape, t)],
+    return library_call("eigh", [astype(a, t)], [(a.shape[:-1], real_dtype(t)), (a.shape, t)],
                  UPLO=_uplo(UPLO))
 
 
 def eigvalsh(a, UPLO="L") -> N.Node:
     a = _matrices(a, "eigvalsh", square=True)
     t = compute_dtype(a, what="eigvalsh")
-    return _call("eigvalsh", [astype(a, t)], [(a.shape[:-1], real_dtype(t))],
+    return library_call("eigvalsh", [astype(a, t)], [(a.shape[:-1], real_dtype(t))],
                  UPLO=_uplo(UPLO))[0]
 
 
@@ -148,7 +148,7 @@ def qr(a, mode="reduced") -> list:
         shapes = [(batch + (m, m), t), (batch + (m, n), t)]
     else:
         shapes = [(batch + (m, k), t), (batch + (k, n), t)]
-    return _call("qr", [astype(a, t)], shapes, mode=mode)
+    return library_call("qr", [astype(a, t)], shapes, mode=mode)
 
 
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False) -> list:
@@ -159,10 +159,10 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False) -> list:
     k, batch = min(m, n), tuple(batch)
     s = (batch + (k,), real_dtype(t))
     if not compute_uv:
-        return _call("svdvals", [astype(a, t)], [s], hermitian=bool(hermitian))
+        return library_call("svdvals", [astype(a, t)], [s], hermitian=bool(hermitian))
     u = (batch + ((m, m) if full_matrices else (m, k)), t)
     vh = (batch + ((n, n) if full_matrices else (k, n)), t)
-    return _call("svd", [astype(a, t)], [u, s, vh], full_matrices=bool(full_matrices),
+    return library_call("svd", [astype(a, t)], [u, s, vh], full_matrices=bool(full_matrices),
                  hermitian=bool(hermitian))
 
 
@@ -186,7 +186,7 @@ def lstsq(a, b, rcond=None) -> list:
         b = expand_dims(b, -1)
     if rcond is None:
         rcond = float(np.finfo(real_dtype(t)).eps * max(m, n))
-    x, rank, s = _call("lstsq", [astype(a, t), astype(b, t)],
+    x, rank, s = library_call("lstsq", [astype(a, t), astype(b, t)],
                        [((n, b.shape[1]), t), ((), np.int32), ((min(m, n),), real_dtype(t))],
                        rcond=float(rcond))
     return [squeeze(x, -1) if vector else x, rank, s]

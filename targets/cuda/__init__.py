@@ -90,8 +90,9 @@ class CudaExecutable(DeviceExecutable):
                 self._mapped = False
         self._launches = []
         for k in self.lowered.kernels:
-            if is_library_call(k):      # cuSOLVER, or NumPy on the host, between kernels
-                from .solvers import step_for
+            if is_library_call(k):      # cuSOLVER, cuFFT, or NumPy on the host, between kernels
+                from . import fourier, solvers
+                step_for = fourier.step_for if k.form == "cufft" else solvers.step_for
                 call = None if is_host_call(k) else step_for(k, drv, self.pool.allocate)
                 if call is None:
                     call = HostCall(k, lambda buf, a: drv.memcpy_dtoh(a, buf),

@@ -11,7 +11,7 @@ import numpy as np
 from fuzz.builder import _Builder
 from fuzz.case import Case
 from fuzz.ops_complex import op_complex
-from fuzz.ops_functions import (op_composed, op_convolve, op_count, op_order_stat,
+from fuzz.ops_functions import (op_composed, op_convolve, op_count, op_fft, op_order_stat,
                                 op_rearrange)
 from fuzz.ops_leaves import op_constant, op_data, op_pair, op_random
 from fuzz.ops_shapes import (op_argreduce, op_broadcast, op_concat, op_gather, op_layout,
@@ -31,7 +31,7 @@ OPS = [(op_arith, 10), (op_narrow_chain, 7), (op_bitwise, 5), (op_invert, 1),
        (op_constant, 1), (op_data, 1), (op_pair, 2), (op_rows, 3), (op_deep, 1),
        (op_nested_reduce, 2), (op_shift, 2), (op_setitem, 3), (op_random, 1),
        (op_rearrange, 2), (op_order_stat, 1), (op_count, 1), (op_composed, 2),
-       (op_convolve, 1), (op_complex, 5)]
+       (op_convolve, 1), (op_complex, 5), (op_fft, 2)]
 
 
 def make_case(seed, max_ops=None, sizes=None) -> Case:

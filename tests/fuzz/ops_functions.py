@@ -123,3 +123,38 @@ def op_convolve(b):
     if a.kind == BOOL.kind and "." not in kernel:
         rule = ("move",)
     return b.apply(f"xp.{fn}({a.var}, {kernel}, {mode!r})", [a.var], rule)
+
+
+def op_fft(b):
+    """A transform (a library call between kernels), with the crops, pads,
+    axis moves and scaling around it that fuse with its neighbours.  Only
+    finite values of moderate size: where inputs hold inf or NaN, which
+    outputs are NaN depends on the library's order of butterflies, and a
+    transform of values near the dtype's limit overflows in some orders."""
+    def ok(e):
+        if e.ndim < 1 or e.val.size == 0 or e.kind not in "biufc":
+            return False
+        v = np.abs(np.asarray(e.val, dtype=np.complex128))
+        return bool(np.isfinite(v).all()) and float(v.max(initial=0)) < 1e6
+    a = b.pick(ok, complex_ok=True)
+    if a is None:
+        return None
+    ax = int(b.rng.integers(-a.ndim, a.ndim))
+    n = b.choice(["None", str(max(1, a.shape[ax] + int(b.rng.integers(-2, 3))))])
+    norm = b.choice([None, "ortho", "forward"])
+    forms = [f"xp.fft.fft({a.var}, n={n}, axis={ax}, norm={norm!r})",
+             f"xp.fft.ifft({a.var}, n={n}, axis={ax}, norm={norm!r})",
+             f"xp.fft.irfft({a.var}, n={n}, axis={ax}, norm={norm!r})",
+             f"xp.fft.hfft({a.var}, axis={ax}, norm={norm!r})",
+             f"xp.fft.fftshift({a.var})"]
+    if a.kind != "c":
+        forms += [f"xp.fft.rfft({a.var}, n={n}, axis={ax}, norm={norm!r})",
+                  f"xp.fft.ihfft({a.var}, axis={ax})"]
+    if a.ndim >= 2:
+        forms += [f"xp.fft.fft2({a.var}, norm={norm!r})", f"xp.fft.ifftn({a.var})"]
+        if a.kind != "c":
+            forms.append(f"xp.fft.rfftn({a.var}, axes=(0, -1))")
+    code = b.choice(forms)
+    if "hfft" in code and (a.shape[ax] < 2 and "ihfft" not in code):
+        return None             # n = 2 * (m - 1) = 0 points: NumPy's error
+    return b.apply(code, [a.var], ("move",) if "shift" in code else ("inexact",))

@@ -1,7 +1,7 @@
 """What a user of the installed package sees: ``dir(pa)`` and
 ``from polyarray import *`` list the public names (``__all__``) and no
-implementation modules; ``pa.linalg`` and ``pa.random`` list their functions alone; the
-document that error messages cite ships with the package and prints with
+implementation modules; ``pa.linalg``, ``pa.random`` and ``pa.fft`` list
+their functions alone; the document that error messages cite ships with the package and prints with
 ``python -m polyarray differences``; and the project's files name
 themselves alone (no labels of the issues or work periods they came from)."""
 import os
@@ -23,7 +23,7 @@ def test_dir_and_star_import_list_the_public_names():
     missing = [n for n in pa.__all__ if not hasattr(pa, n)]
     assert not missing, missing
     modules = sorted(n for n in pa.__all__ if isinstance(getattr(pa, n), types.ModuleType))
-    assert modules == ["dask", "linalg", "random", "schedules", "testing"], modules
+    assert modules == ["dask", "fft", "linalg", "random", "schedules", "testing"], modules
     for name in ("sum", "matmul", "jit", "float32", "newaxis", "Array", "cumsum", "sort"):
         assert name in pa.__all__, name
     namespace = {}
@@ -37,6 +37,9 @@ def test_linalg_and_random_list_their_functions_alone():
     assert all(callable(getattr(pa.linalg, n)) for n in pa.linalg.__all__)
     assert not {"Array", "M", "annotations", "node_of"} & set(dir(pa.linalg))
     assert dir(pa.random) == sorted(pa.random.__all__)
+    assert dir(pa.fft) == sorted(pa.fft.__all__)
+    assert all(callable(getattr(pa.fft, n)) for n in pa.fft.__all__)
+    assert not {"Array", "F", "annotations", "node_of", "math"} & set(dir(pa.fft))
     assert all(callable(getattr(pa.random, n)) for n in pa.random.__all__)
     assert not {"Array", "R", "np", "annotations", "node_of"} & set(dir(pa.random))
 

@@ -1,0 +1,201 @@
+"""``pa.fft`` on every target against ``numpy.fft``: every transform with
+NumPy's ``n``/``s``/``axes``/``norm`` semantics, its dtype rules (single
+precision stays single, integers compute in double), the imaginary parts
+NumPy's ``irfft`` ignores, the work around a transform in the same program,
+empty batches, NumPy's errors and warnings, and the policy's rows."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import polyarray as pa
+from polyarray import targets
+
+# pocketfft and a device library differ in the last bits: relative to the
+# largest magnitude of the result, per dtype of the result
+TOL = {np.dtype(np.complex64): 3e-6, np.dtype(np.float32): 3e-6,
+       np.dtype(np.complex128): 1e-13, np.dtype(np.float64): 1e-13,
+       np.dtype(np.float16): 3e-3}
+
+
+def close(got, want, what=""):
+    got, want = np.asarray(got), np.asarray(want)
+    assert (got.shape, got.dtype) == (want.shape, want.dtype), (what, got.shape, got.dtype,
+                                                                 want.shape, want.dtype)
+    if want.dtype.kind in "biu":            # (the shifts move integers: exactly)
+        np.testing.assert_array_equal(got, want, err_msg=what)
+        return
+    scale = max(float(np.max(np.abs(want), initial=0.0)), 1.0)
+    np.testing.assert_allclose(got, want, rtol=0, atol=TOL[want.dtype] * scale, err_msg=what)
+
+
+def run(target, cases, *arrays):
+    """Each ``f(xp, *arrays)`` of ``cases`` as one program on ``target`` (the
+    arrays its placeholders), compared with ``f(np, *arrays)``."""
+    names = [f"a{i}" for i in range(len(arrays))]
+    ph = [pa.placeholder(n, a.shape, a.dtype) for n, a in zip(names, arrays)]
+    outs = [f(pa, *ph) for f in cases.values()]
+    got = pa.compile(outs, target=target)(**dict(zip(names, arrays)))
+    for (what, f), g in zip(cases.items(), got):
+        close(g, f(np, *arrays), what)
+
+
+def _signal(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+@pytest.mark.parametrize("single", [True, False], ids=["single", "double"])
+def test_every_transform_matches_numpy(target, norm, single):
+    """Random complex input, so ``irfft``/``hfft`` see imaginary parts at
+    frequency 0 and n/2 (NumPy ignores them) and non-Hermitian spectra."""
+    z = _signal((6, 10), np.complex64 if single else np.complex128)
+    x = z.real.copy()
+    F = {
+        "fft": lambda xp, z, x: xp.fft.fft(z, norm=norm),
+        "ifft n=7 axis=0": lambda xp, z, x: xp.fft.ifft(z, n=7, axis=0, norm=norm),
+        "rfft n=13": lambda xp, z, x: xp.fft.rfft(x, n=13, norm=norm),
+        "rfft n=4 axis=0": lambda xp, z, x: xp.fft.rfft(x, n=4, axis=0, norm=norm),
+        "irfft": lambda xp, z, x: xp.fft.irfft(z, norm=norm),
+        "irfft n=9 axis=0": lambda xp, z, x: xp.fft.irfft(z, n=9, axis=0, norm=norm),
+        "irfft n=30": lambda xp, z, x: xp.fft.irfft(z, n=30, norm=norm),
+        "hfft": lambda xp, z, x: xp.fft.hfft(z, norm=norm),
+        "ihfft": lambda xp, z, x: xp.fft.ihfft(x, norm=norm),
+        "fft2": lambda xp, z, x: xp.fft.fft2(z, norm=norm),
+        "ifft2 s": lambda xp, z, x: xp.fft.ifft2(z, s=(3, 16), norm=norm),
+        "ifftn s axes": lambda xp, z, x: xp.fft.ifftn(z, s=(4, 12), axes=(1, 0), norm=norm),
+        "rfftn": lambda xp, z, x: xp.fft.rfftn(x, norm=norm),
+        "rfft2 axes": lambda xp, z, x: xp.fft.rfft2(x, axes=(1, 0), norm=norm),
+        "irfft2": lambda xp, z, x: xp.fft.irfft2(z, norm=norm),
+        "irfftn s axes": lambda xp, z, x: xp.fft.irfftn(z, s=(5, 7), axes=(0, 1), norm=norm),
+    }
+    run(target, F, z, x)
+
+
+def test_more_axes_batches_and_dtypes(target):
+    """A 3-D array transformed over its first and last axes, over all three,
+    and over one axis twice; integers and booleans compute in double."""
+    z = _signal((3, 4, 5), np.complex128, seed=1)
+    i = (_signal((4, 6), np.float64, seed=2) * 10).astype(np.int16)
+    F = {
+        "fftn axes (0, 2)": lambda xp, z, i: xp.fft.fftn(z, axes=(0, 2)),
+        "ifftn": lambda xp, z, i: xp.fft.ifftn(z),
+        "fftn axes (1, 1)": lambda xp, z, i: xp.fft.fftn(z, axes=(1, 1)),
+        "rfftn axes (2, 0)": lambda xp, z, i: xp.fft.rfftn(z.real, axes=(2, 0)),
+        "fft of int16": lambda xp, z, i: xp.fft.fft(i),
+        "rfft of int16": lambda xp, z, i: xp.fft.rfft(i, axis=0),
+        "irfft of bool": lambda xp, z, i: xp.fft.irfft(i > 0),
+        "fftshift": lambda xp, z, i: xp.fft.fftshift(z),
+        "ifftshift axes=1": lambda xp, z, i: xp.fft.ifftshift(i, axes=1),
+        "fftshift axes=(0, 2)": lambda xp, z, i: xp.fft.fftshift(z.real, axes=(0, 2)),
+    }
+    run(target, F, z, i)
+
+
+def test_the_work_around_a_transform_runs_with_it(target):
+    """A convolution ``irfft(rfft(x) * rfft(k))`` with a window before and a
+    scale after: the arithmetic is nodes of the same program."""
+    rng = np.random.default_rng(3)
+    x, k = rng.standard_normal((4, 64)), rng.standard_normal(64)
+    F = {"convolution": lambda xp, x, k: 0.5 * xp.fft.irfft(
+        xp.fft.rfft(x * xp.hanning(64)) * xp.fft.rfft(k), n=64)}
+    run(target, F, x, k)
+
+
+def test_empty_batches_and_single_points(target):
+    z = np.zeros((0, 4), np.complex64)
+    one = _signal((3, 1), np.complex128)
+    F = {"empty batch": lambda xp, z, o: xp.fft.fft(z),
+         "empty rfft": lambda xp, z, o: xp.fft.rfft(z.real),
+         "one point": lambda xp, z, o: xp.fft.ifft(o),
+         "one point irfft n=1": lambda xp, z, o: xp.fft.irfft(o, n=1)}
+    run(target, F, z, one)
+
+
+def test_float16_computes_in_single_precision():
+    """NumPy's rule (the numpy target: float16 is not yet on the devices)."""
+    x = _signal((5, 8), np.float16)
+    F = {"fft": lambda xp, x: xp.fft.fft(x), "irfft": lambda xp, x: xp.fft.irfft(x),
+         "rfft": lambda xp, x: xp.fft.rfft(x)}
+    run("numpy", F, x)
+
+
+def test_frequencies():
+    for n, d in [(8, 0.1), (9, 1.0), (1, 2.0)]:
+        for name in ("fftfreq", "rfftfreq"):
+            got = np.asarray(getattr(pa.fft, name)(n, d))
+            want = getattr(np.fft, name)(n, d)
+            assert got.dtype == want.dtype and np.array_equal(got, want), (name, n, d)
+
+
+def test_shapes_and_dtypes_are_known_at_once():
+    x = pa.placeholder("x", (3, 10), np.float32)
+    assert pa.fft.rfft(x).shape == (3, 6) and pa.fft.rfft(x).dtype == np.complex64
+    assert pa.fft.irfft(pa.fft.rfft(x), n=11).shape == (3, 11)
+    assert pa.fft.fft2(x, s=(4, 4)).dtype == np.complex64
+    assert pa.fft.hfft(x).dtype == np.float32
+    assert pa.fft.fft(x.astype(np.int8)).dtype == np.complex128
+    assert "fft.rfft(" in pa.format_dag(pa.fft.rfft(x))
+    assert pa.fft.fftn(x, axes=()) is not None and pa.fft.fftn(x, axes=()).dtype == x.dtype
+
+
+def test_numpys_errors_and_warnings():
+    x = np.ones((4, 6))
+    for call, err, match in [
+            (lambda m: m.fft.fft(x, n=0), ValueError, r"Invalid number of FFT data points \(0\)"),
+            (lambda m: m.fft.irfft(x, n=-2), ValueError, r"Invalid number of FFT data points"),
+            (lambda m: m.fft.fft(x, norm="none"), ValueError, "Invalid norm value none"),
+            (lambda m: m.fft.fftn(x, s=(2, 2), axes=(0,)), ValueError,
+             "Shape and axes have different lengths"),
+            (lambda m: m.fft.fft(x, axis=2), IndexError, None),
+            (lambda m: m.fft.rfft(x + 1j), TypeError, None)]:
+        with pytest.raises(err, match=match):
+            call(np)
+        with pytest.raises(err, match=match):
+            call(pa)
+    with pytest.raises(TypeError, match="complex"):
+        pa.fft.rfft(x + 1j)
+    with pytest.raises(NotImplementedError, match="out="):
+        pa.fft.fft(x, out=np.empty((4, 6), complex))
+    for m in (np, pa):
+        with pytest.warns(DeprecationWarning, match="`axes` should not be `None`"):
+            m.fft.fftn(x, s=(2, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        close(pa.fft.fftn(x, s=(2, 3)), np.fft.fftn(x, s=(2, 3)))
+        close(pa.fft.fftn(x, s=(None, 3), axes=(0, 1)), np.fft.fftn(x, s=(None, 3), axes=(0, 1)))
+
+
+def test_the_policy_gives_transforms_to_cufft_on_cuda_and_the_host_elsewhere():
+    """The policy's rows, read from the programs' calls (code generation
+    alone, no GPU needed)."""
+    x = pa.placeholder("x", (4, 16), np.complex64)
+    outs = [pa.fft.fft(x), pa.fft.rfft(x.real), pa.fft.irfft(x)]
+    want = {"fft", "rfft", "irfft"}
+    calls = [k for k in pa.compile(outs, target="cuda").kernels.values() if "op" in k.facts]
+    assert {k.facts["op"] for k in calls} == want
+    assert {(k.form, k.rule) for k in calls} == {("cufft", "fft: cuFFT on the device")}
+    if targets.availability("opencl")[0]:
+        calls = [k for k in pa.compile(outs, target="opencl").kernels.values()
+                 if "op" in k.facts]
+        assert {(k.facts["op"], k.form) for k in calls} == {(op, "host fft") for op in want}
+
+
+def test_numpys_functions_on_lazy_arrays_are_these():
+    """``np.fft.fft(x)`` of a polyarray array is ``pa.fft.fft(x)``, lazily;
+    NumPy's ``out=`` is written."""
+    v = np.arange(8.0)
+    x = pa.asarray(v)
+    got = np.fft.rfft(x, norm="ortho")
+    assert isinstance(got, pa.Array)
+    close(got, np.fft.rfft(v, norm="ortho"))
+    out = np.empty(8, complex)
+    np.fft.fft(x, out=out)
+    close(out, np.fft.fft(v))
+    assert type(pa.fft.fft(x)) is pa.Array
