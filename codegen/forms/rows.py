@@ -105,8 +105,9 @@ def _build(asm, reds, outs, shape, V=0):
 
         def body(j, spec=spec):
             return spec["body"](kb, kept, (j,), j)
-        # a float product stays in NumPy's order (NumPy multiplies sequentially)
-        if V and not (spec["op"] == "prod" and np.dtype(r.dtype).kind == "f"):
+        # a float or complex product stays in NumPy's order (NumPy multiplies
+        # sequentially; a complex product's NaNs depend on the order)
+        if V and not (spec["op"] == "prod" and np.dtype(r.dtype).kind in "fc"):
             red, acc_dt, names, deps = _lanes(kb, spec["op"], body, f"j{k}", shape[-1], V,
                                               bounds)
         else:

@@ -77,6 +77,7 @@ class Reduction:
     run: int = 0
     terms: int = 1
     broadcast: bool = False
+    ordered: bool = False       # NumPy's order is part of the value (complex products)
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,12 @@ def reduction_class(spec, terms=1, read=None) -> Reduction:
     from (None: as many as there are values)."""
     run = spec["kept_shape"][-1] if spec["kept_shape"] and not spec["inner"] else 0
     broadcast = read is not None and read < spec["M"] * spec["R"]
-    return Reduction(spec["M"], spec["R"], spec["inner"], spec["op"], run, terms, broadcast)
+    # a complex product's infinities give NaN or not by the order of the
+    # products ((inf+infj) * (3-1j) is (inf, nan)): NumPy multiplies in order
+    ordered = spec["op"] == "prod" and getattr(spec["node"], "dtype", None) is not None \
+        and spec["node"].dtype.kind == "c"
+    return Reduction(spec["M"], spec["R"], spec["inner"], spec["op"], run, terms, broadcast,
+                     ordered)
 
 
 @dataclass(frozen=True)

@@ -345,6 +345,8 @@ RULES = (
     Rule("no outputs: no kernel", R, lambda c, d, t: c.M == 0, None),
     Rule("empty reduction: the neutral element", R, lambda c, d, t: c.R == 0, Form.NEUTRAL,
          lambda c, d, t: dict(wg=_wg(t, c.M))),
+    Rule("complex product: in NumPy's order, a work-item per output", R,
+         lambda c, d, t: c.ordered, Form.THREAD, lambda c, d, t: dict(wg=_wg(t, c.M))),
     # CPU: lanes along the contiguous axis, reduced (registers) or kept (an array); too
     # few outputs along it (``run``): split columns; short rows: a work-item per output
     Rule("cpu: lanes along the reduced axis", R, lambda c, d, t: d.cpu and c.inner
