@@ -103,6 +103,13 @@ class Array:
         """Tuple of the array's dimensions (``ndarray.shape``), known without evaluating."""
         return self._node.shape
 
+    @shape.setter
+    def shape(self, value):
+        """``x.shape = s``: ``x`` reshaped in place, as NumPy's setter: only
+        where its memory takes the shape without a copy (else NumPy's
+        AttributeError); views made before keep theirs."""
+        set_shape(self, value)
+
     @property
     def dtype(self) -> np.dtype:
         """The elements' dtype (``ndarray.dtype``), known without evaluating."""
@@ -551,14 +558,13 @@ class View(Array):
     """A lazy NumPy view: ``_root`` (an Array that is not a view) and the
     ``_steps`` that make this array from the root's value; its node follows
     the root's."""
-    __slots__ = ("_root", "_steps", "_from", "_value")
+    __slots__ = ("_root", "_steps", "_from", "_value", "_root_shape", "_root_strides")
 
     @property
     def _node(self):
-        root = self._root
-        current = root._node
+        current = self._root._node
         if current is not self._from:
-            value = current
+            value = _root_value(self, current)
             for step in self._steps:
                 value = V.forward(step, value)
             self._from, self._value = current, value
@@ -575,7 +581,41 @@ def make_view(x: Array, step) -> Array:
     view = object.__new__(View)
     view._root, view._steps = root, steps
     view._from, view._value = root._node, value
+    if isinstance(x, View):
+        view._root_shape, view._root_strides = x._root_shape, x._root_strides
+    else:
+        view._root_shape, view._root_strides = x.shape, getattr(x, "_strides", None)
     return view
+
+
+def _root_value(view: View, current):
+    """The root's value ``current`` in the shape the view was made from (a
+    root reshaped in place since, ``x.shape = s``, is the same memory)."""
+    if current.shape == view._root_shape:
+        return current
+    return shapes.reshape(current, view._root_shape)
+
+
+def set_shape(x: Array, value) -> None:
+    """NumPy's ``x.shape = value`` (the same memory, another shape)."""
+    if getattr(x, "_shape_fixed", False):        # a shared variable: its shape is its value's
+        raise AttributeError(f"{x!r} cannot be reshaped in place; reshape what reads it "
+                             "(x.reshape(...))")
+    node = shapes.reshape(x._node, value)           # NumPy's errors first
+    fake = _layout(x)
+    try:
+        moved = np.reshape(fake, node.shape, copy=False)
+    except ValueError:
+        raise AttributeError("Incompatible shape for in-place modification. Use `.reshape()` "
+                             "to make a copy with the desired shape.") from None
+    if isinstance(x, View):
+        x._steps = x._steps + (("reshape", node.shape, "C"),)
+        x._from = None
+        return
+    x._node = node
+    if getattr(x, "_strides", None) is not None:
+        x._strides = None
+        set_strides(x, moved.strides)
 
 
 def root_of(x: Array) -> Array:
@@ -624,7 +664,7 @@ def write(x: Array, node) -> None:
     view of its root, as NumPy's write into shared memory would."""
     if isinstance(x, View):
         root = x._root
-        values = [root._node]
+        values = [_root_value(x, root._node)]
         for step in x._steps[:-1]:
             values.append(V.forward(step, values[-1]))
         for step, base in zip(reversed(x._steps), reversed(values)):
@@ -632,6 +672,8 @@ def write(x: Array, node) -> None:
         x = root
     if _flags(x) & READ_ONLY:
         raise ValueError("assignment destination is read-only")
+    if node.shape != x.shape:           # written through a view of its old shape
+        node = shapes.reshape(node, x.shape)
     x._write_root(node)
     if TRACKED:
         TRACKED[-1].append(weakref.ref(x))
@@ -855,6 +897,6 @@ def reshaped(x: Array, shape, order="C", always_view=False) -> Array:
 
 
 def _layout(x: Array) -> np.ndarray:
-    root = root_of(x)
-    return V.layout(root.shape, root.dtype, getattr(root, "_strides", None),
-                    x._steps if isinstance(x, View) else ())
+    if isinstance(x, View):
+        return V.layout(x._root_shape, x.dtype, x._root_strides, x._steps)
+    return V.layout(x.shape, x.dtype, getattr(x, "_strides", None), ())

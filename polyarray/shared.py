@@ -63,6 +63,7 @@ class SharedVariable(Array):
     # a variable is a dict key in ``updates=`` (by identity, as in Theano; ``==``
     # stays elementwise, but dicts compare full hashes, distinct for live objects)
     __hash__ = object.__hash__
+    _shape_fixed = True         # the bound value's shape (``x.shape = s`` refused)
 
     def __setitem__(self, key, value):
         self._write_root(None)

@@ -95,8 +95,8 @@ class CudaExecutable(DeviceExecutable):
                 step_for = fourier.step_for if k.form == "cufft" else solvers.step_for
                 call = None if is_host_call(k) else step_for(k, drv, self.pool.allocate)
                 if call is None:
-                    call = HostCall(k, lambda buf, a: drv.memcpy_dtoh(a, buf),
-                                    lambda buf, a: drv.memcpy_htod(buf, a))
+                    call = HostCall(k, lambda buf, a: drv.memcpy_dtoh(a, int(buf)),
+                                    lambda buf, a: drv.memcpy_htod(int(buf), a))
                 log.info("polyarray: %s", call.describe())
                 self._launches.append((call, None, k.args, None, None))
                 continue

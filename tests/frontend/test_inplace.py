@@ -230,3 +230,38 @@ def test_asarray_copy_true_is_a_copy():
     np.testing.assert_array_equal(x.to_numpy(), [0.0, 1.0, 2.0])
     np.testing.assert_array_equal(y.to_numpy(), [7.0, 2.0, 3.0])
     assert pa.asarray(x) is x and pa.asarray(x, copy=None) is x
+
+
+def test_shape_assignment_reshapes_in_place_as_numpy():
+    """``x.shape = s``: the same memory in another shape (views made before
+    keep theirs, and writes through either reach both); refused as NumPy
+    refuses it where the memory does not take the shape without a copy."""
+    for xp in (np, pa):
+        a = xp.asarray(np.arange(6.0))
+        v = a[1:3]
+        a.shape = (2, 3)
+        a[1] = 7
+        v[0] = -1
+        w = xp.asarray(np.arange(12.0)).reshape(3, 4).T[::2]
+        got = [np.asarray(a), np.asarray(v)]
+        if xp is np:
+            want = got
+        else:
+            for g, e in zip(got, want):
+                assert_same(g, e)
+        with pytest.raises(AttributeError, match="Incompatible shape for in-place"):
+            w.shape = 6
+        with pytest.raises(ValueError, match="cannot reshape array of size 6 into shape"):
+            a.shape = 5
+    x = pa.asarray(np.arange(6, dtype=np.int32))
+    t = x.reshape(2, 3).T
+    with pytest.raises(AttributeError, match="Incompatible shape"):
+        t.shape = (6,)                          # a transposed view: NumPy copies for that
+    t.shape = (3, 1, 2)                         # adding a unit axis moves no memory
+    assert t.shape == (3, 1, 2)
+    y = x[::2]
+    y.shape = (3, 1)
+    y[2, 0] = 40
+    assert_same(x.to_numpy(), np.array([0, 1, 2, 3, 40, 5], np.int32))
+    with pytest.raises(AttributeError, match="cannot be reshaped in place"):
+        pa.shared(np.zeros(4), name="s").shape = (2, 2)
