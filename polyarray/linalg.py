@@ -26,19 +26,26 @@ from .api.elementwise import where as _where
 from .api.creation import asarray as _asarray, empty as _empty
 from .api.matrices import matmul as _matmul, tensordot as _tensordot, vecdot as _vecdot
 from .api.shapes import broadcast_to as _broadcast_to, matrix_transpose
+from .api.indexing import _values
 from .ops import matrices as M, solvers as S
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "vecdot", "matrix_transpose", "diagonal",
            "trace", "outer", "tensordot", "matmul", "cross", "cholesky", "solve", "inv",
-           "det", "slogdet", "eigh", "eigvalsh", "qr", "svd", "svdvals", "lstsq", "pinv",
-           "matrix_rank", "matrix_power", "multi_dot", "LinAlgError", "EighResult",
-           "QRResult", "SlogdetResult", "SVDResult"]
+           "det", "slogdet", "eig", "eigvals", "eigh", "eigvalsh", "qr", "svd", "svdvals",
+           "lstsq", "pinv", "matrix_rank", "matrix_power", "multi_dot", "LinAlgError",
+           "EigResult", "EighResult", "QRResult", "SlogdetResult", "SVDResult"]
 
 LinAlgError = _np.linalg.LinAlgError
 
 
 class EighResult(NamedTuple):
     """``eigh``'s result: eigenvalues (ascending) and eigenvectors (columns)."""
+    eigenvalues: Array
+    eigenvectors: Array
+
+
+class EigResult(NamedTuple):
+    """``eig``'s result: eigenvalues and eigenvectors (columns)."""
     eigenvalues: Array
     eigenvectors: Array
 
@@ -164,6 +171,31 @@ def eigh(a, /, UPLO="L") -> EighResult:
     """Eigenvalues (ascending) and eigenvectors of (a stack of) symmetric or
     Hermitian matrices (``np.linalg.eigh``), from the ``UPLO`` triangle."""
     return EighResult(*map(Array, S.eigh(node_of(a), UPLO)))
+
+
+def eig(a, /) -> EigResult:
+    """Eigenvalues and right eigenvectors of (a stack of) square matrices
+    (``np.linalg.eig``).
+
+    Eager: NumPy's result is real where every eigenvalue is real and complex
+    otherwise, a dtype that depends on the values, so ``a`` is evaluated now
+    (on the default target), LAPACK's ``geev`` runs on the host, and the
+    results are data arrays; ``pa.LazyValueError`` if ``a`` depends on
+    placeholders (inside ``pa.jit``: a graph break)."""
+    w, v = _np.linalg.eig(_square_values(a, "linalg.eig"))
+    return EigResult(_asarray(w), _asarray(v))
+
+
+def eigvals(a, /) -> Array:
+    """The eigenvalues of ``eig`` alone (``np.linalg.eigvals``); eager, as ``eig``."""
+    return _asarray(_np.linalg.eigvals(_square_values(a, "linalg.eigvals")))
+
+
+def _square_values(a, what):
+    """``a``'s NumPy value now, checked as NumPy's ``linalg`` checks it."""
+    x = node_of(a)
+    S.compute_dtype(x, what=what)                   # float16 refused, as NumPy
+    return _values(a, what, depends="dtype")
 
 
 def eigvalsh(a, /, UPLO="L") -> Array:

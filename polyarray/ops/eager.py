@@ -75,8 +75,9 @@ def require_bound(node, subject, advice):
             f"{', '.join(map(repr, names))} (at {user_line()}); {advice}")
 
 
-def concrete(node, what, evaluate) -> np.ndarray:
-    """``node``'s values now (``evaluate(node)`` unless it is data)."""
+def concrete(node, what, evaluate, depends="shape") -> np.ndarray:
+    """``node``'s values now (``evaluate(node)`` unless it is data); ``depends``:
+    what of the result depends on the values (for the message)."""
     if not isinstance(node, N.Node):
         return np.asarray(node)
     if isinstance(node, N.DataWrapper):
@@ -84,7 +85,7 @@ def concrete(node, what, evaluate) -> np.ndarray:
     found = value_at_break(node, what)
     if found is not None:
         return found
-    require_bound(node, f"{what} is eager (the shape of its result depends on the values), "
+    require_bound(node, f"{what} is eager (the {depends} of its result depends on the values), "
                   "so it evaluates its input now, but the input",
                   f"evaluate first (x.evaluate(...) or pa.compile) and call {what} on the "
                   "result")

@@ -12,7 +12,8 @@ import polyarray as pa
 
 # LAPACK on the host and a device library differ in the last bits; these are
 # the comparisons' tolerances per dtype for well-conditioned inputs
-TOL = {np.dtype(np.float32): 2e-4, np.dtype(np.float64): 1e-10}
+TOL = {np.dtype(np.float32): 2e-4, np.dtype(np.float64): 1e-10,
+       np.dtype(np.complex64): 2e-4, np.dtype(np.complex128): 1e-10}
 
 
 def close(got, want, dtype=None):
@@ -246,3 +247,23 @@ def test_the_policy_gives_cholesky_to_cusolver_on_cuda_and_the_rest_to_the_host(
                  .values() if "op" in k.facts}
         assert forms == {"cholesky": "host lapack", "inv": "host lapack",
                          "solve": "host lapack"}
+
+
+def test_eig_and_eigvals_are_eager_with_numpys_value_dependent_dtype(target):
+    """Real eigenvalues give float64 and complex ones complex128, as NumPy:
+    the input is evaluated on the target, ``geev`` runs on the host, and a
+    placeholder input is a clear error naming the reason."""
+    rotation, symmetric = np.array([[0.0, -1.0], [1.0, 0.0]]), np.array([[2.0, 1.0], [1.0, 3.0]])
+    stack = np.stack([symmetric, 2 * symmetric]).astype(np.float32)
+    with pa.target(target):
+        for m in (rotation, symmetric, stack):
+            w, v = pa.linalg.eig(pa.asarray(m) * 1)
+            ww, vv = np.linalg.eig(m)
+            assert (w.dtype, v.dtype) == (ww.dtype, vv.dtype)
+            close(np.asarray(w), ww)
+            close(np.asarray(v), vv)
+            assert pa.linalg.eigvals(pa.asarray(m) + 0).dtype == ww.dtype
+    with pytest.raises(pa.LazyValueError, match="the dtype of its result depends on the values"):
+        pa.linalg.eig(pa.placeholder("x", (2, 2), np.float64))
+    with pytest.raises(np.linalg.LinAlgError, match="must be square"):
+        pa.linalg.eigvals(np.ones((2, 3)))
