@@ -294,15 +294,17 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None) -> Array:
     return irfftn(a, s, axes, norm)
 
 
-def fftfreq(n, d=1.0, device=None) -> Array:
+def fftfreq(n, d=1.0, device=None, *, dtype=None) -> Array:
     """The sample frequencies of an ``n``-point transform with spacing ``d``
-    (``np.fft.fftfreq``): NumPy's values, float64."""
-    return _asarray(_np.fft.fftfreq(n, d))
+    (``np.fft.fftfreq``): NumPy's values, float64 (or ``dtype``, the array
+    API 2024.12's keyword)."""
+    return _asarray(_np.fft.fftfreq(n, d), dtype=dtype)
 
 
-def rfftfreq(n, d=1.0, device=None) -> Array:
-    """The non-negative sample frequencies of ``rfft`` (``np.fft.rfftfreq``)."""
-    return _asarray(_np.fft.rfftfreq(n, d))
+def rfftfreq(n, d=1.0, device=None, *, dtype=None) -> Array:
+    """The non-negative sample frequencies of ``rfft`` (``np.fft.rfftfreq``),
+    float64 or ``dtype``."""
+    return _asarray(_np.fft.rfftfreq(n, d), dtype=dtype)
 
 
 def _shift(x, axes, sign):

@@ -41,7 +41,7 @@ import pymbolic.primitives as p
 from ..ir import nodes as N
 from ..ir.expr import binding_name, call, index_var, index_vars, read
 from .creation import full
-from .indexing import _expand, _format_key, getitem as _getitem
+from .indexing import _expand, _format_key, getitem as _getitem, scalar_bool
 from .scatter import all_of, fit, full_range, mask_of, range_test, scatter, set_mask, value_node
 from .shapes import expand_dims, reshape
 from .memo import memoized
@@ -290,6 +290,9 @@ def _read_piece(piece, items, depth):
 def setitem(node: N.Node, key, value) -> N.Node:
     """``node`` with ``node[key]`` replaced by ``value`` (a node, or NumPy
     data / Python scalars), as NumPy's ``node[key] = value`` would leave it."""
+    if scalar_bool(key) is not None:      # x[True] = v: all of x; x[False] = v: nothing
+        v = fit(value_node(value, node.dtype), _getitem(node, key).shape, advanced=True)
+        return reshape(v, node.shape) if scalar_bool(key) else node
     mask = mask_of(node, key)
     if mask is not None:
         done = set_mask(node, key, mask, value)

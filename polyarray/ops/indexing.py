@@ -62,8 +62,8 @@ def _classify(item):
         return "ellipsis", None
     if isinstance(item, slice):
         return "slice", item
-    if isinstance(item, (bool, np.bool_)):
-        raise IndexError("a scalar boolean index is not supported; use "
+    if isinstance(item, (bool, np.bool_)):      # (getitem rewrites these first)
+        raise IndexError("a scalar boolean index is not supported here; use "
                          "pa.where or expand_dims instead")
     if isinstance(item, (numbers.Integral, np.integer)):
         return "int", int(item)
@@ -92,6 +92,44 @@ def _classify(item):
             raise IndexError(_BAD_INDEX + f" (got an array of dtype {arr.dtype})")
         return "array", arr
     raise IndexError(_BAD_INDEX + f" (got {type(item).__name__})")
+
+
+def scalar_bool(item):
+    """The value of a concrete 0-d boolean index (``True``, ``np.False_``, a
+    0-d boolean array or data node), or None."""
+    if isinstance(item, (bool, np.bool_)):
+        return bool(item)
+    if isinstance(item, np.ndarray) and item.dtype == np.bool_ and item.ndim == 0:
+        return bool(item)
+    if isinstance(item, N.DataWrapper) and item.dtype == np.bool_ and item.ndim == 0:
+        return bool(item.data)
+    return None
+
+
+def scalar_bools_as_axes(node, key):
+    """NumPy's 0-d boolean index: a new axis there, of length 1 (True) or 0
+    (False): ``(node with a unit axis inserted, key with [0] or [] there)``."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    if all(scalar_bool(k) is None for k in items):
+        return node, key
+    from .shapes import expand_dims
+
+    def dims(k):
+        if k is None or k is Ellipsis or scalar_bool(k) is not None:
+            return 0
+        kind, v = _classify(k)
+        return np.ndim(v) if kind == "bool" else 1
+    for i, k in enumerate(items):
+        flag = scalar_bool(k)
+        if flag is None:
+            continue
+        before = items[:i]
+        at = sum(dims(b) for b in before)
+        if any(b is Ellipsis for b in before):
+            at += node.ndim - sum(dims(b) for b in items)
+        node = expand_dims(node, at)
+        items[i] = np.zeros(int(flag), np.intp)
+    return node, tuple(items)
 
 
 def _expand(node, key):
@@ -141,6 +179,7 @@ def getitem(node: N.Node, key, checked=True) -> N.IndexLambda:
     """``node[key]``.  Lazy index arrays are checked when the program runs
     (``checked``); ``take(mode="clip"|"wrap")`` passes indices already in
     range and no check."""
+    node, key = scalar_bools_as_axes(node, key)
     items = _expand(node, key)
     has_adv = any(kind in ("array", "lazy") for kind, _, _ in items)
     if has_adv:   # NumPy: integers count as advanced indices next to arrays

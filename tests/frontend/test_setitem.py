@@ -343,3 +343,22 @@ def test_unit_axis_reads_add_no_copies_hermite_is_one_kernel():
     for i in range(2, 16):
         out[:, i] = X * out[:, i - 1] - (i - 1) * out[:, i - 2]
     assert len(pa.compile(out, target="cuda").kernels) == 1
+
+
+@pytest.mark.parametrize("key", [True, False, np.True_, (True,), (0, True), (Ellipsis, True),
+                                 (True, Ellipsis, 1), (slice(None), False, 2), (True, [0, 2]),
+                                 (None, True, 1), np.array(True),
+                                 (np.array([0, 1]), True, np.array([1, 2]))], ids=repr)
+def test_zero_d_boolean_index_adds_an_axis_as_numpy(key):
+    """A 0-d boolean index is a new axis of length 1 (True) or 0 (False),
+    read and written as NumPy does, a lazy 0-d mask from data included."""
+    a = np.arange(12.0).reshape(3, 4)
+    assert_same(np.asarray(pa.asarray(a)[key]), a[key])
+    if not isinstance(key, tuple):
+        for v in (5.0, np.ones((1, 3, 4))):
+            want, got = a.copy(), pa.asarray(a.copy())
+            want[key] = v
+            got[key] = v
+            assert_same(np.asarray(got), want)
+    x = pa.reshape(pa.asarray([False]), ())
+    assert x[pa.reshape(pa.asarray([True]), ())].shape == (1,)
