@@ -48,7 +48,8 @@ def build(asm, name, group):
     if asm.schedules.get(name):
         raise ScheduleError(f"kernel {name} is a call of {node.op}: a library "
                             "routine, so it has no schedule")
-    choice = choose(Call(node.op, node.outputs[0][1], tuple(node.inputs[0].shape)), asm.device,
+    first = node.inputs[0]              # the dtype the routine computes in (eigh: not its w's)
+    choice = choose(Call(node.op, first.dtype.str, tuple(first.shape)), asm.device,
                     asm.thresholds)
     outs = {u.node.index: asm.buffers[id(u.node)] for u in group.units}
     for index, (shape, dt) in enumerate(node.outputs):

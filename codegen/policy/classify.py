@@ -129,8 +129,8 @@ class Raw:
 class Call:
     """A library routine (``pa.linalg``'s factorizations and solves,
     ``pa.fft``'s transforms):
-    ``op`` on matrices of ``shape`` (its first input's), computing in
-    ``dtype``."""
+    ``op`` on matrices of ``shape`` and ``dtype`` (its first input's, the
+    dtype it computes in)."""
     op: str
     dtype: str
     shape: tuple

@@ -273,7 +273,7 @@ def _as_reduction(c):
 # First match wins.  E: elementwise, R: reduction, C: contraction, W: rows.
 
 # the library calls cuSOLVER runs (targets/cuda/solvers.py has each one's step)
-CUSOLVER_OPS = frozenset({"cholesky", "solve"})
+CUSOLVER_OPS = frozenset({"cholesky", "solve", "inv", "det", "slogdet", "eigh", "eigvalsh"})
 # the transforms (pa.fft's library calls; targets/cuda/fourier.py runs them in cuFFT)
 FFT_OPS = frozenset({"fft", "rfft", "irfft"})
 

@@ -106,7 +106,8 @@ def slogdet(a) -> list:
     """``[sign, logabsdet]``."""
     a = _matrices(a, "slogdet", square=True)
     t = compute_dtype(a, what="slogdet")
-    return library_call("slogdet", [astype(a, t)], [(a.shape[:-2], t), (a.shape[:-2], real_dtype(t))])
+    return library_call("slogdet", [astype(a, t)],
+                        [(a.shape[:-2], t), (a.shape[:-2], real_dtype(t))])
 
 
 def _uplo(UPLO):

@@ -3,8 +3,11 @@ bindings (``nvmath.bindings.cusolverDn``: NVIDIA's maintained Python
 bindings of cuSOLVER, the library CuPy and JAX call for the same routines).
 
 A step takes the call's buffers (device pointers) and runs between the
-kernels on the legacy default stream, as they do.  ``cholesky`` and
-``solve`` are here.  cuSOLVER is column-major: a row-major symmetric matrix
+kernels on the legacy default stream, as they do.  ``cholesky``
+(``potrf``), ``solve`` and ``inv`` (``getrf``/``getrs``), ``det`` and
+``slogdet`` (``getrf``, the diagonal summed on the host) and ``eigh``/
+``eigvalsh`` (``syevd``) are here; ``qr``, ``svd``, ``lstsq`` run on the
+host.  cuSOLVER is column-major: a row-major symmetric matrix
 is its own transpose, so the factor of the other triangle is the factor
 asked for (the triangle cuSOLVER leaves alone is cleared by the DAG's
 ``tril``/``triu`` after the call); a row-major matrix is the transpose of
@@ -118,7 +121,41 @@ def _cublas():
     return cublas, _HANDLE[key]
 
 
-class Solve:
+class _Factors:
+    """What the LU-based steps share: a stack of ``n x n`` matrices, each
+    copied into a scratch buffer and factored by ``getrf`` there (the LU of
+    its transpose: cuSOLVER reads the row-major matrix column-major)."""
+
+    def __init__(self, info, api, drv, alloc):
+        f = info.facts
+        (shape, dt), = f["input_specs"][:1]
+        self.api, self.drv, self.alloc = api, drv, alloc
+        self.dtype = np.dtype(dt)
+        self.n = shape[-1]
+        self.batch = int(np.prod(shape[:-2], dtype=np.int64))
+        self.args = info.args
+        self.letter = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}[self.dtype]
+        self.getrf = getattr(api, f"{self.letter}getrf")
+        self._lwork = None
+
+    def factor(self, h, src, i, lu, ipiv, info):
+        """``getrf`` of matrix ``i`` of ``src`` into ``lu``; its pivots in
+        ``ipiv`` and its ``info`` at ``info + 4 i`` (> 0: a zero pivot)."""
+        n, size = self.n, self.dtype.itemsize
+        if self._lwork is None:
+            size_of = getattr(self.api, f"{self.letter}getrf_buffer_size")
+            self._lwork = max(size_of(h, n, n, int(lu), n), 1)
+            self._work = self.alloc(self._lwork * size)
+        self.drv.memcpy_dtod(int(lu), src + i * n * n * size, n * n * size)
+        self.getrf(h, n, n, int(lu), n, int(self._work), int(ipiv), int(info) + 4 * i)
+
+    def flags(self, info):
+        out = np.empty(self.batch, np.int32)
+        self.drv.memcpy_dtoh(out, info)         # waits for the calls
+        return out
+
+
+class Solve(_Factors):
     """``solve`` of a stack of ``n x n`` systems with ``k`` right-hand
     sides: ``getrf`` of each matrix (column-major: the LU of its
     transpose), ``getrs`` with the transpose to solve the matrix itself;
@@ -126,20 +163,11 @@ class Solve:
     where ``k > 1`` (one column is the same in both orders)."""
 
     def __init__(self, info, api, drv, alloc):
-        f = info.facts
-        (ashape, dt), (bshape, _) = f["input_specs"]
-        self.api, self.drv, self.alloc = api, drv, alloc
-        self.dtype = np.dtype(dt)
-        self.n, self.k = ashape[-1], bshape[-1]
-        self.batch = int(np.prod(ashape[:-2], dtype=np.int64))
+        super().__init__(info, api, drv, alloc)
+        self.k = info.facts["input_specs"][1][0][-1]
         self.a, self.b, self.x = info.args[0], info.args[1], info.args[2]
-        letter = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}[self.dtype]
-        self.getrf = getattr(api, f"{letter}getrf")
-        self.getrs = getattr(api, f"{letter}getrs")
-        self.buffer_size = getattr(api, f"{letter}getrf_buffer_size")
-        self.letter = letter
+        self.getrs = getattr(api, f"{self.letter}getrs")
         self.one, self.zero = np.ones(1, self.dtype), np.zeros(1, self.dtype)
-        self._lwork = None
 
     def __call__(self, bufs):
         drv, api = self.drv, self.api
@@ -149,9 +177,6 @@ class Solve:
         a, b, x = int(bufs[self.a]), int(bufs[self.b]), int(bufs[self.x])
         h = _handle(api)
         lu = self.alloc(n * n * size)
-        if self._lwork is None:
-            self._lwork = max(self.buffer_size(h, n, n, int(lu), n), 1)
-        work = self.alloc(self._lwork * size)
         ipiv = self.alloc(4 * n)
         info = self.alloc(4 * self.batch)       # getrf's: > 0 where a pivot is zero
         said = self.alloc(4)                    # getrs's (its arguments only)
@@ -161,8 +186,7 @@ class Solve:
             cols = self.alloc(n * k * size)
             one, zero = self.one.ctypes.data, self.zero.ctypes.data
         for i in range(self.batch):
-            drv.memcpy_dtod(int(lu), a + i * n * n * size, n * n * size)
-            self.getrf(h, n, n, int(lu), n, int(work), int(ipiv), int(info) + 4 * i)
+            self.factor(h, a, i, lu, ipiv, info)
             bi, xi = b + i * n * k * size, x + i * n * k * size
             if k == 1:
                 drv.memcpy_dtod(xi, bi, n * size)
@@ -171,9 +195,7 @@ class Solve:
                 geam(hb, 1, 0, n, k, one, bi, k, zero, int(cols), n, int(cols), n)
                 self.getrs(h, 1, n, k, int(lu), n, int(ipiv), int(cols), n, int(said))
                 geam(hb, 1, 0, k, n, one, int(cols), n, zero, xi, k, xi, k)
-        flags = np.empty(self.batch, np.int32)
-        drv.memcpy_dtoh(flags, info)            # waits for the calls
-        if flags.any():
+        if self.flags(info).any():
             raise np.linalg.LinAlgError("Singular matrix")
 
     def describe(self) -> str:
@@ -181,7 +203,137 @@ class Solve:
                 f"{self.n} x {self.n} with {self.k} right-hand sides)")
 
 
-STEPS = {"cholesky": Cholesky, "solve": Solve}
+class Inverse(_Factors):
+    """``inv``: ``getrf`` of each matrix (the LU of its transpose ``A^T``),
+    then ``getrs`` of the identity without transposing: ``X = inv(A^T)``
+    column-major, which read row-major is ``inv(A)``."""
+
+    def __call__(self, bufs):
+        n, size = self.n, self.dtype.itemsize
+        if not (self.batch and n):
+            return
+        api, drv = self.api, self.drv
+        a, x = int(bufs[self.args[0]]), int(bufs[self.args[1]])
+        h = _handle(api)
+        lu, ipiv = self.alloc(n * n * size), self.alloc(4 * n)
+        info, said = self.alloc(4 * self.batch), self.alloc(4)
+        eye = self.alloc(n * n * size)
+        drv.memcpy_htod(eye, np.eye(n, dtype=self.dtype))
+        getrs = getattr(api, f"{self.letter}getrs")
+        for i in range(self.batch):
+            self.factor(h, a, i, lu, ipiv, info)
+            xi = x + i * n * n * size
+            drv.memcpy_dtod(xi, int(eye), n * n * size)
+            getrs(h, 0, n, n, int(lu), n, int(ipiv), xi, n, int(said))
+        if self.flags(info).any():
+            raise np.linalg.LinAlgError("Singular matrix")
+
+    def describe(self) -> str:
+        return (f"linalg.inv runs in cuSOLVER (getrf and getrs of the identity, {self.batch} "
+                f"matrices of {self.n} x {self.n})")
+
+
+class Determinant(_Factors):
+    """``det`` and ``slogdet``: ``getrf`` of each matrix on the device (the
+    transpose has the same determinant), then its ``n`` diagonal values and
+    pivots copied to the host, where the sign and ``log|det|`` are summed as
+    NumPy's ``umath_linalg`` sums them (``det = sign * exp(logdet)``)."""
+
+    def __call__(self, bufs):
+        n, size = self.n, self.dtype.itemsize
+        if not self.batch:
+            return
+        api, drv = self.api, self.drv
+        a = int(bufs[self.args[0]])
+        h = _handle(api)
+        lu, ipiv = self.alloc(max(n * n, 1) * size), self.alloc(4 * max(n, 1))
+        info = self.alloc(4 * self.batch)
+        signs = np.ones(self.batch, self.dtype)
+        logs = np.zeros(self.batch, self.dtype)
+        diag, piv = np.empty(n, self.dtype), np.empty(n, np.int32)
+        on_device = self.alloc(max(n, 1) * size)
+        cublas, hb = _cublas()
+        copy = getattr(cublas, f"{self.letter}copy")
+        for i in range(self.batch if n else 0):
+            self.factor(h, a, i, lu, ipiv, info)
+            copy(hb, n, int(lu), n + 1, int(on_device), 1)     # the diagonal, gathered
+            drv.memcpy_dtoh(piv, ipiv)
+            drv.memcpy_dtoh(diag, on_device)
+            swaps = int(np.count_nonzero(piv != np.arange(1, n + 1)))
+            with np.errstate(divide="ignore"):
+                signs[i] = (-1.0) ** swaps * np.prod(np.sign(diag))
+                logs[i] = np.sum(np.log(np.abs(diag)))
+        logs[signs == 0] = -np.inf
+        if len(self.args) == 2:                             # det
+            with np.errstate(over="ignore"):
+                drv.memcpy_htod(int(bufs[self.args[1]]), signs * np.exp(logs))
+        else:                                               # slogdet
+            drv.memcpy_htod(int(bufs[self.args[1]]), signs)
+            drv.memcpy_htod(int(bufs[self.args[2]]), logs)
+
+    def describe(self) -> str:
+        what = "det" if len(self.args) == 2 else "slogdet"
+        return (f"linalg.{what} runs in cuSOLVER (getrf, {self.batch} matrices of {self.n} x "
+                f"{self.n}; the diagonal's sum of logs on the host)")
+
+
+class Eigh:
+    """``eigh`` and ``eigvalsh``: ``syevd`` of each matrix.  cuSOLVER reads
+    the row-major matrix column-major, its transpose: the ``UPLO`` triangle
+    of the one is the other triangle of the other.  The eigenvalues come
+    ascending, as NumPy's; the eigenvectors come as the columns of a
+    column-major matrix, transposed into the row-major result by cuBLAS
+    ``geam`` (their signs are the library's, as LAPACK's are LAPACK's)."""
+
+    def __init__(self, info, api, drv, alloc):
+        f = info.facts
+        (shape, dt), = f["input_specs"]
+        self.api, self.drv, self.alloc = api, drv, alloc
+        self.dtype = np.dtype(dt)
+        self.n = shape[-1]
+        self.batch = int(np.prod(shape[:-2], dtype=np.int64))
+        self.args = info.args
+        self.vectors = f["op"] == "eigh"
+        self.uplo = 1 if dict(f["params"]).get("UPLO", "L") == "L" else 0
+        self.letter = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}[self.dtype]
+        self.one, self.zero = np.ones(1, self.dtype), np.zeros(1, self.dtype)
+
+    def __call__(self, bufs):
+        n, size, api, drv = self.n, self.dtype.itemsize, self.api, self.drv
+        if not (self.batch and n):
+            return
+        a, w = int(bufs[self.args[0]]), int(bufs[self.args[1]])
+        h = _handle(api)
+        jobz = int(self.vectors)
+        work_on = self.alloc(n * n * size)
+        size_of = getattr(api, f"{self.letter}syevd_buffer_size")
+        lwork = max(size_of(h, jobz, self.uplo, n, int(work_on), n, w), 1)
+        work, info = self.alloc(lwork * size), self.alloc(4 * self.batch)
+        syevd = getattr(api, f"{self.letter}syevd")
+        if self.vectors:
+            cublas, hb = _cublas()
+            geam = getattr(cublas, f"{self.letter}geam")
+            v = int(bufs[self.args[2]])
+            one, zero = self.one.ctypes.data, self.zero.ctypes.data
+        for i in range(self.batch):
+            drv.memcpy_dtod(int(work_on), a + i * n * n * size, n * n * size)
+            syevd(h, jobz, self.uplo, n, int(work_on), n, w + i * n * size, int(work), lwork,
+                  int(info) + 4 * i)
+            if self.vectors:
+                vi = v + i * n * n * size
+                geam(hb, 1, 0, n, n, one, int(work_on), n, zero, vi, n, vi, n)
+        flags = np.empty(self.batch, np.int32)
+        drv.memcpy_dtoh(flags, info)            # waits for the calls
+        if flags.any():
+            raise np.linalg.LinAlgError("Eigenvalues did not converge")
+
+    def describe(self) -> str:
+        return (f"linalg.{'eigh' if self.vectors else 'eigvalsh'} runs in cuSOLVER (syevd, "
+                f"{self.batch} matrices of {self.n} x {self.n})")
+
+
+STEPS = {"cholesky": Cholesky, "solve": Solve, "inv": Inverse, "det": Determinant,
+         "slogdet": Determinant, "eigh": Eigh, "eigvalsh": Eigh}
 
 
 def step_for(info, drv, alloc):

@@ -230,23 +230,29 @@ def test_shapes_and_dtypes_are_known_at_once():
     assert "linalg.svdvals" in pa.format_dag(pa.linalg.svdvals(x))
 
 
-def test_the_policy_gives_cholesky_to_cusolver_on_cuda_and_the_rest_to_the_host():
+def test_the_policy_gives_cusolvers_routines_to_it_on_cuda_and_the_rest_to_the_host():
     """The policy's rows, read from a CUDA program's kernels (code generation
-    alone: no GPU needed): cholesky and solve are cuSOLVER calls, inv NumPy's
+    alone: no GPU needed): cholesky, solve, inv, det, slogdet, eigh and
+    eigvalsh of real matrices are cuSOLVER calls, qr and complex ones NumPy's
     LAPACK; on OpenCL all run on the host."""
     x = pa.placeholder("x", (3, 4, 4), np.float64)
-    outs = [pa.linalg.cholesky(x), pa.linalg.inv(x), pa.linalg.solve(x, x)]
-    forms = {k.facts["op"]: (k.form, k.rule) for k in pa.compile(outs, target="cuda").kernels
-             .values() if "op" in k.facts}
-    assert forms == {"cholesky": ("cusolver", "linalg: cuSOLVER on the device"),
-                     "solve": ("cusolver", "linalg: cuSOLVER on the device"),
-                     "inv": ("host lapack", "linalg: LAPACK on the host")}
+    z = pa.placeholder("z", (4, 4), np.complex128)
+    outs = [pa.linalg.cholesky(x), pa.linalg.inv(x), pa.linalg.solve(x, x), pa.linalg.det(x),
+            *pa.linalg.slogdet(x), *pa.linalg.eigh(x), pa.linalg.eigvalsh(x),
+            pa.linalg.qr(x, mode="r"), pa.linalg.inv(z), pa.linalg.eigvalsh(z)]
+    on_cuda = {(k.facts["op"], k.facts["input_specs"][0][1], k.form, k.rule)
+               for k in pa.compile(outs, target="cuda").kernels.values() if "op" in k.facts}
+    device = ("cusolver", "linalg: cuSOLVER on the device")
+    host = ("host lapack", "linalg: LAPACK on the host")
+    assert on_cuda == {*((op, "<f8", *device) for op in ("cholesky", "inv", "solve", "det",
+                                                          "slogdet", "eigh", "eigvalsh")),
+                       ("qr", "<f8", *host), ("inv", "<c16", *host),
+                       ("eigvalsh", "<c16", *host)}
     from polyarray import targets
     if targets.availability("opencl")[0]:
-        forms = {k.facts["op"]: k.form for k in pa.compile(outs, target="opencl").kernels
-                 .values() if "op" in k.facts}
-        assert forms == {"cholesky": "host lapack", "inv": "host lapack",
-                         "solve": "host lapack"}
+        forms = {k.form for k in pa.compile(outs, target="opencl").kernels.values()
+                 if "op" in k.facts}
+        assert forms == {"host lapack"}
 
 
 def test_eig_and_eigvals_are_eager_with_numpys_value_dependent_dtype(target):
