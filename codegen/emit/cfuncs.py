@@ -25,6 +25,8 @@ from .complex_helpers import involves_complex, lower_complex_call
 
 BOOL = np.dtype(np.bool_)
 U8 = np.dtype(np.uint8)
+U16 = np.dtype(np.uint16)
+F32 = np.dtype(np.float32)
 
 
 def storage_dtype(dtype) -> np.dtype:
@@ -70,6 +72,8 @@ def _body(op, dt, T, d):
         return f"return ({T}) (a {_BITWISE[op]} b);"
     if op == "invert":
         return f"return ({T}) (~a);"
+    if op in _HALF:
+        return _half_body(op, dt, d)
     if op in _MATH:
         return f"return {M(_MATH[op])}(a);"
     if op == "arctan2":
@@ -205,6 +209,71 @@ _CUDA_SPECIAL_BITS = {"posinf": {4: "0x7f800000", 8: "0x7ff0000000000000LL"},
                       "neginf": {4: "0xff800000", 8: "(long long) 0xfff0000000000000ULL"},
                       "nan": {4: "0x7fffffff", 8: "0x7fffffffffffffffLL"}}
 
+# float16 on the devices (``plan/half.py``): a half is stored as its 16 bits and
+# computed as a float32 holding a half's value; these convert and round.
+# ``round_half`` of a float64 rounds to odd in float32 first (toward zero, the
+# last bit set where inexact), so rounding that to half is the single rounding
+# NumPy's double -> half conversion does (24 bits >= 11 + 2)
+_HALF = {"half_bits": U16, "from_half_bits": F32, "round_half": F32}
+
+
+def _half_body(op, dt, d):
+    if op == "half_bits":
+        return "return pa_float_to_half_(a);"
+    if op == "from_half_bits":
+        return "return pa_half_to_float_(a);"
+    if dt == np.float64:
+        return (f"float t = {d.double_to_float_rz}(a);\n"
+                f"  if (t == t && (double) t != a)\n"
+                f"    t = {d.bits_as_float}({d.float_as_bits}(t) | 1u);\n"
+                "  return pa_half_to_float_(pa_float_to_half_(t));")
+    return "return pa_half_to_float_(pa_float_to_half_(a));"
+
+
+def half_conversions(d) -> str:
+    """C of float -> half bits (IEEE round to nearest even; NaN payloads kept
+    as NumPy keeps them) and half bits -> float (exact), in dialect ``d``."""
+    q = d.helper_qualifier
+    return f"""{q} unsigned short pa_float_to_half_(float a)
+{{
+  unsigned int f = {d.float_as_bits}(a);
+  unsigned int sign = (f >> 16) & 0x8000u, fexp = f & 0x7f800000u, fsig = f & 0x007fffffu;
+  if (fexp >= 0x47800000u) {{          /* 65536 and above, inf, NaN */
+    if (fexp == 0x7f800000u && fsig != 0u) {{
+      unsigned int h = 0x7c00u + (fsig >> 13);
+      return (unsigned short) (sign + (h == 0x7c00u ? h + 1u : h));
+    }}
+    return (unsigned short) (sign + 0x7c00u);
+  }}
+  if (fexp <= 0x38000000u) {{          /* below 2^-14: a subnormal half, or zero */
+    if (fexp < 0x33000000u)
+      return (unsigned short) sign;
+    unsigned int shift = 126u - (fexp >> 23), m = 0x00800000u + fsig;
+    unsigned int h = m >> shift, rem = m & ((1u << shift) - 1u), mid = 1u << (shift - 1u);
+    if (rem > mid || (rem == mid && (h & 1u)))
+      h += 1u;
+    return (unsigned short) (sign + h);
+  }}
+  unsigned int h = ((fexp - 0x38000000u) >> 13) + (fsig >> 13), rem = fsig & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
+    h += 1u;                           /* (a carry into the exponent is right, up to inf) */
+  return (unsigned short) (sign + h);
+}}
+
+{q} float pa_half_to_float_(unsigned short a)
+{{
+  unsigned int h = a, sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0u) {{
+    float v = (float) m * 5.9604644775390625e-8f;     /* m * 2^-24, exact */
+    return sign ? -v : v;
+  }}
+  if (e == 31u)
+    return {d.bits_as_float}(sign | 0x7f800000u | (m << 13));
+  return {d.bits_as_float}(sign | ((e + 112u) << 23) | (m << 13));
+}}
+"""
+
+
 # ops producing bool regardless of input dtype
 _BOOL_RESULT = {"isnan", "isinf", "isfinite", "logical_xor", "signbit"}
 HELPER_OPS = (set(_MATH) | set(_SPECIAL) | {"arctan2", "copysign", "square", "absolute", "sign", "maximum", "minimum",
@@ -220,7 +289,7 @@ def _signature(name):
     op, dtname = rest.rsplit("_", 1)
     dt = np.dtype(dtname)
     nargs = 3 if op == "clip_index" else 2 if op in _TWO_ARGS else (0 if op in _SPECIAL else 1)
-    out = U8 if op in _BOOL_RESULT else storage_dtype(dt)
+    out = U8 if op in _BOOL_RESULT else _HALF.get(op) or storage_dtype(dt)
     return op, dt, nargs, out
 
 
@@ -266,6 +335,8 @@ class PaFunction(ScalarCallable):
         R = target.dtype_to_typename(NumpyType(out))
         params = ", ".join(f"{T} {v}" for v in "abc"[:nargs]) or "void"
         body = _body(op, dt, T, d)
+        if op in _HALF:
+            yield "45_pa_half_conversions", half_conversions(d)
         yield (f"50_{self.name}",
                f"{d.helper_qualifier} {R} {self.name}({params})\n{{\n  {body}\n}}\n")
 
@@ -372,6 +443,13 @@ def lower_call(name, args, functions):
     """
     if involves_complex(name, args):        # a struct in C: helpers only
         return lower_complex_call(name, args, functions, lower_call)
+    if name in _HALF:                       # float16 as float32 values (plan/half.py)
+        (e, dt), = args
+        if name == "round_half" and dt not in (F32, np.dtype(np.float64)):
+            e, dt = cast(e, dt, F32), F32   # integers: exact in float32 up to half's range
+        fname = helper_name(name, dt)
+        functions.add(fname)
+        return p.Call(p.Variable(fname), (e,)), _HALF[name]
     if name.startswith("cast_"):
         (e, dt), = args
         to = np.dtype(name[5:])

@@ -29,6 +29,9 @@ class Dialect:
     vendor_fft: bool            # transforms in cuFFT (CUDA, targets/cuda/fourier.py)
     loopy_macros: tuple         # macros loopy defines that a raw kernel must not see
     extern_c: bool              # raw kernels in ``extern "C"`` (as PyCUDA's SourceModule)
+    float_as_bits: str          # a float's bits as a 32-bit unsigned integer, and back
+    bits_as_float: str
+    double_to_float_rz: str     # a double rounded toward zero to float (round to odd)
 
     def noinline(self, source: str, thresholds) -> str:
         """``source`` with its large helpers and regions compiled once
@@ -54,6 +57,8 @@ class OpenCLDialect(Dialect):
     vendor_fft = False
     loopy_macros = ("lid", "gid")
     extern_c = False
+    float_as_bits, bits_as_float = "as_uint", "as_float"
+    double_to_float_rz = "convert_float_rtz"
 
     def noinline(self, source, thresholds):
         from .noinline import noinline_opencl_helpers
@@ -77,6 +82,8 @@ class CudaDialect(Dialect):
     vendor_fft = True
     loopy_macros = ("bIdx", "tIdx")
     extern_c = True
+    float_as_bits, bits_as_float = "__float_as_uint", "__uint_as_float"
+    double_to_float_rz = "__double2float_rz"
 
     def noinline(self, source, thresholds):
         from .noinline import noinline_large_helpers

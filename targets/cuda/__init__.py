@@ -288,7 +288,7 @@ class CudaExecutable(DeviceExecutable):
             else:
                 host = np.empty(shape, dtype)
                 if nbytes:
-                    self._drv.memcpy_dtoh(host.view(sdt) if dtype == np.bool_ else host, buf)
+                    self._drv.memcpy_dtoh(host.view(sdt) if sdt != dtype else host, buf)
                 results.append(host)
         if self.out_mode == "device":
             if self._checks:        # read when a result is read (deferred_checks)

@@ -268,7 +268,7 @@ class OpenCLExecutable(DeviceExecutable):
             else:
                 host = np.empty(shape, dtype)
                 if size:
-                    cl.enqueue_copy(q, host.view(sdt) if dtype == np.bool_ else host, buf,
+                    cl.enqueue_copy(q, host.view(sdt) if sdt != dtype else host, buf,
                                     is_blocking=False)
                 results.append(host)
         if device:

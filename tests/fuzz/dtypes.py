@@ -10,11 +10,11 @@ import numpy as np
 
 INT_DTYPES = [np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64,
                                     np.uint8, np.uint16, np.uint32, np.uint64)]
-FLOAT_DTYPES = [np.dtype(np.float32), np.dtype(np.float64)]
+FLOAT_DTYPES = [np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)]
 BOOL = np.dtype(np.bool_)
 DTYPES = INT_DTYPES + [BOOL] + FLOAT_DTYPES
 NARROW = [np.dtype(t) for t in (np.int8, np.int16, np.uint8, np.uint16)]
-MANTISSA = {np.dtype(np.float32): 24, np.dtype(np.float64): 53}
+MANTISSA = {np.dtype(np.float16): 11, np.dtype(np.float32): 24, np.dtype(np.float64): 53}
 
 
 def _tn(dtype) -> str:

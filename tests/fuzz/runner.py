@@ -85,7 +85,8 @@ def check_case(case, target, options=None, expected=None):
     expected = case.expected if expected is None else expected
     try:
         prog = pa.compile(case.arrays, target=target, **(options or {}))
-        got = prog(**case.bindings)
+        # (an input whose value folds away, lexsort's one-element keys, is no placeholder)
+        got = prog(**{k: v for k, v in case.bindings.items() if k in prog.placeholders})
     except Exception as err:                     # noqa: BLE001
         msg = str(err).strip().splitlines()
         return f"{type(err).__name__}: {msg[0][:300] if msg else ''}"
