@@ -40,6 +40,7 @@ import functools
 import inspect
 import logging
 import sys
+import time
 
 import numpy as np
 
@@ -233,10 +234,12 @@ class Jitted:
                               max_programs=self.max_break_programs,
                               max_element_writes=self.max_element_writes)
         budget = kernel_budget(self.max_kernels)
+        t0 = time.perf_counter()
         try:
             with session if session is not None else contextlib.nullcontext(), budget:
                 result = rebound(self.fun)(*args, **kwargs)
                 settle(result)      # selections returned: as NumPy has them, in the session
+            traced = time.perf_counter() - t0
             written = [k for k, (arr, node) in inputs.items() if arr._node is not node]
             _check_overlaps(leaves, aliases, written)
             returned = {id(arr): k for k, (arr, _) in inputs.items()}
@@ -275,6 +278,8 @@ class Jitted:
                 prog = _compile(outputs, target=target, **options) if outputs else None
         except TooManyKernels:
             return self._too_many_kernels(aliases, tuple(written)), None
+        if prog is not None:
+            prog.trace_seconds = traced
         return _Trace(prog, shape, tuple(written), aliases), None
 
     def _too_many_kernels(self, aliases, written=None):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -82,6 +84,28 @@ def _describe(shape, dtype):
     return f"shape {tuple(shape)}, dtype {np.dtype(dtype).name}"
 
 
+@dataclass(frozen=True)
+class CompileReport:
+    """``prog.compile_report()``: the stages of making a program, in seconds
+    (``stages``: ``(name, seconds)`` in order), where its kernels came from
+    (``origin``: "built", "disk", "memory", or "none" on the numpy target),
+    the target's whole compile call (``compile_seconds``, which the stages
+    of codegen and the build are part of) and the sum of the stages."""
+    target: str
+    origin: str
+    kernels: int
+    stages: tuple
+    compile_seconds: float
+    total_seconds: float
+
+    def __str__(self):
+        lines = [f"compile report: {self.target}, {self.kernels} kernel(s), "
+                 f"kernels from: {self.origin}"]
+        lines += [f"  {name:28s} {seconds * 1e3:10.2f} ms" for name, seconds in self.stages]
+        lines.append(f"  {'total':28s} {self.total_seconds * 1e3:10.2f} ms")
+        return "\n".join(lines)
+
+
 class Program:
     """A compiled set of outputs on one target.  Call it with bindings.
 
@@ -105,6 +129,7 @@ class Program:
         self.target_name = target or get_default_target()
         self._target = _targets.get_target(self.target_name)
         self.options = self._exe_options = options
+        t0 = time.perf_counter()
         if self._state is not None:
             self._outputs = self._outputs + self._state.exprs
             if self._state.targets and self.target_name != "numpy":
@@ -128,7 +153,10 @@ class Program:
         self.user_schedule = normalize_schedule(schedule)   # ScheduleError if malformed
         self._use_tuned = tuned
         self._tuning, self._tuned_kernels, self._kernel_view = None, frozenset(), None
+        t1 = time.perf_counter()
         self._exe = self._compile(self.user_schedule)
+        self._made = (t1 - t0, time.perf_counter() - t1)   # frontend rewrites, target compile
+        self.trace_seconds = None       # pa.jit's trace of the function, where it made this
         if tune:
             self._adopt(self.tune())
         elif not self.user_schedule:
@@ -224,6 +252,26 @@ class Program:
         from .tuning import tune_program
         return tune_program(self, candidates=candidates, budget_s=budget_s, repeat=repeat,
                             log=log, progress=progress)
+
+    def compile_report(self) -> "CompileReport":
+        """Where making this program went, stage by stage: ``pa.jit``'s trace
+        (where it made it), the frontend's rewrites, planning, kernel forms
+        and schedules, loopy's code generation, the device build (or a cache
+        hit), and the work CUDA leaves to the first call (its module build),
+        once that call ran.  ``print(prog.compile_report())`` shows a table."""
+        origin, stages = self._exe.compile_stages()
+        rewrites, compiled = self._made
+        rows = ([("trace (pa.jit)", self.trace_seconds)] if self.trace_seconds is not None
+                else []) + [("rewrites", rewrites)] + list(stages.items())
+        rest = compiled - sum(stages.values())
+        if rest > 0:
+            rows.append(("keys, caches, loading", rest))
+        first = self._exe.first_call_build
+        if first is not None:
+            rows.append(("first call: module build", first))
+        total = sum(s for _, s in rows)
+        return CompileReport(self.target_name, origin, len(self.kernels), tuple(rows),
+                             compiled, total)
 
     def profile(self, /, *args, repeat=5, hardware=None, **bindings):
         """Run ``repeat`` calls with each kernel timed on the device (CUDA

@@ -22,9 +22,18 @@ class Executable:
     # optional ``fast_call(bindings) -> outputs or None``: a checked fast path
     # for the common call; None from it means "take the general path"
     fast_call = None
+    # seconds of the work a device target leaves to its first call (CUDA
+    # builds its module then); None until it ran (or where there is none)
+    first_call_build = None
 
     def run(self, bindings):
         raise NotImplementedError
+
+    def compile_stages(self) -> tuple:
+        """``(origin, {stage: seconds})`` of making this executable: where
+        its kernels came from ("built", "disk", "memory"; "none" without
+        kernels) and the stages' times (``prog.compile_report()``)."""
+        return "none", {}
 
     def synchronize(self):
         """Wait until all work this program queued on its device is done."""

@@ -11,7 +11,7 @@ import dataclasses
 import functools
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -27,6 +27,7 @@ class CompiledProgram:
     handle: object           # cl.Program / pycuda module (None: no kernels)
     origin: str              # "memory" | "disk" | "built"
     seconds: float           # time spent producing it in this process
+    stages: dict = field(default_factory=dict)     # stage -> seconds, of that
 
 
 def _strip(lowered):
@@ -86,38 +87,39 @@ def lower_or_load(cache, key, outputs, lp_target, build=None, cpu=False,
                              max_work_group=max_work_group, max_grid=max_grid)
     if key is None:
         lowered = lower()
-        handle = _build(build, lowered, t0)
-        return CompiledProgram(lowered, handle, "built", time.perf_counter() - t0)
+        handle, stages = _build(build, lowered, t0)
+        return CompiledProgram(lowered, handle, "built", time.perf_counter() - t0, stages)
     memory_key = key if scope is None else (key, scope)
     hit = _MEMORY.get(memory_key)
     if hit is not None:
-        hit.origin = "memory"
-        return hit
+        return dataclasses.replace(hit, origin="memory", seconds=time.perf_counter() - t0,
+                                   stages={"memory cache": time.perf_counter() - t0})
     entry = cache.get(key)
     if entry is not None:
         lowered, origin = entry["lowered"], "disk"
     else:
         lowered, origin = lower(), "built"
         cache.put(key, {"lowered": _strip(lowered)})
-    handle = _build(build, lowered, t0, origin)
-    compiled = CompiledProgram(lowered, handle, origin, time.perf_counter() - t0)
+    handle, stages = _build(build, lowered, t0, origin)
+    compiled = CompiledProgram(lowered, handle, origin, time.perf_counter() - t0, stages)
     _MEMORY[memory_key] = compiled
     return compiled
 
 
 def _build(build, lowered, t0, origin="built"):
-    """``build(lowered.source)`` (None: no build now, or no kernels); logs
-    the compile's stages (``codegen.logs.log_duration``: INFO past a second)."""
+    """``(handle, stages)``: ``build(lowered.source)`` (None: no build now,
+    or no kernels) and the compile's stages, which it logs
+    (``codegen.logs.log_duration``: INFO past a second)."""
     from polyarray.codegen.logs import log_duration
     t1 = time.perf_counter()
     handle = build(lowered.source) if (build and lowered.source) else None
     t2 = time.perf_counter()
-    stages = dict(lowered.stages or {}) if origin == "built" else {"cache": t1 - t0}
+    stages = dict(lowered.stages or {}) if origin == "built" else {"disk cache": t1 - t0}
     if handle is not None:
         stages["device build"] = t2 - t1
     n = len(lowered.kernels)
     log_duration(log, f"compiled {n} kernel{'' if n == 1 else 's'} ({origin})", t2 - t0, stages)
-    return handle
+    return handle, stages
 
 
 def clear_memory_cache():
@@ -187,6 +189,10 @@ class DeviceExecutable(Executable):
         # run-time checks (codegen.emit.runtime_checks): a zeroed flag buffer kept on the device
         self._checks = tuple(getattr(L, "checks", ()))
         self._n_flags = len(self._checks)
+
+    def compile_stages(self) -> tuple:
+        c = self.compiled
+        return c.origin, dict(c.stages)
 
     def _raise_failed_checks(self, flags, reset):
         """After a call: raise NumPy's error if a device check failed, first

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 
 import numpy as np
 
@@ -62,6 +63,7 @@ class CudaExecutable(DeviceExecutable):
 
     def _prepare(self):
         """First call: build the module (cached per source) and the launch plan."""
+        t0 = time.perf_counter()
         drv, dev = _driver()
         self._drv = drv
         major, minor = dev.compute_capability()
@@ -124,6 +126,7 @@ class CudaExecutable(DeviceExecutable):
         host_calls = any(fmt is None for _, fmt, _, _, _ in self._launches)
         self._replayable = not host_calls and self._can_replay()
         self._ready = True
+        self.first_call_build = time.perf_counter() - t0
         if self.out_mode == "device" and not any(o[4] for o in self._outs) \
                 and not self._replayable and not host_calls:
             self.fast_call = self._make_fast_call()

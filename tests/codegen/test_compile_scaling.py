@@ -533,3 +533,29 @@ def test_a_loop_repeating_its_kernels_may_build_more_than_the_budget():
     assert 8 * few.source.count("__kernel") > len(few.kernels) and few.source.count("__kernel") >= 2
     with kernel_budget(1), pytest.raises(TooManyKernels):
         lower_program([_step_forms(x, 3).node], lp.OpenCLTarget())
+
+
+def test_compile_report_says_where_the_time_went(target):
+    """``prog.compile_report()``: the stages of making a program (pa.jit's
+    trace, rewrites, planning, forms, code generation, device build or the
+    cache that answered), where the kernels came from, and a printable
+    table; a second compile of the same DAG is a memory hit."""
+    x = pa.placeholder("x", (257,), np.float32)
+    outs = [pa.exp(x * np.float32(1.25)).sum(), x - np.float32(3.5)]
+    first, again = (pa.compile(outs, target=target).compile_report() for _ in range(2))
+    names = [n for n, _ in first.stages]
+    assert names[0] == "rewrites" and all(s >= 0 for _, s in first.stages)
+    assert abs(first.total_seconds - sum(s for _, s in first.stages)) < 1e-9
+    if target == "numpy":
+        assert (first.origin, first.kernels) == ("none", 0)
+    else:
+        assert first.origin in ("built", "disk") and first.kernels >= 1
+        assert ({"plan", "kernels", "codegen"} <= set(names) if first.origin == "built"
+                else "disk cache" in names)
+        assert again.origin == "memory" and "memory cache" in [n for n, _ in again.stages]
+    text = str(first)
+    assert text.startswith(f"compile report: {target}") and "total" in text
+    f = pa.jit(lambda a: (a * a).sum(), target=target)
+    f(np.ones(9, np.float32))
+    report = f.lower(np.ones(9, np.float32)).compile_report()
+    assert report.stages[0][0] == "trace (pa.jit)" and report.stages[0][1] > 0
