@@ -119,6 +119,11 @@ MAX_PROGRAMS_PER_LINE = 8
 # launch and a copy back cost more (NPBench's spmv asked 16384 such values, 2 ms
 # each through PoCL).
 SMALL_WORK = 4096
+# Inside a pa.jit trace, a value of host data alone is a constant of the trace
+# (it reads none of the call's arguments): the NumPy target computes it, as
+# NumPy would, instead of a program built for the device for each new shape
+# (NPBench's mandelbrot2 shrinks its arrays by a mask at every step: 40
+# programs, 60 s of PoCL builds in the first call)
 _SEEN_PROGRAMS = set()
 _NEW_AT_LINE = {}
 _WARNED = set()
@@ -128,6 +133,8 @@ def _compute(nodes, line):
     """The values of ``nodes``; ``line``: the user's, None inside a session."""
     target = get_default_target()
     outputs = [Array(n) for n in nodes]
+    if line is None and _small_on_host(nodes, limit=False):
+        return compile_(outputs, target="numpy")()
     if target == "numpy" or line is None:
         return compile_(outputs, target=target)()
     if _small_on_host(nodes):
@@ -157,18 +164,20 @@ def _compute(nodes, line):
     return compile_(outputs, target="numpy")()
 
 
-def _small_on_host(nodes) -> bool:
+def _small_on_host(nodes, limit=None) -> bool:
     """Whether ``nodes`` read host data alone (NumPy arrays: no placeholder,
-    no device array) and compute at most ``SMALL_WORK`` operations."""
+    no device array) and compute at most ``limit`` operations (None:
+    ``SMALL_WORK``; False: any)."""
     from .inspect.profiling import node_flops
+    limit = SMALL_WORK if limit is None else limit
     work = 0
     for n in N.topological_order(nodes):
         if isinstance(n, (N.Placeholder, N.RawKernelOutput)) or (
                 isinstance(n, N.DataWrapper) and not isinstance(n.data, np.ndarray)):
             return False
-        if _computes(n):
+        if limit is not False and _computes(n):
             work += max(node_flops(n), n.size)
-            if work > SMALL_WORK:
+            if work > limit:
                 return False
     return True
 

@@ -189,3 +189,29 @@ def test_small_values_of_host_data_are_computed_by_numpy(device_target, monkeypa
     assert got == [float((vals[rows[i]:rows[i + 1]] * 2).sum()) for i in range(3)]
     assert used[-1] == device_target
     np.testing.assert_allclose(total, (big0 * 2).sum(), rtol=1e-12)
+
+
+def test_values_of_host_data_in_a_jit_trace_are_computed_by_numpy(device_target, monkeypatch):
+    """Inside a pa.jit trace a value that reads none of the call's arguments
+    is a constant of the trace: the NumPy target computes it, not a device
+    program built for each new shape (mandelbrot2's loop, which shrinks its
+    arrays by a mask at every step, built one per step)."""
+    from polyarray import reevaluation
+    used, real = [], reevaluation.compile_
+
+    def recording(outputs, target=None, **options):
+        used.append(target)
+        return real(outputs, target=target, **options)
+    monkeypatch.setattr(reevaluation, "compile_", recording)
+
+    def shrinking(x, steps):
+        z = np.arange(64.0) * 0.5           # made in the trace, from no argument: lazy
+        for i in range(steps):
+            z = z[z > i]                    # a new shape each step, known from the values
+        return x + z.sum()
+
+    f = pa.jit(shrinking, static_argnums=(1,), target=device_target)
+    x = np.ones(3)
+    want = shrinking(x, 6)
+    assert_same(f(x, 6), want)
+    assert used and set(used) == {"numpy"}, used
