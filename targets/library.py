@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from polyarray.ir.nodes import FFT_OPS, library_family
+
 
 def _cholesky(a, upper):
     return (np.linalg.cholesky(a, upper=upper),)
@@ -63,12 +65,9 @@ ROUTINES = {
     "rfft": lambda x: (np.fft.rfft(x, axis=-1),),
     "irfft": lambda x, n: (np.fft.irfft(x, n=n, axis=-1, norm="forward"),),
 }
-FFT_OPS = frozenset({"fft", "rfft", "irfft"})
-
-
 def qualified(op) -> str:
     """``fft.rfft`` or ``linalg.solve``: the routine as the user called its family."""
-    return f"fft.{op}" if op in FFT_OPS else f"linalg.{op}"
+    return f"{library_family(op)}.{op}"
 
 
 def run_on_host(node, arrays) -> list:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Callable
 
+from polyarray.ir.nodes import FFT_OPS
 from .classify import Call, Contraction, Elementwise, Raw, Reduction, Rows, Steps
 from .device import Device
 from ..lowering.index import ceil_div, pow2_floor
@@ -274,8 +275,8 @@ def _as_reduction(c):
 
 # the library calls cuSOLVER runs (targets/cuda/solvers.py has each one's step)
 CUSOLVER_OPS = frozenset({"cholesky", "solve", "inv", "det", "slogdet", "eigh", "eigvalsh"})
-# the transforms (pa.fft's library calls; targets/cuda/fourier.py runs them in cuFFT)
-FFT_OPS = frozenset({"fft", "rfft", "irfft"})
+# the transforms (pa.fft's library calls; targets/cuda/fourier.py runs them in
+# cuFFT) are the IR's FFT_OPS
 
 E, R, C, W = Elementwise, Reduction, Contraction, Rows
 RULES = (

@@ -548,11 +548,20 @@ class RawKernelOutput(Node):
                 self.grid, self.block)
 
 
+# the library calls that are ``pa.fft``'s transforms (the others: ``pa.linalg``'s)
+FFT_OPS = frozenset({"fft", "rfft", "irfft"})
+
+
+def library_family(op) -> str:
+    """``"fft"`` or ``"linalg"``: the namespace a library call's ``op`` is in."""
+    return "fft" if op in FFT_OPS else "linalg"
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class LibraryCallOutput(Node):
     """Output ``index`` of one call of the library routine ``op`` (a
-    factorization, a solve or a transform: ``codegen``'s library forms say which library
-    runs it on each target) on ``inputs``, with ``params`` (``((name,
+    factorization, a solve or a transform: ``codegen``'s library forms say
+    which library runs it on each target) on ``inputs``, with ``params`` (``((name,
     value), ...)``, plain values) and the declared ``outputs`` (``((shape,
     dtype str), ...)``).  Inputs are materialized and the call is a step
     between kernels: the work around it fuses into the kernels beside it."""

@@ -100,8 +100,7 @@ class _Renderer(Mapper):
         args = [self.operand(a, depth) for a in node.inputs]
         args += [f"{k}={v!r}" for k, v in node.params]
         out = f"[{node.index}]" if len(node.outputs) > 1 else ""
-        family = "fft" if node.op in ("fft", "rfft", "irfft") else "linalg"
-        return f"{family}.{node.op}({', '.join(args)}){out}"
+        return f"{N.library_family(node.op)}.{node.op}({', '.join(args)}){out}"
 
     def expr(self, e, env, depth):
         """An IndexLambda's expression; ``env``: binding name -> node."""

@@ -22,6 +22,8 @@ import math
 
 import numpy as np
 
+from polyarray.ir.nodes import FFT_OPS
+
 log = logging.getLogger("polyarray.cuda")
 _STATE = {}
 _PLANS = {}
@@ -112,7 +114,7 @@ def step_for(info, drv, alloc):
     """The cuFFT step of transform ``info``, or None (no bindings, or more
     axes than cuFFT's three)."""
     f = info.facts
-    if f.get("op") not in ("fft", "rfft", "irfft") or dict(f["params"]).get("rank", 1) > 3:
+    if f.get("op") not in FFT_OPS or dict(f["params"]).get("rank", 1) > 3:
         return None
     api = _cufft()
     return None if api is None else Transform(info, api, drv, alloc)
