@@ -2,9 +2,9 @@
 on the DAG before any kernel is built.
 
 Before it, on a program's DAG: ``half`` (float16 computed as rounded
-float32, stored as its bits; ``dtype_checks`` names nodes for it), and the two rewrites ``pa.compile`` runs for device targets,
-``reroll`` (sums written as loops) and ``recurrence`` (rows built on rows
-before).  Then the passes from output nodes to a ``Plan`` (``data``), one
+float32, stored as its bits; ``dtype_checks`` names nodes for it), and
+the two rewrites ``pa.compile`` runs for device targets, ``reroll`` (sums
+written as loops) and ``recurrence`` (rows built on rows before).  Then the passes from output nodes to a ``Plan`` (``data``), one
 module each, run in order by ``make_plan``:
 
 1. ``materialize``: which nodes get a buffer; which einsum operands are
