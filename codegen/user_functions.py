@@ -132,6 +132,25 @@ def restore(fn: UserFunction, reference=None) -> None:
         _REFERENCES[fn.name] = reference
 
 
+# custom kernels whose neighbouring elements share work: a work-item that
+# computes a run of this many neighbours computes the shared part once (the C
+# compiler merges the inlined calls).  Philox4x32's random blocks: 4 words,
+# shared by up to 4 elements (polyarray/ops/random.py).
+SHARED_RUNS = {"philox4x32_10": 4, "philox4x32_10_word": 4}
+
+
+def shared_run(expr) -> int:
+    """The longest run of neighbours that share work among the custom
+    kernels ``expr`` calls (1: none)."""
+    run = 1
+    for name in called_functions(expr):
+        if isinstance(name, str) and name.startswith(PREFIX):
+            for kernel, n in SHARED_RUNS.items():
+                if name.startswith(f"{PREFIX}{kernel}_"):
+                    run = max(run, n)
+    return run
+
+
 def is_user_function(name) -> bool:
     return isinstance(name, str) and name.startswith(PREFIX) and name in _FUNCTIONS
 

@@ -111,15 +111,15 @@ _F64, _F32, _I64 = np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.int64
 # one draw from the state before it, then moves the state past it):
 #   _uniform01(shape, dtype)   floats in [0, 1)
 #   _integers(shape, lo, hi, dtype, endpoint, known)   validated bounds
-#   _stream(shape) / _done(stream)   64 random bits per element (bits(half))
+#   _stream(shape) / _done(stream)   64 random bits per element (bits(half, halves))
 #                                     for the draws built on raw bits
 
 class Philox4x32:
     """The default bit generator (``default_rng``'s): Philox4x32-10, as
     cuRAND's, JAX's and CuPy's.  The key comes from
-    ``np.random.SeedSequence(seed)``; draw ``d`` of a generator is the
-    counter block ``(i, d)`` of element ``i``, so each call is one draw
-    whatever its size.  Cheaper on GPUs than NumPy's Philox (32-bit
+    ``np.random.SeedSequence(seed)``; draw ``d`` of a generator reads the
+    counter blocks ``(b, d)``, each shared by up to 4 neighbouring elements
+    (``ops/random.py``), so each call is one draw whatever its size.  Cheaper on GPUs than NumPy's Philox (32-bit
     multiplications), and not NumPy's numbers: NumPy's ``default_rng`` is
     PCG64, a sequential generator no parallel one can reproduce."""
 
@@ -429,7 +429,9 @@ class _Words:
         self._draw = bit_generator._start(R.WIDE)
         self._index = R.element_index(self.shape)
 
-    def bits(self, half=0):
+    def bits(self, half=0, halves=1):
+        """Words ``half * size`` on (``halves``: how many the draw takes per
+        element; the words are consecutive here whatever it is)."""
         self.lanes = max(self.lanes, half + 1)
         u = self._index if half == 0 else _U("add", self._index, np.uint64(half * self.size))
         return self._draw.bits(u)

@@ -6,7 +6,9 @@ Layouts (``policy`` picks one; ``choice.params["layout"]``):
   ``wg`` (stores coalesced whatever the rank);
 * ``ilp``: ``ilp`` coalesced elements per work-item, every direct input read
   fetched into registers before any store (enough loads in flight to reach
-  copy bandwidth);
+  copy bandwidth); ``contiguous``: ``ilp`` neighbouring elements instead
+  (neighbours that share work, as a random block's elements, compute it
+  once);
 * ``axes``: one loop per output axis, multi-dimensional reads (a user's
   ``Layout("axes")``; with ``rows``, the policy's stacked recurrence: a
   work-item per row, the columns unrolled, stores through local memory);
@@ -36,7 +38,8 @@ def build(asm, name, group, choice):
     if lifted is not None and lifted.extent:
         return _any_length(asm, name, group, lifted.extent)
     if layout == "ilp":
-        return _ilp(asm, name, group, params["wg"], params["ilp"], rule)
+        return _ilp(asm, name, group, params["wg"], params["ilp"], rule,
+                    params.get("contiguous", False))
     if layout == "transposed":
         return _transposed(asm, name, group, params, rule)
     if layout == "axes":
@@ -129,9 +132,10 @@ def _transposed(asm, name, group, params, rule):
                shapes=kb.read_shapes, facts=facts(group))
 
 
-def _ilp(asm, name, group, wg, ilp, rule):
+def _ilp(asm, name, group, wg, ilp, rule, contiguous=False):
     """Work-item ``t`` of group ``g`` handles flat indices
-    ``g*wg*ilp + u*wg + t`` for ``u < ilp`` (coalesced for each ``u``).
+    ``g*wg*ilp + u*wg + t`` for ``u < ilp`` (coalesced for each ``u``), or
+    ``contiguous``: ``g*wg*ilp + t*ilp + u`` (a run of neighbours).
     Inputs read at the kernel's own index are loaded for all ``u`` first
     (loop ``uf``); a ragged last group clamps its reads to the last element
     and predicates its stores."""
@@ -139,7 +143,12 @@ def _ilp(asm, name, group, wg, ilp, rule):
     size = group.size
     G = ceil_div(size, wg * ilp)
     g, u, t, uf = (p.Variable(v) for v in ("g", "u", "t", "uf"))
-    raw = p.Sum((p.Product((wg * ilp, g)), p.Product((wg, u)), t))
+
+    def flat(u):
+        if contiguous:
+            return p.Sum((p.Product((ilp, p.Sum((p.Product((wg, g)), t)))), u))
+        return p.Sum((p.Product((wg * ilp, g)), p.Product((wg, u)), t))
+    raw = flat(u)
     ragged = size % (wg * ilp) != 0
     i = p.Min((raw, size - 1)) if ragged else raw
     kb = KernelBuilder(asm.plan, asm.buffers, ["g", "u", "t"])
@@ -154,7 +163,7 @@ def _ilp(asm, name, group, wg, ilp, rule):
             kb.temporaries[tmp] = lp.TemporaryVariable(
                 tmp, dtype=asm.buffer_specs[buf][1], shape=(ilp,),
                 address_space=lp.AddressSpace.PRIVATE)
-            at = p.Sum((p.Product((wg * ilp, g)), p.Product((wg, uf)), t))
+            at = flat(uf)
             if ragged:
                 at = p.Min((at, size - 1))
             kb.assign(p.Subscript(p.Variable(tmp), (uf,)),
@@ -174,5 +183,6 @@ def _ilp(asm, name, group, wg, ilp, rule):
         loops.append("uf")
     domain = "{[" + ", ".join(loops) + f"]: 0 <= g < {G} and 0 <= u < {ilp} and " \
         f"0 <= t < {wg}" + (f" and 0 <= uf < {ilp}}}" if fetched else "}")
-    asm.finish(name, kb, [domain], written, (ElementsPerItem(ilp, wg),), Form.ELEMENTWISE,
+    asm.finish(name, kb, [domain], written, (ElementsPerItem(ilp, wg, contiguous),),
+               Form.ELEMENTWISE,
                rule, construct=lambda knl: lp.tag_inames(knl, tags), facts=facts(group))

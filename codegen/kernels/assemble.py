@@ -26,7 +26,7 @@ from ..policy.classify import (Elementwise, Steps, contraction_class, product_cl
 from ..policy.device import Device
 from ..forms import form_module, reduction_builder
 from ..forms.parts import reduction_spec
-from ..plan import Group, inlined_terms, materialized_deps
+from ..plan import Group, inlined_shared_run, inlined_terms, materialized_deps
 from ..policy import (EPILOGUE_FORMS, Form, choose, reduction_stores_through_epilogue,
                      stores_through_epilogue)
 from ..thresholds import current_thresholds
@@ -96,6 +96,8 @@ class Assembler:
         cls = Elementwise(group.size, group.units[0].node.shape, requested,
                           probe=lambda: form_module("elementwise").transposed_reads(self, name, group),
                           stacked=stacked_columns(group),
+                          shared_run=inlined_shared_run([u.node for u in group.units],
+                                                        self.plan.materialized),
                           buffers=len({id(d) for u in group.units
                                        for d in materialized_deps(u.node, self.plan.materialized)}))
         form_module("elementwise").build(self, name, group,
@@ -256,7 +258,8 @@ def _reduce_class(node, spec, mat):
     """The shape class of Reduce ``node`` (``spec``: its flattened view)
     given the materialized node ids ``mat``."""
     return reduction_class(spec, inlined_terms(node.array, mat),
-                           sum(d.size for d in materialized_deps(node, mat)))
+                           sum(d.size for d in materialized_deps(node, mat)),
+                           inlined_shared_run([node], mat))
 
 
 __all__ = ["Assembler", "KernelPlan", "epilogue_fusable"]

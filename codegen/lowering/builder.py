@@ -16,6 +16,7 @@ from pymbolic.mapper import Mapper as ExprMapper
 
 import loopy as lp
 from loopy.kernel.instruction import make_assignment
+from loopy.symbolic import TypeCast
 
 from polyarray.ir import nodes as N
 from polyarray.ir.expr import binding_reads
@@ -493,6 +494,9 @@ class _ExprLowerer(ExprMapper):
         if name == "power" and args[0][1].kind == "i":
             return checked_call("power", args[0][1], [e for e, _ in args], ("power",),
                                 self.kb.plan.checks, self.kb.functions), args[0][1]
+        if name == "cast_uint64" and args[0][1].kind in "iu" \
+                and _index_arithmetic(c.parameters[0]):      # (of loop indices alone)
+            return _unsigned_terms(args[0][0]), np.dtype(np.uint64)
         return lower_call(name, args, self.kb.functions)
 
     # Index arithmetic on constants alone is folded here.  Besides shorter
@@ -540,6 +544,31 @@ class _ExprLowerer(ExprMapper):
 
 def _int_constant(x):
     return type(x) is int or (isinstance(x, np.integer) and not isinstance(x, np.bool_))
+
+
+def _unsigned_terms(e):
+    """``(uint64) e`` for index arithmetic ``e``, the cast taken into its
+    top-level sum and constant factors: ``4*Y + u`` becomes ``4ul *
+    (uint64) Y + (uint64) u``.  Exact (unsigned arithmetic is modular, and
+    an index computed in ``int`` does not overflow), and the compiler then
+    sees that ``(4*Y + u) / 4`` is ``Y`` for each ``u < 4``: a run of
+    neighbours that share work (a random block) computes it once."""
+    U = np.dtype(np.uint64)
+
+    def term(t):
+        if _int_constant(t):
+            return np.uint64(int(t) % 2**64)
+        if isinstance(t, p.Product):
+            consts = [c for c in t.children if _int_constant(c)]
+            rest = [c for c in t.children if not _int_constant(c)]
+            if consts and rest:
+                k = np.uint64(math.prod(int(c) for c in consts) % 2**64)
+                inner = rest[0] if len(rest) == 1 else p.Product(tuple(rest))
+                return p.Product((k, TypeCast(U, inner)))
+        return TypeCast(U, t)
+    if isinstance(e, p.Sum):
+        return p.Sum(tuple(term(t) for t in e.children))
+    return term(e)
 
 
 _COMPARE = {"<": int.__lt__, "<=": int.__le__, ">": int.__gt__, ">=": int.__ge__,

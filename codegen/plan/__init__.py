@@ -23,7 +23,7 @@ from .data import Group, Materialized, Plan, Unit, is_input, materialized_deps
 from .epilogue import fuse_epilogues
 from .fuse_rows import fuse_rows
 from .group import group
-from .materialize import inlined_terms, materialize, transposed_buffer
+from .materialize import inlined_shared_run, inlined_terms, materialize, transposed_buffer
 
 
 def make_plan(outputs, device=None, fusable=None, thresholds=None) -> Plan:
@@ -46,6 +46,5 @@ def make_plan(outputs, device=None, fusable=None, thresholds=None) -> Plan:
     return Plan(order, mat, groups, list(outputs), transposed=transposed, group_of=group_of)
 
 
-__all__ = ["Group", "Materialized", "Plan", "Unit", "inlined_terms", "is_input", "make_plan",
-           "materialized_deps",
-           "transposed_buffer"]
+__all__ = ["Group", "Materialized", "Plan", "Unit", "inlined_shared_run", "inlined_terms",
+           "is_input", "make_plan", "materialized_deps", "transposed_buffer"]

@@ -514,6 +514,24 @@ def inlined_terms(node, mat):
     return terms
 
 
+def inlined_shared_run(nodes, mat) -> int:
+    """The longest run of neighbours sharing work (``user_functions.
+    shared_run``) in the expressions of ``nodes`` and what is inlined into
+    them; 1 if none."""
+    from ..user_functions import shared_run
+    roots = {id(n) for n in nodes}
+    run, stack, seen = 1, list(nodes), set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen or is_input(n) or (id(n) in mat and id(n) not in roots):
+            continue
+        seen.add(id(n))
+        if isinstance(n, N.IndexLambda):
+            run = max(run, shared_run(n.expr))
+        stack.extend(n.children())
+    return run
+
+
 def transposed_buffer(node, mat):
     """The 2-D buffer (input or materialized node) that ``node`` transposes
     (``b.T``), or None.  Contractions read such operands in place: a matrix

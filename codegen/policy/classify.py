@@ -20,6 +20,7 @@ class Elementwise:
     probe: Callable | None = field(default=None, compare=False, repr=False)
     stacked: int = 0            # bytes per row of a recurrence stacked along the last axis
     buffers: int = 0            # distinct buffers the group reads (pieces of a stack...)
+    shared_run: int = 1         # neighbours sharing work (random blocks: 4)
 
     @cached_property
     def transposed_reads(self) -> tuple:
@@ -78,6 +79,7 @@ class Reduction:
     terms: int = 1
     broadcast: bool = False
     ordered: bool = False       # NumPy's order is part of the value (complex products)
+    shared_run: int = 1         # neighbouring values sharing work (random blocks: 4)
 
 
 @dataclass(frozen=True)
@@ -136,9 +138,10 @@ class Call:
     shape: tuple
 
 
-def reduction_class(spec, terms=1, read=None) -> Reduction:
+def reduction_class(spec, terms=1, read=None, shared_run=1) -> Reduction:
     """``read``: how many buffer elements the reduced values are computed
-    from (None: as many as there are values)."""
+    from (None: as many as there are values); ``shared_run``: neighbouring
+    values that share work (when they are contiguous: ``inner``)."""
     run = spec["kept_shape"][-1] if spec["kept_shape"] and not spec["inner"] else 0
     broadcast = read is not None and read < spec["M"] * spec["R"]
     # a complex product's infinities give NaN or not by the order of the
@@ -146,7 +149,7 @@ def reduction_class(spec, terms=1, read=None) -> Reduction:
     ordered = spec["op"] == "prod" and getattr(spec["node"], "dtype", None) is not None \
         and spec["node"].dtype.kind == "c"
     return Reduction(spec["M"], spec["R"], spec["inner"], spec["op"], run, terms, broadcast,
-                     ordered)
+                     ordered, shared_run if spec["inner"] else 1)
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,19 @@ def _requested_flat(c, d, t):
 
 
 def _requested_ilp(c, d, t):
-    return dict(layout="ilp", ilp=c.requested[1], wg=c.requested[2] or _wg(t, c.size))
+    return dict(layout="ilp", ilp=c.requested[1], wg=c.requested[2] or _wg(t, c.size),
+                contiguous=c.requested[3])
+
+
+def _runs(c, d, t):
+    """Runs of ``c.shared_run`` neighbours per work-item, in work-groups of
+    a size (at least a warp) that divides the runs where one does: no
+    clamped index, which would hide the runs from the C compiler."""
+    runs = ceil_div(c.size, c.shared_run)
+    wg = _wg(t, runs)
+    if c.size % c.shared_run == 0 and runs % wg:
+        wg = next((d for d in range(wg, t.WARP - 1, -1) if runs % d == 0), wg)
+    return dict(layout="ilp", ilp=c.shared_run, wg=wg, contiguous=True)
 
 
 def _is_transposed(c, d, t):
@@ -119,8 +131,13 @@ def _is_transposed(c, d, t):
 def _two_stage(c, d, t):
     """Chunking of a two-stage reduction (GPU): G work-groups, work-group g
     reducing the contiguous chunk [g*K*WG, (g+1)*K*WG), each of its K steps
-    one coalesced WG-wide read."""
+    one coalesced WG-wide read; where neighbouring values share work (random
+    blocks), each step a run of ``run`` neighbours per work-item."""
     K = max(t.TWO_STAGE_STEPS, ceil_div(c.R, t.WG * t.TWO_STAGE_GROUPS))
+    run = c.shared_run
+    if run > 1:         # each step a run of neighbours sharing work (random blocks)
+        K = max(1, ceil_div(K, run))
+        return dict(K=K, G=ceil_div(c.R, t.WG * K * run), wg=t.WG, run=run)
     return dict(K=K, G=ceil_div(c.R, t.WG * K), wg=t.WG)
 
 
@@ -301,6 +318,11 @@ RULES = (
     Rule("gpu: transposed tile", E, _is_transposed, Form.ELEMENTWISE,
          lambda c, d, t: dict(layout="transposed", tile=t.TRANSPOSE_TILE, rows=t.TRANSPOSE_ROWS,
                            swapped=c.transposed_reads)),
+    # GPU: neighbours that share work (the elements of a counter-based random
+    # block): a run of them per work-item, which computes the shared part once
+    Rule("gpu: runs of neighbours (shared random blocks)", E,
+         lambda c, d, t: c.shared_run > 1 and c.size >= c.shared_run * t.WG,
+         Form.ELEMENTWISE, _runs),
     Rule("gpu: elements per item", E, lambda c, d, t: t.ELEMENTWISE_ILP > 1
          and c.size >= _wg(t, c.size) * t.ELEMENTWISE_ILP * t.ILP_MIN_GROUPS
          and c.buffers <= t.ILP_MAX_BUFFERS, Form.ELEMENTWISE,

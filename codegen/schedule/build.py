@@ -28,9 +28,12 @@ class Layout(Step):
 class ElementsPerItem(Step):
     """Elementwise kernels only, first step: each work-item of a ``size``
     group takes ``n`` coalesced elements, loading all its inputs before it
-    stores (the GPU default for large kernels, n=4)."""
+    stores (the GPU default for large kernels, n=4); ``contiguous``: ``n``
+    neighbouring elements instead (neighbours that share work, such as the
+    elements of one counter-based random block, compute it once)."""
     n: int
     size: int = 256
+    contiguous: bool = False
     build = True
 
     def apply(self, knl, ctx):
@@ -38,8 +41,9 @@ class ElementsPerItem(Step):
 
 
 def build_options(steps, kind, ctx_name):
-    """``(layout, elements per item, work-group size)`` from build steps."""
-    layout, ilp, wg = "flat", None, None
+    """``(layout, elements per item, work-group size, contiguous)`` from
+    build steps."""
+    layout, ilp, wg, contiguous = "flat", None, None, False
     for s in steps:
         if not s.build:
             continue
@@ -56,7 +60,7 @@ def build_options(steps, kind, ctx_name):
             if s.n > MAX_UNROLL:        # its element loops are unrolled
                 s.fail(KernelContext(ctx_name, kind), f"n={s.n} unrolls each work-item's "
                        f"loops {s.n} times; at most {MAX_UNROLL} (MAX_UNROLL)")
-            ilp, wg = s.n, s.size
+            ilp, wg, contiguous = s.n, s.size, s.contiguous
     if ilp is not None and layout != "flat":
         raise ScheduleError(f"ElementsPerItem needs Layout('flat') (kernel {ctx_name})")
-    return layout, ilp, wg
+    return layout, ilp, wg, contiguous

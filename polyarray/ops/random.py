@@ -1,11 +1,17 @@
 """Random numbers as lazy nodes: counter-based generators, Philox4x32-10
 (the default) and Philox4x64-10 (NumPy's ``Philox``, at the end).
 
-Element ``i`` of draw ``d`` of a generator with key ``k`` is a function of
-``(i, d, k)`` alone: Philox4x32-10 (Salmon et al., SC'11; Random123,
-cuRAND, JAX, CuPy) of the counter ``(i, d)`` (two 64-bit halves, four
-32-bit words) under the key ``k``.  So a draw is an elementwise node, fused
-with the work that reads it, and every target computes the same bits.
+A draw of a generator with key ``k`` is a function of ``(element, d, k)``
+alone, ``d`` the draw's number: Philox4x32-10 (Salmon et al., SC'11;
+Random123, cuRAND, JAX, CuPy) of the counter ``(b, d)`` (two 64-bit halves,
+four 32-bit words) under the key ``k`` gives a block of four 32-bit words,
+and neighbouring elements share a block: as many as the block holds of
+what each takes (``Stream``: 4 elements of 32 bits, 2 of 64, 1 of 128).
+So a draw is an elementwise node, fused with the work that reads it, every
+target computes the same bits, and a kernel whose work-items take runs of
+4 neighbouring elements (the policy gives kernels that draw such runs)
+computes each block once: the C compiler shares the cipher between the
+run's elements.
 
 The block cipher is one C function, given as a custom elementwise kernel
 (``ops.custom``: the devices inline it, the NumPy target runs
@@ -14,12 +20,15 @@ bits (floats, normals, bounded integers) is ordinary nodes.  The draw
 number and key are a data leaf, so every draw of one shape and dtype is the
 same program (data values are kernel arguments, not part of the key).
 
-* Floats in [0, 1): the top 53 (float64) or 24 (float32) bits times
-  ``2**-53`` / ``2**-24``, as NumPy; exact, so identical on every target.
-* Normals: Box-Muller, ``sqrt(-2 log u1) cos(2 pi u2)`` in float64 (the
-  float32 ones rounded from it); exponentials: ``-log u``.  These use each
-  target's ``log``/``cos``, so they agree across targets to the last bits
-  of those functions, not bit for bit.
+* Floats in [0, 1): the top 53 (float64, of 64 bits) or 24 (float32, of
+  32 bits) bits times ``2**-53`` / ``2**-24``, as NumPy; exact, so
+  identical on every target.
+* Normals: Box-Muller, ``sqrt(-2 log u1)`` times ``cos(2 pi u2)`` for an
+  even element and ``sin(2 pi u2)`` for the odd one after it (the two share
+  ``u1, u2``: 53 bits each for float64, 32 bits each and float32
+  arithmetic for float32); exponentials: ``-log u``.  These use each
+  target's ``log``/``cos``/``sin``, so they agree across targets to the
+  last bits of those functions, not bit for bit.
 * Integers (Philox4x32's) in a range of ``r`` values: ``floor(X r / 2**w)``
   with ``X`` a uniform ``w``-bit integer (the multiply-shift of Lemire,
   without the rejection step): ``w = 64`` for dtypes of up to 32 bits
@@ -56,7 +65,7 @@ ROUNDS = 10
 # ``ctr``: counter words 0 and 1 (low word first), ``draw``: words 2 and 3,
 # ``key``: the two key words; ``upper`` picks output words (0, 1) or (2, 3)
 # returned as one 64-bit value, the lower-numbered word high
-_PHILOX_C = f"""
+_ROUNDS_C = f"""
 W c0 = (W) ctr, c1 = (W) (ctr >> 32), c2 = (W) draw, c3 = (W) (draw >> 32);
 W k0 = (W) key, k1 = (W) (key >> 32);
 for (int r = 0; r < {ROUNDS}; ++r) {{
@@ -67,7 +76,14 @@ for (int r = 0; r < {ROUNDS}; ++r) {{
   W n2 = ((W) (p0 >> 32)) ^ c3 ^ k1;
   c1 = (W) p1; c3 = (W) p0; c0 = n0; c2 = n2;
 }}
+"""
+_PHILOX_C = _ROUNDS_C + """
 bits = upper ? ((((U) c2) << 32) | (U) c3) : ((((U) c0) << 32) | (U) c1);
+"""
+# one word of the block, ``word`` 0..3 (a select after the rounds: a run of
+# neighbours computing one block's words shares the rounds)
+_PHILOX_WORD_C = _ROUNDS_C + """
+bits = word == 0 ? c0 : word == 1 ? c1 : word == 2 ? c2 : c3;
 """
 
 
@@ -85,16 +101,27 @@ def philox_reference(ctr, draw, key, half):
     return np.where(half != 0, (c2 << 32) | c3, (c0 << 32) | c1)
 
 
+def philox_word_reference(ctr, draw, key, word):
+    """Word ``word`` (0..3) of the block, by ``philox_reference``."""
+    word = np.asarray(word, U64)
+    both = philox_reference(ctr, draw, key, word >> 1)
+    return np.where(word & 1, both & _LOW32, both >> 32)
+
+
 PHILOX = elementwise_def("U ctr, U draw, U key, W upper", "uint64 bits", _PHILOX_C,
                          "philox4x32_10", reference=philox_reference)
+PHILOX_WORD = elementwise_def("U ctr, U draw, U key, W word", "uint64 bits", _PHILOX_WORD_C,
+                              "philox4x32_10_word", reference=philox_word_reference)
 
 
 def philox(ctr, draw, key, half) -> N.Node:
     """Philox4x32-10 of the counter ``(ctr, draw)`` (uint64 nodes or
     scalars, broadcast) under ``key``: output words ``2 half`` and
-    ``2 half + 1`` as one uint64 (the first high)."""
+    ``2 half + 1`` as one uint64 (the first high); ``half`` 0 or 1, or a
+    node of them."""
     args = [a if isinstance(a, N.Node) else full((), a, U64) for a in (ctr, draw, key)]
-    (bits,) = elementwise(PHILOX, args + [full((), int(half), U32)])
+    upper = astype(half, U32) if isinstance(half, N.Node) else full((), int(half), U32)
+    (bits,) = elementwise(PHILOX, args + [upper])
     return bits
 
 
@@ -109,7 +136,11 @@ def element_index(shape) -> N.Node:
 
 
 class Stream:
-    """One draw: its shape, and the bits of each element (``bits(half)``)."""
+    """One draw of Philox4x32: its shape, and each element's bits from the
+    block it shares with its neighbours (``bits``, ``word``, ``pair_bits``).
+    Element ``i`` taking ``w`` of the block's 4 words reads block
+    ``i // (4 / w)``, words ``(i % (4 / w)) * w`` on."""
+    pairs = True    # elements 2j and 2j+1 can share their bits (``pair_bits``)
 
     def __init__(self, shape, draw, key):
         self.shape = tuple(shape)
@@ -118,9 +149,42 @@ class Stream:
         self._key = remap(state, (), (1,), "random: key")
         self._index = element_index(self.shape)
 
-    def bits(self, half=0) -> N.Node:
-        """64 random bits per element (two of Philox's four words)."""
-        return philox(self._index, self._draw, self._key, half)
+    def _shared(self, log2_per_block):
+        """(block, position in it) of each element when ``2**log2_per_block``
+        neighbours share a block."""
+        i = self._index
+        return (right_shift(i, log2_per_block),
+                U("bitwise_and", i, 2**log2_per_block - 1))
+
+    def _half(self, block, half) -> N.Node:
+        return philox(block, self._draw, self._key, half)
+
+    def bits(self, half=0, halves=1) -> N.Node:
+        """64 random bits per element: of an element taking ``halves`` (1 or
+        2) halves of a block, half number ``half``."""
+        if halves == 2:
+            return self._half(self._index, half)
+        block, pos = self._shared(1)
+        return self._half(block, pos)
+
+    def word(self) -> N.Node:
+        """32 random bits per element (as uint64): word ``i % 4`` of block
+        ``i // 4`` (a half holds words ``2h`` (high) and ``2h + 1``)."""
+        block, pos = self._shared(2)
+        (bits,) = elementwise(PHILOX_WORD, [block, self._draw, self._key, astype(pos, U32)])
+        return bits
+
+    def pair_bits(self, half=0, halves=1) -> N.Node:
+        """``bits(half, halves)`` of pair ``i // 2``: the same bits for
+        elements ``2j`` and ``2j + 1``."""
+        if halves == 2:
+            return self._half(right_shift(self._index, 1), half)
+        block, pos = self._shared(2)        # (``pos >> 1``: the compiler sees it
+        return self._half(block, right_shift(pos, 1))     # constant along a run)
+
+    def odd(self) -> N.Node:
+        """Whether each element's flat index is odd (the second of a pair)."""
+        return U("not_equal", U("bitwise_and", self._index, 1), 0)
 
 
 def scaled(bits, shift, scale, dtype, plus=0):
@@ -132,10 +196,11 @@ def scaled(bits, shift, scale, dtype, plus=0):
 
 
 def uniform01(stream, dtype) -> N.Node:
-    """Floats in [0, 1): 53 (float64) or 24 (float32) random bits."""
+    """Floats in [0, 1): the top 53 of 64 random bits (float64), or 24 of
+    32 (float32)."""
     if dtype == F64:
         return scaled(stream.bits(), 11, 2.0**-53, F64)
-    return scaled(stream.bits(), 40, 2.0**-24, F32)
+    return scaled(stream.word(), 8, 2.0**-24, F32)
 
 
 def _positive01(bits, bits_taken=53):
@@ -144,17 +209,34 @@ def _positive01(bits, bits_taken=53):
 
 
 def standard_normal(stream, dtype) -> N.Node:
-    """Box-Muller's cosine branch, in float64 (float32: rounded from it).
-    float64 takes 53 bits for each of ``u1`` and ``u2`` (both halves of
-    Philox's block); float32 32 bits each (one half)."""
-    a = stream.bits(0)
+    """Box-Muller: ``sqrt(-2 log u1)`` times ``cos(2 pi u2)``.  float64 takes
+    53 bits for each of ``u1`` and ``u2`` (both halves of a block), float32
+    32 bits each (one half).  Where the stream lets neighbours share bits
+    (``stream.pairs``) the odd element of a pair takes the sine of its even
+    neighbour's ``u1, u2``, and float32 is float32 arithmetic; otherwise
+    each element takes the cosine of its own, computed in float64 (float32
+    rounded from it)."""
+    pairs = getattr(stream, "pairs", False)
     if dtype == F64:
-        u1, u2 = _positive01(a), scaled(stream.bits(1), 11, 2.0**-53, F64)
+        a, b = (stream.pair_bits(h, halves=2) if pairs else stream.bits(h) for h in (0, 1))
+        u1, u2 = _positive01(a), scaled(b, 11, 2.0**-53, F64)
+    elif pairs:
+        a = stream.pair_bits()
+        u1 = scaled(right_shift(a, 32), 0, 2.0**-32, F32, plus=1)
+        u2 = scaled(U("bitwise_and", a, _LOW32), 0, 2.0**-32, F32)
+        radius = U("sqrt", U("multiply", U("log", u1), np.float32(-2.0)))
+        angle = U("multiply", u2, np.float32(2.0 * math.pi))
+        return where(stream.odd(), U("multiply", radius, U("sin", angle)),
+                     U("multiply", radius, U("cos", angle)))
     else:
+        a = stream.bits(0)
         u1 = scaled(right_shift(a, 32), 0, 2.0**-32, F64, plus=1)
         u2 = scaled(U("bitwise_and", a, _LOW32), 0, 2.0**-32, F64)
     radius = U("sqrt", U("multiply", U("log", u1), -2.0))
-    z = U("multiply", radius, U("cos", U("multiply", u2, 2.0 * math.pi)))
+    angle = U("multiply", u2, 2.0 * math.pi)
+    z = U("multiply", radius, U("cos", angle))
+    if pairs:
+        z = where(stream.odd(), U("multiply", radius, U("sin", angle)), z)
     return z if dtype == F64 else astype(z, F32)
 
 
@@ -185,8 +267,9 @@ def bounded(stream, span, wide) -> N.Node:
     """Uniform integers in ``[0, span)`` as uint64: ``span`` a Python int in
     ``[1, 2**64]`` or a uint64 node (0 meaning ``2**64``).  ``wide``: 128
     random bits (64-bit dtypes), else 64 (``span <= 2**32``)."""
-    a = stream.bits(0)
-    if isinstance(span, int) and span == 2**64:
+    every = isinstance(span, int) and span == 2**64
+    a = stream.bits(0, halves=2 if wide and not every else 1)
+    if every:
         return a
     r = span if isinstance(span, N.Node) else np.uint64(span)
     if not wide:
@@ -194,7 +277,7 @@ def bounded(stream, span, wide) -> N.Node:
         hi = U("multiply", right_shift(a, 32), r)
         lo = right_shift(U("multiply", U("bitwise_and", a, mask), r), 32)
         return right_shift(U("add", hi, lo), 32)
-    b = stream.bits(1)
+    b = stream.bits(1, halves=2)
     high = _mulhi64(a, r)
     low = U("multiply", a, r)                      # wraps: the low 64 bits
     total = U("add", low, _mulhi64(b, r))

@@ -655,3 +655,68 @@ def test_lazy_parameters_and_out(target):
     assert abs(got_normals[0].std() - 1) < 0.05 and abs(got_normals[1].std() - 100) < 5
     assert got_out.dtype == np.float32 and np.all((got_out >= 0) & (got_out < 1))
     assert len(set(got_out.tolist())) == 6
+
+
+# -- neighbours sharing Philox4x32 blocks ----------------------------------------------
+
+def _block_draws(g, n):
+    return [g.random(n, np.float32), g.random(n), g.standard_normal(n, np.float32),
+            g.standard_normal(n), g.integers(0, 1000, n, np.int32), g.integers(-2**62, 2**62, n),
+            g.standard_exponential(n)]
+
+
+@pytest.mark.parametrize("n", [4096, 4100, 1001])
+def test_runs_of_neighbours_draw_what_one_element_per_item_draws(target, n):
+    """A kernel whose work-items take runs of 4 neighbours (the layout the
+    GPU policy gives draws: ``ElementsPerItem(4, contiguous=True)``) draws
+    the numbers of the NumPy target, with whole runs, a last run cut short
+    (1001) and a last group of runs cut short (4100)."""
+    from polyarray.schedules import ElementsPerItem
+    draws = _block_draws(pa.random.default_rng(21), n)
+    ref = _run(draws, "numpy")
+    for x, want in zip(draws, ref):
+        prog = pa.compile(x, target=target)
+        if target != "numpy":
+            (name,) = prog.kernels
+            prog = prog.with_schedule({name: [ElementsPerItem(4, 64, contiguous=True)]})
+            assert prog.kernels[name].schedule == (ElementsPerItem(4, 64, contiguous=True),)
+        got = prog()
+        if want.dtype.kind == "f" and want.dtype != np.float32 or x is draws[3]:
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        elif x is draws[2]:
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+        else:
+            np.testing.assert_array_equal(got, want)
+
+
+def test_draws_of_one_block_are_independent(target):
+    """Neighbours of one block (four float32 uniforms; the cosine and sine
+    of one Box-Muller pair) are uncorrelated, and every word of the block
+    is used: the float32 uniforms of a draw are all different numbers."""
+    g = pa.random.default_rng(22)
+    u, z = _run([g.random(N, np.float32), g.standard_normal(N, np.float32)], target)
+    for k in range(1, 4):
+        assert abs(np.corrcoef(u[:-k], u[k:])[0, 1]) < 5 / np.sqrt(N)
+    assert abs(np.corrcoef(z[0::2], z[1::2])[0, 1]) < 5 / np.sqrt(N / 2)
+    assert abs(np.corrcoef(z[0::2] ** 2, z[1::2] ** 2)[0, 1]) < 5 / np.sqrt(N / 2)
+    assert len(np.unique(u)) > 0.99 * N
+
+
+def test_gpu_policy_gives_draws_runs_that_share_blocks():
+    """On a GPU kind the policy gives a kernel that draws runs of 4
+    neighbours per work-item (elementwise) or per step (a two-stage sum),
+    with a flat index the C compiler sees as ``4 * Y + u`` in unsigned
+    arithmetic, so it computes each Philox block once per run."""
+    g = pa.random.default_rng(23)
+    x, y = g.random(2**22, np.float32), g.random(2**22, np.float32)
+    pi = pa.compile((x * x + y * y <= 1).sum(), target="cuda")
+    s1 = next(k for name, k in pi.kernels.items() if name.endswith("_s1"))
+    assert "shared random blocks" in s1.rule or any(
+        getattr(step, "tag", None) == "unr" for step in s1.schedule)
+    assert "4ul * (unsigned long)" in pi.source
+    z = pa.compile(g.standard_normal(10**6, np.float32), target="cuda")
+    (k,) = z.kernels.values()
+    assert "shared random blocks" in k.rule
+    assert k.schedule[0].contiguous and k.schedule[0].n == 4
+    assert 10**6 // 4 % k.schedule[0].size == 0        # no clamped index (250 of 256)
+    assert "4ul * (unsigned long)" in z.source
