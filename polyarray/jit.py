@@ -48,7 +48,7 @@ from .array import Array, mark_array_0d, mark_read_only, set_strides
 from .masked import settle
 from .ir import nodes as N
 from .numpy_names import rebound
-from .ops.creation import placeholder as _placeholder
+from .ops.creation import array as _data_leaf, placeholder as _placeholder
 from .program import compile as _compile, get_default_target
 from .codegen import TooManyKernels, kernel_budget
 from .tracing import Session, TooManyPrograms
@@ -273,6 +273,9 @@ class Jitted:
         except TooManyKernels:
             return self._too_many_kernels(aliases), None
         self.last_breaks = []
+        if outputs and target != "numpy" and not any(a.node.reads_placeholder
+                                                     for a in outputs):
+            outputs = _trace_constants(outputs)
         try:
             with kernel_budget(self.max_kernels):
                 prog = _compile(outputs, target=target, **options) if outputs else None
@@ -447,6 +450,29 @@ def _to_callers(result, leaves):
 
 def _is_bound(node, bindings) -> bool:
     return isinstance(node, N.Placeholder) and not node.shared and node.name in bindings
+
+
+def _trace_constants(outputs):
+    """Results that read no argument (every argument static, or unused) are
+    constants of the trace: computed now by the NumPy target, as the values
+    of host data asked for inside a trace are (``reevaluation``), and the
+    program returns them.  A loop over shrinking selections of such data
+    (NPBench's mandelbrot2: 40 scatters of computed indices) would otherwise
+    be a device program of a kernel per step."""
+    _LOG.debug("pa.jit: results of no argument, computed by NumPy as constants")
+    nodes = list(dict.fromkeys(a.node for a in outputs))
+    values = _compile([Array(n) for n in nodes], target="numpy")()
+    if len(nodes) == 1:
+        values = [values]
+    leaves = {id(n): _data_leaf(np.asarray(v).reshape(n.shape)) for n, v in zip(nodes, values)}
+    constants = []
+    for a in outputs:
+        if type(a) is Array or not hasattr(a, "_root"):
+            a._node = leaves[id(a.node)]            # (the array keeps its marks)
+        else:                                       # a view: its values, as data
+            a = Array(leaves[id(a.node)])
+        constants.append(a)
+    return constants
 
 
 def _session_results(session, nodes, options):

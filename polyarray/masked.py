@@ -136,8 +136,9 @@ del _name, _d
 
 def apply_ufunc(ufunc, inputs):
     """NumPy's elementwise ``ufunc`` on selections under one mask (and
-    scalars), kept in place; None where it cannot be."""
-    if ufunc.nout != 1 or ufunc.__name__ not in _KEPT_UFUNCS:
+    scalars), kept in place; None where it cannot be (an output given
+    positionally, ``np.multiply(z, z, z)``, is a write: ``Array``'s)."""
+    if ufunc.nout != 1 or len(inputs) != ufunc.nin or ufunc.__name__ not in _KEPT_UFUNCS:
         return None
     return _kept(ufunc.__name__, inputs)
 

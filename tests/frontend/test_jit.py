@@ -110,3 +110,34 @@ def test_branching_on_a_traced_value_names_the_line():
 def test_arguments_the_outputs_do_not_read():
     f = pa.jit(lambda x, y: np.zeros_like(x) + 1, target="numpy")
     assert_same(f(np.ones(3), np.ones(2)), np.ones(3))
+
+
+def _escape_times(n, steps):
+    """mandelbrot2's loop (NPBench): complex steps over the points still
+    bounded, a scatter of the step count where they escape, selections that
+    shrink at every step; every argument a Python number (``n`` a multiple
+    of 8)."""
+    z = np.zeros(n, np.complex128)
+    c = np.linspace(-2.0, 0.5, n) + 0.3j
+    out, idx = np.zeros(n, np.int64), np.arange(n)
+    for i in range(steps):
+        np.multiply(z, z, z)
+        np.add(z, c, z)
+        gone = abs(z) > 2.0
+        out[idx[gone]] = i + 1
+        keep = ~gone
+        z, c, idx = z[keep], c[keep], idx[keep]
+    return out.reshape(8, -1).T, z          # (a view, as mandelbrot2's transposes)
+
+
+def test_results_of_no_argument_are_constants_of_the_trace(target):
+    """Results that read no argument are computed once, by NumPy, when the
+    function is traced (as values of host data asked for inside a trace
+    are): no device program of a kernel per step of the loop, and NumPy's
+    values at every call."""
+    f = pa.jit(_escape_times, target=target)
+    for _ in range(2):
+        for g, e in zip(f(96, 14), _escape_times(96, 14)):
+            assert_same(g, e)
+    (trace,) = f.programs.values()
+    assert trace.program is not None and not trace.program.kernels
