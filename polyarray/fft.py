@@ -14,7 +14,6 @@ included); float32 and complex64 compute in single precision, other
 numbers in double; ``irfft``'s result is float16 for float16 input."""
 from __future__ import annotations
 
-import math
 import operator
 import warnings
 
@@ -53,17 +52,27 @@ def _real_dtype(a) -> _np.dtype:
     return _np.dtype(_np.float32 if single else _np.float64)
 
 
-def _scaled(x, norm, n, inverse):
-    """``x`` times NumPy's factor for ``norm`` over ``n`` points (the inverse
-    swaps "backward" and "forward")."""
+def _scaled(x, norm, ns, inverse, source):
+    """``x`` times NumPy's factors for ``norm`` (the inverse swaps "backward"
+    and "forward"): NumPy's 1-D transforms over the sizes ``ns`` in the order
+    it runs them, each factor ``1/n`` or ``1/sqrt(n)`` computed in the real
+    type of its transform's input as NumPy's ``_raw_fft`` computes it
+    (``result_type(input.real, 1.0)``: half precision for float16, whose
+    first factor is so rounded; then the precision of the complex results),
+    and applied as one product."""
     code = _norm_code(norm)
     if inverse:
         code = 2 - code if code != 1 else 1
     if code == 0:
         return x
     real = _np.float32 if x.dtype in (_np.float32, _np.complex64) else _np.float64
-    fct = _np.reciprocal(_np.sqrt(real(n))) if code == 1 else _np.reciprocal(real(n))
-    return x * fct
+    first = _np.result_type(_np.dtype(source).type(0).real.dtype, 1.0)
+    fct = 1.0
+    for k, n in enumerate(ns):
+        dt = first if k == 0 else _np.dtype(real)
+        fct *= float(_np.reciprocal(_np.sqrt(n, dtype=dt)) if code == 1
+                     else _np.reciprocal(dt.type(n)))
+    return x * real(fct)
 
 
 def _fit(x, n, axis):
@@ -105,7 +114,7 @@ def _c2c(a, n, axis, norm, inverse):
     n = _check_n(a.shape[axis] if n is None else n)
     x = _fit(_astype(a, F.complex_of(_real_dtype(a))), n, axis)
     y = _moved(Array(F.c2c(node_of(_moved(x, axis, x.ndim - 1)), 1, inverse)), x.ndim - 1, axis)
-    return _scaled(y, norm, n, inverse)
+    return _scaled(y, norm, [n], inverse, a.dtype)
 
 
 def _r2c(a, n, axis, norm, inverse=False):
@@ -117,7 +126,7 @@ def _r2c(a, n, axis, norm, inverse=False):
     n = _check_n(a.shape[axis] if n is None else n)
     x = _fit(_astype(a, _real_dtype(a)), n, axis)
     y = _moved(Array(F.r2c(node_of(_moved(x, axis, x.ndim - 1)))), x.ndim - 1, axis)
-    return _scaled(y, norm, n, inverse)
+    return _scaled(y, norm, [n], inverse, a.dtype)
 
 
 def _c2r(a, n, axis, norm, inverse=True):
@@ -131,7 +140,7 @@ def _c2r(a, n, axis, norm, inverse=True):
     ignored = (k == 0) | ((n % 2 == 0) & (k == n // 2))
     x = _where(_asarray(ignored), _astype(x.real, x.dtype), x)
     y = _moved(Array(F.c2r(node_of(x), n)), a.ndim - 1, axis)
-    y = _scaled(y, norm, n, inverse)
+    y = _scaled(y, norm, [n], inverse, a.dtype)
     return _astype(y, _np.float16) if a.dtype == _np.float16 else y
 
 
@@ -227,7 +236,7 @@ def _c2c_nd(a, s, axes, norm, inverse):
         x = _fit(x, _check_n(n), ax)
     ends = list(range(a.ndim - len(axes), a.ndim))
     y = _moved(Array(F.c2c(node_of(_moved(x, axes, ends)), len(axes), inverse)), ends, axes)
-    return _scaled(y, norm, math.prod(s), inverse)
+    return _scaled(y, norm, [_check_n(n) for n in reversed(s)], inverse, a.dtype)
 
 
 def fftn(a, s=None, axes=None, norm=None, out=None) -> Array:

@@ -119,10 +119,16 @@ def test_empty_batches_and_single_points(target):
 
 
 def test_float16_computes_in_single_precision(target):
-    """NumPy's rule: the transform in single precision, irfft's result float16."""
-    x = _signal((5, 8), np.float16)
+    """NumPy's rule: the transform in single precision, irfft's result
+    float16, and the normalization factor of a transform of float16 data
+    computed in half precision (``1/6`` and ``1/sqrt(5)`` rounded to half:
+    2.4e-4 and 1.1e-4 off; later axes' factors in single)."""
+    x = _signal((5, 6), np.float16)
     F = {"fft": lambda xp, x: xp.fft.fft(x), "irfft": lambda xp, x: xp.fft.irfft(x),
-         "rfft": lambda xp, x: xp.fft.rfft(x)}
+         "rfft": lambda xp, x: xp.fft.rfft(x), "ifft": lambda xp, x: xp.fft.ifft(x),
+         "ifftn": lambda xp, x: xp.fft.ifftn(x), "fft_ortho": lambda xp, x: xp.fft.fft(
+             x, axis=0, norm="ortho"), "rfftn_forward": lambda xp, x: xp.fft.rfftn(
+             x, norm="forward"), "irfft_odd": lambda xp, x: xp.fft.irfft(x, n=7)}
     run(target, F, x)
 
 
