@@ -22,6 +22,8 @@ What it does:
    back (``D * 4 * 2`` bytes per call).
 4. The same pi with ``torch.rand`` and ``cupy.random`` (their draws stored,
    then read), if importable.
+5. Draws stored to device memory alone (float32 uniforms and normals),
+   against ``torch.rand``/``torch.randn`` and CuPy's ``default_rng``.
 """
 from __future__ import annotations
 
@@ -90,6 +92,43 @@ def report(label, seconds, draws, copy_s, kernels=None):
           f"{gbs:7.1f} GB/s-equiv  copy-bandwidth equivalent {copy_s / seconds:5.2f}{extra}")
 
 
+def draws_alone(draws, target, seed, copy_s):
+    """Draws stored to device memory (``D`` float32 uniforms, ``D`` float32
+    normals), against torch's and CuPy's generators in the same process."""
+    rng = pa.random.default_rng(seed)
+    ours = {}
+    for what, node in (("uniform", rng.random(draws, np.float32)),
+                       ("normal", rng.standard_normal(draws, np.float32))):
+        prog = pa.compile(node, target=target, out="device")
+        ours[what] = median_time(prog, prog.synchronize)
+        (k,) = prog.kernels.values()
+        report(f"pa {what} float32, stored", ours[what], draws, copy_s, len(prog.kernels))
+        print(f"  kernel: form {k.form}, rule {k.rule}")
+    peers = {}
+    try:
+        import torch
+        if torch.cuda.is_available():
+            sync = torch.cuda.synchronize
+            peers["torch"] = {
+                "uniform": median_time(lambda: torch.rand(draws, device="cuda"), sync),
+                "normal": median_time(lambda: torch.randn(draws, device="cuda"), sync)}
+    except ImportError:
+        pass
+    try:
+        import cupy as cp
+        g = cp.random.default_rng(seed)
+        sync = cp.cuda.Device().synchronize
+        peers["cupy"] = {
+            "uniform": median_time(lambda: g.random(draws, dtype=cp.float32), sync),
+            "normal": median_time(lambda: g.standard_normal(draws, dtype=cp.float32), sync)}
+    except ImportError:
+        pass
+    for peer, times in peers.items():
+        for what, t in times.items():
+            print(f"  {peer} {what} float32: {t * 1e3:.3f} ms; {peer}/pa = "
+                  f"{t / ours[what]:.2f} (>= 1: polyarray as fast or faster)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--target", default="cuda")
@@ -118,6 +157,8 @@ def main():
         for name, k in prog.kernels.items():
             print(f"  kernel {name}: form {k.form}, rule {k.rule}")
         report(f"pa {bits.__name__}", seconds, draws, c, len(prog.kernels))
+
+    draws_alone(draws, args.target, args.seed, c)
 
     try:
         import torch
