@@ -164,6 +164,8 @@ class Stream:
         2) halves of a block, half number ``half``."""
         if halves == 2:
             return self._half(self._index, half)
+        if half:
+            raise ValueError("an element taking one half of a block has half 0 alone")
         block, pos = self._shared(1)
         return self._half(block, pos)
 
@@ -177,6 +179,8 @@ class Stream:
     def pair_bits(self, half=0, halves=1) -> N.Node:
         """``bits(half, halves)`` of pair ``i // 2``: the same bits for
         elements ``2j`` and ``2j + 1``."""
+        if halves == 1 and half:
+            raise ValueError("a pair taking one half of a block has half 0 alone")
         if halves == 2:
             return self._half(right_shift(self._index, 1), half)
         block, pos = self._shared(2)        # (``pos >> 1``: the compiler sees it
