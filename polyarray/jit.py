@@ -51,6 +51,7 @@ from .numpy_names import rebound
 from .ops.creation import array as _data_leaf, placeholder as _placeholder
 from .program import compile as _compile, get_default_target
 from .codegen import TooManyKernels, kernel_budget
+from .reevaluation import _small_on_host
 from .tracing import Session, TooManyPrograms
 
 _LOG = logging.getLogger("polyarray.jit")
@@ -274,7 +275,8 @@ class Jitted:
             return self._too_many_kernels(aliases), None
         self.last_breaks = []
         if outputs and target != "numpy" and not any(a.node.reads_placeholder
-                                                     for a in outputs):
+                                                     for a in outputs) \
+                and _small_on_host([a.node for a in outputs], limit=False):
             outputs = _trace_constants(outputs)
         try:
             with kernel_budget(self.max_kernels):
@@ -453,12 +455,12 @@ def _is_bound(node, bindings) -> bool:
 
 
 def _trace_constants(outputs):
-    """Results that read no argument (every argument static, or unused) are
-    constants of the trace: computed now by the NumPy target, as the values
-    of host data asked for inside a trace are (``reevaluation``), and the
-    program returns them.  A loop over shrinking selections of such data
-    (NPBench's mandelbrot2: 40 scatters of computed indices) would otherwise
-    be a device program of a kernel per step."""
+    """Results that read no argument (every argument static, or unused) and
+    host data alone are constants of the trace: computed now by the NumPy
+    target, as the values of host data asked for inside a trace are
+    (``reevaluation``), and the program returns them.  A loop over shrinking
+    selections of such data (NPBench's mandelbrot2: 40 scatters of computed
+    indices) would otherwise be a device program of a kernel per step."""
     _LOG.debug("pa.jit: results of no argument, computed by NumPy as constants")
     nodes = list(dict.fromkeys(a.node for a in outputs))
     values = _compile([Array(n) for n in nodes], target="numpy")()
