@@ -84,8 +84,8 @@ def array(obj, dtype=None) -> N.DataWrapper:
     if dtype is not None:
         dtype = check_dtype(dtype, "pa.array")
     obj = plain_ndarray(obj, "pa.array input")
-    if type(obj).__module__.startswith("pyopencl"):     # a device array: its values
-        obj = obj.get()
+    if any(c.__module__.startswith("pyopencl") for c in type(obj).__mro__):
+        obj = obj.get()     # a device array (the OpenCL target's results too): its values
     data = np.asarray(obj, dtype=dtype)
     if data.dtype == object:
         raise TypeError("pa.array: the data has object dtype (elements that are not "

@@ -141,3 +141,21 @@ def test_results_of_no_argument_are_constants_of_the_trace(target):
             assert_same(g, e)
     (trace,) = f.programs.values()
     assert trace.program is not None and not trace.program.kernels
+
+
+def test_a_device_result_captured_by_a_traced_function(device_target):
+    """A device result (``out="device"``) that a traced function reads
+    through ``pa.asarray`` gives its values: a host copy on OpenCL, whose
+    arrays bind in place only to placeholders (the checked subclass of the
+    OpenCL target's results was refused as an object array)."""
+    x = pa.placeholder("x", (64,), np.float32)
+    on_device = pa.compile(x * 1, target=device_target, out="device")(
+        x=np.arange(64, dtype=np.float32))
+    assert_same(np.asarray(pa.asarray(on_device)), np.arange(64, dtype=np.float32))
+
+    def f(k):
+        return pa.asarray(on_device) * k + 1
+
+    g = pa.jit(f, target=device_target)
+    for _ in range(2):
+        assert_same(np.asarray(g(3.0)), np.arange(64, dtype=np.float32) * 3 + 1)
