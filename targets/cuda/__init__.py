@@ -284,14 +284,14 @@ class CudaExecutable(DeviceExecutable):
             if copy or (held and self.out_mode == "device"):
                 new = self._alloc(max(nbytes, 1), live)
                 if nbytes:
-                    self._drv.memcpy_dtod_async(new, buf, nbytes)
+                    self._drv.memcpy_dtod_async(new, int(buf), nbytes)   # (a bound view too)
                 buf = new
             if self.out_mode == "device":
                 results.append(self.wrap(buf, attrs))
             else:
                 host = np.empty(shape, dtype)
                 if nbytes:
-                    self._drv.memcpy_dtoh(host.view(sdt) if sdt != dtype else host, buf)
+                    self._drv.memcpy_dtoh(host.view(sdt) if sdt != dtype else host, int(buf))
                 results.append(host)
         if self.out_mode == "device":
             if self._checks:        # read when a result is read (deferred_checks)

@@ -98,7 +98,7 @@ def run_repeated(exe, bindings, n, carry):
     drv.Context.synchronize()           # uploads and pool fills, on the legacy stream
     for bname, oname, copied, nbytes, (first, second) in pairs:
         if nbytes:
-            drv.memcpy_dtod_async(first, bufs[bname], nbytes, stream)
+            drv.memcpy_dtod_async(first, int(bufs[bname]), nbytes, stream)
     pack = exe._pack_args
 
     def step(parity, stream):
@@ -110,10 +110,10 @@ def run_repeated(exe, bindings, n, carry):
             launch(grid, block, pack(fmt, *[bufs[a] for a in args]), 0, stream)
         for bname, oname, copied, nbytes, sets in pairs:
             if copied and nbytes:       # the new value is an input: copied
-                drv.memcpy_dtod_async(sets[1 - parity], bufs[oname], nbytes, stream)
+                drv.memcpy_dtod_async(sets[1 - parity], int(bufs[oname]), nbytes, stream)
         for k, buf in copies.items():
             if outs[k][5]:
-                drv.memcpy_dtod_async(buf, bufs[outs[k][0]], outs[k][5], stream)
+                drv.memcpy_dtod_async(buf, int(bufs[outs[k][0]]), outs[k][5], stream)
 
     per_graph, done = STEPS_PER_GRAPH, 0
     if n >= per_graph:
