@@ -498,20 +498,26 @@ def _small_reductions(outputs, order, t):
             and reduced_count(n) <= t.INLINE_REDUCTION_MAX and only_reduced[id(n)]}
 
 
+def inlined_nodes(starts, mat, own=()):
+    """The nodes of the expressions inlined from ``starts``: each once, none
+    materialized (but those of ``own``, a kernel's own outputs) or input."""
+    own = {id(n) for n in own}
+    stack, seen = list(starts), set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen or is_input(n) or (id(n) in mat and id(n) not in own):
+            continue
+        seen.add(id(n))
+        yield n
+        stack.extend(n.children())
+
+
 def inlined_terms(node, mat):
     """Unrolled terms per element of ``node``'s inlined expression: 1, plus
     the values of each small reduction inlined into it (the policy runs a
     heavy element on a work-item of its own, not a work-group tree)."""
-    terms, stack, seen = 1, [node], set()
-    while stack:
-        n = stack.pop()
-        if id(n) in seen or id(n) in mat or is_input(n):
-            continue
-        seen.add(id(n))
-        if isinstance(n, N.Reduce):
-            terms += reduced_count(n)
-        stack.extend(n.children())
-    return terms
+    return 1 + sum(reduced_count(n) for n in inlined_nodes([node], mat)
+                   if isinstance(n, N.Reduce))
 
 
 def inlined_shared_run(nodes, mat) -> int:
@@ -519,17 +525,8 @@ def inlined_shared_run(nodes, mat) -> int:
     shared_run``) in the expressions of ``nodes`` and what is inlined into
     them; 1 if none."""
     from ..user_functions import shared_run
-    roots = {id(n) for n in nodes}
-    run, stack, seen = 1, list(nodes), set()
-    while stack:
-        n = stack.pop()
-        if id(n) in seen or is_input(n) or (id(n) in mat and id(n) not in roots):
-            continue
-        seen.add(id(n))
-        if isinstance(n, N.IndexLambda):
-            run = max(run, shared_run(n.expr))
-        stack.extend(n.children())
-    return run
+    return max((shared_run(n.expr) for n in inlined_nodes(nodes, mat, own=nodes)
+                if isinstance(n, N.IndexLambda)), default=1)
 
 
 def transposed_buffer(node, mat):
