@@ -190,8 +190,15 @@ def _sorted_last(keys, descending, with_index):
         keys, idx = _merge(keys, idx, m, descending, with_index)
         m *= 2
     if with_index and idx is None:          # one element per row
-        idx = zeros(keys.shape, INDEX_DTYPE)
+        idx = _zeros_reading(keys)
     return keys, idx
+
+
+def _zeros_reading(node):
+    """Index zeros of ``node``'s shape that keep ``node`` as a binding, so its
+    placeholders stay in the program (its values decide nothing here)."""
+    return N.IndexLambda.make(node.shape, INDEX_DTYPE, INDEX_DTYPE.type(0),
+                              ((binding_name(0), node),), "argsort")
 
 
 def _sort_nodes(a, axis, descending, with_index):
@@ -203,7 +210,7 @@ def _sort_nodes(a, axis, descending, with_index):
     x = moveaxis(node, axis, -1) if axis != last else node
     if node.size == 0:
         keys = x
-        idx = zeros(x.shape, INDEX_DTYPE) if with_index else None
+        idx = _zeros_reading(x) if with_index else None
     else:
         keys, idx = _sorted_last(x, bool(descending), with_index)
     result = idx if with_index else keys
@@ -345,7 +352,7 @@ def lexsort(keys, axis=-1) -> N.Node:
         raise ValueError("all keys need to be the same shape")
     first = keys[0]
     if first.ndim == 0:
-        return zeros((), INDEX_DTYPE)
+        return _zeros_reading(first)
     axis = normalize_axis_index(axis, first.ndim)
     order = argsort(first, axis)
     for key in keys[1:]:

@@ -148,6 +148,23 @@ def test_sort_edges(target):
 
 # -- searchsorted ------------------------------------------------------------
 
+def test_indices_that_do_not_depend_on_the_values_keep_their_inputs(target):
+    """``argsort`` along an axis of one element (or none) and ``lexsort`` of
+    0-d keys are zeros whatever the values, and the program still takes the
+    placeholders they were computed from (a binding of each was refused)."""
+    w = pa.placeholder("w", (2, 1), np.float16)
+    v = pa.placeholder("v", (3, 0), np.float32)
+    s = pa.placeholder("s", (), np.int64)
+    outs = [pa.argsort(w), pa.lexsort([w, -w]), pa.argsort(v, axis=1), pa.lexsort([s])]
+    prog = pa.compile(outs, target=target)
+    assert set(prog.placeholders) == {"w", "v", "s"}
+    wv, vv, sv = np.array([[-np.inf], [np.inf]], np.float16), np.zeros((3, 0), np.float32), 7
+    got = prog(w=wv, v=vv, s=sv)
+    for g, e in zip(got, [np.argsort(wv), np.lexsort([wv, -wv]), np.argsort(vv, axis=1),
+                          np.lexsort([np.int64(sv)])]):
+        assert_same(g, e)
+
+
 def test_searchsorted(target):
     """Both sides, duplicates, queries out of range (and inf, NaN), NumPy's
     common dtype (a Python scalar counts as an array), a sorter, 0-d and
