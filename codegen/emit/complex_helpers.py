@@ -53,7 +53,8 @@ OPS = {**{op: ("c", "c") for op in _UNARY_C},
        **{op: ("cc", "b") for op in _COMPARE},
        **{op: ("c", "r") for op in ("absolute", "real", "imag")},
        **{op: ("c", "b") for op in ("isnan", "isinf", "isfinite", "nonzero")},
-       "make": ("rr", "c")}
+       "make": ("rr", "c"),
+       "cis": ("r", "c")}      # cos a + i sin a: both from one sincos
 # helpers a helper's body calls (defined before it: preamble tags sort)
 _USES = {"power": ("multiply", "multiply_c99", "divide", "exp", "log"), "sin": ("sinh",),
          "cos": ("cosh",), "tan": ("tanh",), "log2": ("log",), "log10": ("log",),
@@ -218,6 +219,12 @@ class _Body:
     # -- arithmetic --------------------------------------------------------
     def _make(self):
         return f"return {self.mk('a', 'b')};"
+
+    def _cis(self):
+        T = self.T
+        if self.cuda:
+            return f"{T} s, c;\n{self.f('sincos')}(a, &s, &c);\nreturn {self.mk('c', 's')};"
+        return f"{T} c;\n{T} s = sincos(a, &c);\nreturn {self.mk('c', 's')};"
 
     def _add(self):
         return f"return {self.mk('a.re + b.re', 'a.im + b.im')};"

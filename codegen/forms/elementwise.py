@@ -6,9 +6,10 @@ Layouts (``policy`` picks one; ``choice.params["layout"]``):
   ``wg`` (stores coalesced whatever the rank);
 * ``ilp``: ``ilp`` coalesced elements per work-item, every direct input read
   fetched into registers before any store (enough loads in flight to reach
-  copy bandwidth); ``contiguous``: ``ilp`` neighbouring elements instead
-  (neighbours that share work, as a random block's elements, compute it
-  once);
+  copy bandwidth); ``contiguous``: a run of ``ilp`` neighbouring elements
+  instead, lowered element by element with constant offsets, each value
+  before any store: what neighbours share (a random block, the radius and
+  angle of a pair of normals) is one expression, computed once;
 * ``axes``: one loop per output axis, multi-dimensional reads (a user's
   ``Layout("axes")``; with ``rows``, the policy's stacked recurrence: a
   work-item per row, the columns unrolled, stores through local memory);
@@ -37,9 +38,10 @@ def build(asm, name, group, choice):
     lifted = getattr(asm.plan, "lifted", None)
     if lifted is not None and lifted.extent:
         return _any_length(asm, name, group, lifted.extent)
+    if layout == "ilp" and params.get("contiguous", False):
+        return _run(asm, name, group, params["wg"], params["ilp"], rule)
     if layout == "ilp":
-        return _ilp(asm, name, group, params["wg"], params["ilp"], rule,
-                    params.get("contiguous", False))
+        return _ilp(asm, name, group, params["wg"], params["ilp"], rule)
     if layout == "transposed":
         return _transposed(asm, name, group, params, rule)
     if layout == "axes":
@@ -132,10 +134,9 @@ def _transposed(asm, name, group, params, rule):
                shapes=kb.read_shapes, facts=facts(group))
 
 
-def _ilp(asm, name, group, wg, ilp, rule, contiguous=False):
+def _ilp(asm, name, group, wg, ilp, rule):
     """Work-item ``t`` of group ``g`` handles flat indices
-    ``g*wg*ilp + u*wg + t`` for ``u < ilp`` (coalesced for each ``u``), or
-    ``contiguous``: ``g*wg*ilp + t*ilp + u`` (a run of neighbours).
+    ``g*wg*ilp + u*wg + t`` for ``u < ilp`` (coalesced for each ``u``).
     Inputs read at the kernel's own index are loaded for all ``u`` first
     (loop ``uf``); a ragged last group clamps its reads to the last element
     and predicates its stores."""
@@ -145,8 +146,6 @@ def _ilp(asm, name, group, wg, ilp, rule, contiguous=False):
     g, u, t, uf = (p.Variable(v) for v in ("g", "u", "t", "uf"))
 
     def flat(u):
-        if contiguous:
-            return p.Sum((p.Product((ilp, p.Sum((p.Product((wg, g)), t)))), u))
         return p.Sum((p.Product((wg * ilp, g)), p.Product((wg, u)), t))
     raw = flat(u)
     ragged = size % (wg * ilp) != 0
@@ -183,6 +182,39 @@ def _ilp(asm, name, group, wg, ilp, rule, contiguous=False):
         loops.append("uf")
     domain = "{[" + ", ".join(loops) + f"]: 0 <= g < {G} and 0 <= u < {ilp} and " \
         f"0 <= t < {wg}" + (f" and 0 <= uf < {ilp}}}" if fetched else "}")
-    asm.finish(name, kb, [domain], written, (ElementsPerItem(ilp, wg, contiguous),),
-               Form.ELEMENTWISE,
+    asm.finish(name, kb, [domain], written, (ElementsPerItem(ilp, wg),), Form.ELEMENTWISE,
                rule, construct=lambda knl: lp.tag_inames(knl, tags), facts=facts(group))
+
+
+def _run(asm, name, group, wg, ilp, rule):
+    """Work-item ``t`` of group ``g`` handles the run of neighbours
+    ``(g*wg + t)*ilp + u``, ``u < ilp``, each ``u`` lowered as a constant:
+    the unsigned index folds (``lowering/unsigned_index.py``) make what
+    neighbours share the same expression, one temporary
+    (``share_equal``); the sine and cosine of one value come from one
+    sincos (``paired_trig``); every value is computed before the run's
+    stores.  A ragged last run clamps its reads and predicates its
+    stores."""
+    from ..policy import Form
+    size = group.size
+    G = ceil_div(size, wg * ilp)
+    start = p.Product((ilp, p.Sum((p.Product((wg, p.Variable("g"))), p.Variable("t")))))
+    ragged = size % (wg * ilp) != 0
+    kb = KernelBuilder(asm.plan, asm.buffers, ["g", "t"])
+    kb.share_equal = True
+    kb.analyze([x.node for x in group.units])
+    kb.sincos = kb.paired_trig()
+    stores, written = [], set()
+    for u in range(ilp):
+        raw = p.Sum((start, u)) if u else start
+        i = p.Min((raw, size - 1)) if ragged else raw
+        preds = [p.Comparison(raw, "<", size)] if ragged else []
+        written |= elementwise_body(asm, kb, group, i, ["g", "t"], raw, preds,
+                                    stores=stores, analyze=False)
+    values = frozenset(kb._tmp_writer[v.name] for _, v, _ in stores)
+    for target, value, preds in stores:     # (each after every value: loopy's order)
+        kb.assign(target, value, ["g", "t"], values, predicates=preds)
+    asm.finish(name, kb, [f"{{[g, t]: 0 <= g < {G} and 0 <= t < {wg}}}"], written,
+               (ElementsPerItem(ilp, wg, True),), Form.ELEMENTWISE, rule,
+               construct=lambda knl: lp.tag_inames(knl, {"g": "g.0", "t": "l.0"}),
+               facts=facts(group))

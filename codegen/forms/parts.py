@@ -24,15 +24,19 @@ from .reduction_ops import hoist_nested_pairs, result_buffers
 
 
 def elementwise_body(asm, kb, group, i, within, store_index=None, predicates=(), axes=None,
-                     outline=False):
+                     outline=False, stores=None, analyze=True):
     """Instructions writing every unit of ``group`` at flat index ``i``
     (``axes``: (shape, multi-index) of the same point); returns the
     buffers written.  ``outline``: a long chain of temporaries may become
     one C function (``outline.py``; only where no later step rewrites the
-    expressions)."""
+    expressions).  ``stores``: a list that takes ``(target, value,
+    predicates)`` of each store, the value in a temporary, for the caller
+    to store later (a run's elements: every value before any store);
+    ``analyze``: False for the same units lowered again at another index."""
     start = len(kb.instructions)
     kb.deferring = outline      # records, until outlining takes them or declines
-    kb.analyze([u.node for u in group.units])
+    if analyze:
+        kb.analyze([u.node for u in group.units])
     later_deps = set()
     for u in group.units[1:]:
         later_deps |= {id(d) for d in materialized_deps(u.node, asm.plan.materialized)}
@@ -49,9 +53,11 @@ def elementwise_body(asm, kb, group, i, within, store_index=None, predicates=(),
             expr = kb.temp(expr, dt, within)
             kb.local[id(n)] = (expr, kb.flat[n.shape][1])
         buf = asm.buffers[id(n)]
-        kb.assign(p.Subscript(p.Variable(buf), (store_index if store_index is not None
-                                                else i,)),
-                  expr, within, predicates=frozenset(predicates))
+        target = p.Subscript(p.Variable(buf), (store_index if store_index is not None else i,))
+        if stores is not None:
+            stores.append((target, kb.temp(expr, dt, within), frozenset(predicates)))
+        else:
+            kb.assign(target, expr, within, predicates=frozenset(predicates))
         written.add(buf)
     if outline:
         from ..emit.outline import outline as outline_region

@@ -8,6 +8,7 @@ used several times in one kernel is computed once into a private temporary.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -22,10 +23,12 @@ from polyarray.ir import nodes as N
 from polyarray.ir.expr import binding_reads
 from polyarray.ir.mapper import Mapper
 from ..emit.cfuncs import BOOL, U8, clip_index, lower_call, special_constant, storage_dtype
+from ..emit.complex_helpers import COMPLEX as COMPLEX_OF, helper_name as complex_helper_name
 from ..emit.runtime_checks import checked_call
 from ..emit.pending import Pending, PendingScalar
 from ..user_functions import is_user_function, lower_user_call
 from .index import decompose, interleave, linearize
+from . import unsigned_index
 
 SPILL_DEPTH = 24       # spill deep inlined chains into temporaries
 DEEP = 40              # node levels of lowering after which what a node reads is
@@ -74,6 +77,15 @@ class KernelBuilder(Mapper):
         self.lifted = lifted.exprs if lifted is not None else {}
         self.params = {n: v.dtype for n, v in lifted.values.items()} \
             if lifted is not None else {}
+        # unsigned index expressions that cannot wrap (``unsigned_index``)
+        self.nowrap = set()
+        # a temporary for each distinct right-hand side (the elements of a
+        # run, lowered one by one: what they share is computed once)
+        self.share_equal = False
+        self._equal = {}
+        # ids of nodes whose sine and cosine this kernel both takes: one
+        # ``cis`` (sincos) temporary gives both (``paired_trig``)
+        self.sincos = frozenset()
 
     # -- analysis ----------------------------------------------------------
     def analyze(self, roots):
@@ -109,6 +121,27 @@ class KernelBuilder(Mapper):
                 d = 1
             depth[id(n)] = d
 
+    def paired_trig(self):
+        """Ids of the nodes of this kernel's region (``analyze``) of which
+        it takes both the sine and the cosine, by an expression's call on
+        one binding (a Box-Muller pair's angle)."""
+        seen = {}
+        for n in self.region_order:
+            if not isinstance(n, N.IndexLambda):
+                continue
+            env = dict(n.bindings)
+            stack = [n.expr]
+            while stack:
+                e = stack.pop()
+                if isinstance(e, p.Call):
+                    name = _bound_name(e.parameters[0]) if len(e.parameters) == 1 else None
+                    if e.function.name in ("sin", "cos") and name in env:
+                        seen.setdefault(id(env[name]), set()).add(e.function.name)
+                    stack.extend(e.parameters)
+                elif isinstance(e, p.ExpressionNode):
+                    stack.extend(c for c in _fields(e) if isinstance(c, p.ExpressionNode))
+        return frozenset(k for k, names in seen.items() if len(names) == 2)
+
     def prewarm(self, idx_by_shape, within):
         """Create the temporaries of shared/spilled nodes bottom-up, so that
         lowering the roots recurses at most ``SPILL_DEPTH`` levels deep."""
@@ -140,13 +173,21 @@ class KernelBuilder(Mapper):
         return f"{prefix}{self._n}"
 
     def temp(self, expr, dtype, within, depends=()):
-        """Emit ``tmp = expr`` and return the temporary's variable."""
-        name = self.fresh("v")
+        """Emit ``tmp = expr`` and return the temporary's variable (with
+        ``share_equal``, the one already holding ``expr``)."""
         sdt = storage_dtype(dtype)
+        if self.share_equal:
+            key = (typed_key(expr), sdt, frozenset(within), frozenset(depends))
+            hit = self._equal.get(key)
+            if hit is not None:
+                return hit
+        name = self.fresh("v")
         self.temporaries[name] = PendingScalar(sdt) if self.deferring else \
             lp.TemporaryVariable(name, dtype=sdt, shape=(), address_space=lp.AddressSpace.PRIVATE)
         self.assign(p.Variable(name), expr, within, depends)
         self._tmp_writer[name] = self.instructions[-1].id
+        if self.share_equal:
+            self._equal[key] = p.Variable(name)
         return p.Variable(name)
 
     def assign(self, lhs, rhs, within, depends=(), **kw):
@@ -278,7 +319,7 @@ class KernelBuilder(Mapper):
     # -- node mappers (inlined definitions) -------------------------------
     def map_index_lambda(self, node, idx, within, reducing):
         env = dict(node.bindings)
-        lowerer = _ExprLowerer(self, idx, env, within, reducing)
+        lowerer = _ExprLowerer(self, idx, env, within, reducing, node.shape)
         return lowerer.rec(self.lifted.get(id(node), node.expr))
 
     def map_reshape(self, node, idx, within, reducing):
@@ -431,18 +472,22 @@ def _reads(parent, child):
 
 
 def _computes(node):
-    """Worth a temporary when shared: it does arithmetic, not just a read."""
+    """Worth a temporary when shared: it does arithmetic, not just a read
+    (nor an unsigned index, which ``unsigned_index`` folds where it is read)."""
     if isinstance(node, N.IndexLambda):
-        return isinstance(node.expr, p.Call)
+        e = node.expr
+        return isinstance(e, p.Call) and not (
+            e.function.name == "cast_uint64" and _index_arithmetic(e.parameters[0]))
     return isinstance(node, (N.Concatenate, N.Reduce))
 
 
 class _ExprLowerer(ExprMapper):
     """Frontend IndexLambda expression -> loopy expression, ``(expr, dtype)``."""
 
-    def __init__(self, kb, idx, env, within, reducing):
+    def __init__(self, kb, idx, env, within, reducing, shape=None):
         self.kb, self.idx, self.env = kb, idx, env
         self.within, self.reducing = within, reducing
+        self.shape = shape          # of the node whose expression this lowers
 
     def map_constant(self, c):
         if isinstance(c, np.generic):
@@ -496,8 +541,39 @@ class _ExprLowerer(ExprMapper):
                                 self.kb.plan.checks, self.kb.functions), args[0][1]
         if name == "cast_uint64" and args[0][1].kind in "iu" \
                 and _index_arithmetic(c.parameters[0]):      # (of loop indices alone)
-            return _unsigned_terms(args[0][0]), np.dtype(np.uint64)
+            return self._unsigned_index(c.parameters[0], args[0][0]), np.dtype(np.uint64)
+        folded = unsigned_index.fold(name, args, self.kb.nowrap)
+        if folded is not None:
+            return folded
+        if name in ("sin", "cos") and self.kb.sincos and args[0][1] in COMPLEX_OF \
+                and id(self.env.get(_bound_name(c.parameters[0]))) in self.kb.sincos:
+            return self._from_cis(name, args[0])
         return lower_call(name, args, self.kb.functions)
+
+    def _from_cis(self, name, arg):
+        """``sin``/``cos`` of a value whose other one the kernel takes too:
+        a part of its ``cis`` (one sincos), a temporary both share."""
+        x, dt = arg
+        cdt = COMPLEX_OF[dt]
+        fname = complex_helper_name("cis", cdt)
+        self.kb.functions.add(fname)
+        both = self.kb.temp(p.Call(p.Variable(fname), (x,)), cdt, self.within)
+        return lower_call("imag" if name == "sin" else "real", [(both, cdt)], self.kb.functions)
+
+    def _unsigned_index(self, e, lowered):
+        """``(uint64) e`` for index arithmetic ``e``: of the node's own flat
+        index, the kernel's flat index itself (not rebuilt from the
+        multi-index); marked as not wrapping where ``e`` is bounded."""
+        shape, flat = self.shape, None
+        if shape is not None:
+            flat = self.kb.flat.get(shape)
+            if flat is not None and (tuple(flat[1]) != tuple(self.idx)
+                                     or not unsigned_index.own_flat(e, shape)):
+                flat = None
+        out = _unsigned_terms(flat[0] if flat is not None else lowered)
+        if shape is not None and unsigned_index.bounded(e, shape):
+            self.kb.nowrap.add(out)
+        return out
 
     # Index arithmetic on constants alone is folded here.  Besides shorter
     # source, it keeps loopy's mappers right: they memoize results keyed by
@@ -540,6 +616,40 @@ class _ExprLowerer(ExprMapper):
             return self.rec(e.then if cond else e.else_)
         then, dt = self.rec(e.then)
         return p.If(cond, then, self.rec(e.else_)[0]), dt
+
+
+def _fields(e):
+    """The parts of pymbolic expression ``e`` (a dataclass), in order."""
+    if dataclasses.is_dataclass(e):
+        return tuple(getattr(e, f.name) for f in dataclasses.fields(e))
+    return e.__getinitargs__()
+
+
+def _bound_name(e):
+    """The binding an expression's argument reads (``_in0`` or ``_in0[...]``),
+    or None."""
+    if isinstance(e, p.Subscript):
+        e = e.aggregate
+    return e.name if isinstance(e, p.Variable) else None
+
+
+def typed_key(expr):
+    """A key of ``expr`` that tells constants of different types apart
+    (pymbolic's ``==`` has ``2 == 2.0`` and ``np.float32(2) == 2.0``)."""
+    out, stack = [], [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, p.ExpressionNode):
+            out.append(type(e).__name__)
+            kids = _fields(e)
+            out.append(len(kids))
+            stack.extend(reversed(kids))
+        elif isinstance(e, tuple):
+            out.append(("tuple", len(e)))
+            stack.extend(reversed(e))
+        else:
+            out.append((type(e).__name__, e if not isinstance(e, np.dtype) else str(e)))
+    return tuple(out)
 
 
 def _int_constant(x):

@@ -5,6 +5,7 @@ the same bits on every target for both bit generators, streams that differ
 per draw and repeat per seed (in another process too), the distributions'
 statistics with fixed seeds, ``integers``' bounds, sampling, fusion with
 the work around a draw, and NumPy's errors."""
+import re
 import subprocess
 import sys
 
@@ -702,11 +703,18 @@ def test_draws_of_one_block_are_independent(target):
     assert len(np.unique(u)) > 0.99 * N
 
 
+def _body(source):
+    return source[source.index('extern "C"'):]
+
+
 def test_gpu_policy_gives_draws_runs_that_share_blocks():
     """On a GPU kind the policy gives a kernel that draws runs of 4
-    neighbours per work-item (elementwise) or per step (a two-stage sum),
-    with a flat index the C compiler sees as ``4 * Y + u`` in unsigned
-    arithmetic, so it computes each Philox block once per run."""
+    neighbours per work-item (elementwise) or per step (a two-stage sum).
+    The two-stage sum's flat index is ``4 * Y + u`` in unsigned arithmetic,
+    which the C compiler sees through; the elementwise run lowers each
+    element with its constant offset, so its source computes each half
+    block, each pair's logarithm and square root, and one sincos per pair,
+    once."""
     g = pa.random.default_rng(23)
     x, y = g.random(2**22, np.float32), g.random(2**22, np.float32)
     pi = pa.compile((x * x + y * y <= 1).sum(), target="cuda")
@@ -719,4 +727,26 @@ def test_gpu_policy_gives_draws_runs_that_share_blocks():
     assert "shared random blocks" in k.rule
     assert k.schedule[0].contiguous and k.schedule[0].n == 4
     assert 10**6 // 4 % k.schedule[0].size == 0        # no clamped index (250 of 256)
-    assert "4ul * (unsigned long)" in z.source
+    body = _body(z.source)
+    assert body.count("pa_u_philox4x32_10_") == 2         # a half block per pair
+    assert body.count("pa_log_float32(") == 2             # a radius per pair
+    assert body.count("pa_cx_cis_complex64(") == 2        # one sincos per pair
+    assert "sin_float32(" not in body and "cos_float32(" not in body
+    # every value of the run before its stores
+    assert body.rindex(" = v") > body.rindex("pa_cx_cis") \
+        and body.index("out0[") > body.rindex("pa_cx_cis")
+
+
+@pytest.mark.parametrize("shape", [(1024, 1000), (8, 128, 1000)])
+def test_runs_share_blocks_in_draws_of_any_rank(shape):
+    """A draw of several axes reads its block through its C-order flat
+    index, which the run's lowering takes from the kernel's own flat index
+    (not rebuilt from the axes): the blocks are still shared."""
+    z = pa.compile(pa.random.default_rng(3).standard_normal(shape, np.float32),
+                   target="cuda")
+    (k,) = z.kernels.values()
+    assert "shared random blocks" in k.rule
+    assert _body(z.source).count("pa_u_philox4x32_10_") == 2
+    u = pa.compile(pa.random.default_rng(3).random(shape, np.float32), target="cuda")
+    counters = re.findall(r"pa_u_philox4x32_10_word_\w+\(([^,]+),", _body(u.source))
+    assert len(counters) == 4 and len(set(counters)) == 1      # the words of one block
