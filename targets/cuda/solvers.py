@@ -203,6 +203,20 @@ class Solve(_Factors):
                 f"{self.n} x {self.n} with {self.k} right-hand sides)")
 
 
+# 1.0's most significant 32-bit word (float64: the high word; the low one is 0)
+_ONE_WORD = {np.dtype(np.float32): 0x3F800000, np.dtype(np.float64): 0x3FF00000}
+
+
+def _identity(drv, ptr, n, dtype):
+    """The ``n x n`` identity written on the device at ``ptr``: zeros, then
+    the diagonal's words of 1.0 by a 2-D memset whose rows are ``n + 1``
+    elements apart (no host copy: uploading it cost a 2048^2 float64
+    ``inv`` as much as the factorization)."""
+    size = dtype.itemsize
+    drv.memset_d8(ptr, 0, n * n * size)
+    drv.memset_d2d32(ptr + size - 4, (n + 1) * size, _ONE_WORD[dtype], 1, n)
+
+
 class Inverse(_Factors):
     """``inv``: ``getrf`` of each matrix (the LU of its transpose ``A^T``),
     then ``getrs`` of the identity without transposing: ``X = inv(A^T)``
@@ -217,13 +231,11 @@ class Inverse(_Factors):
         h = _handle(api)
         lu, ipiv = self.alloc(n * n * size), self.alloc(4 * n)
         info, said = self.alloc(4 * self.batch), self.alloc(4)
-        eye = self.alloc(n * n * size)
-        drv.memcpy_htod(eye, np.eye(n, dtype=self.dtype))
         getrs = getattr(api, f"{self.letter}getrs")
         for i in range(self.batch):
             self.factor(h, a, i, lu, ipiv, info)
             xi = x + i * n * n * size
-            drv.memcpy_dtod(xi, int(eye), n * n * size)
+            _identity(drv, xi, n, self.dtype)
             getrs(h, 0, n, n, int(lu), n, int(ipiv), xi, n, int(said))
         if self.flags(info).any():
             raise np.linalg.LinAlgError("Singular matrix")
