@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from ..array import Array, node_of, reshaped, view_getitem, wrap as _wrap
 from ..ir import nodes as N
-from ..ops import arrange as AR, padding as P
+from ..ops import arrange as AR, eager as G, padding as P
 from ..ops.axes import normalize_axis_index
-from ..ops.creation import as_node
+from ..ops.creation import array, as_node
 from ..ops.indexing import getitem
 from ..ops.reductions import NoValue
 
@@ -102,9 +102,14 @@ def tile(A, reps) -> Array:
 
 def repeat(a, repeats, axis=None) -> Array:
     """Each element of ``a`` repeated ``repeats`` times along ``axis``
-    (flattened when None) (``np.repeat``), lazily.  ``repeats`` must be an
-    int or host data (not a lazy array): the result's shape depends on it."""
-    return Array(AR.repeat(node_of(a), node_of(repeats), axis))
+    (flattened when None) (``np.repeat``), lazily in ``a``.  The result's
+    shape depends on ``repeats``: a lazy array of them is evaluated now,
+    as ``nonzero``'s input is (``pa.LazyValueError`` if it depends on
+    placeholders)."""
+    reps = node_of(repeats)
+    if isinstance(reps, N.Node) and not isinstance(reps, N.DataWrapper):
+        reps = array(G.concrete(reps, "repeat", lambda n: Array(n).evaluate(), "shape"))
+    return Array(AR.repeat(node_of(a), reps, axis))
 
 
 def roll(a, shift, axis=None) -> Array:

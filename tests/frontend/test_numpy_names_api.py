@@ -76,7 +76,7 @@ def test_errors_are_numpys_and_clear():
         (ValueError, "can't extend empty axis 1", lambda: pa.pad(a[:, :0], 1, "wrap")),
         (ValueError, "could not be broadcast", lambda: pa.repeat(a, [1, 2])),
         (ValueError, "negative", lambda: pa.repeat(a, -1)),
-        (TypeError, "not a lazy array.*shape depends", lambda: pa.repeat(a, i)),
+        (pa.LazyValueError, "repeat is eager.*placeholder 'i'", lambda: pa.repeat(a, i)),
         (ValueError, "negative dimensions", lambda: pa.tile(a, (-1, 2))),
         (ValueError, "'shift' and 'axis' should be scalars or 1D", lambda: pa.roll(a, [[1]], 0)),
         (AxisError, "axis 2 is out of bounds", lambda: pa.roll(a, 1, axis=2)),
@@ -227,6 +227,23 @@ def test_bincount_is_eager():
         assert isinstance(got, pa.Array)
         np.testing.assert_array_equal(np.asarray(got), want)
         assert np.asarray(got).dtype == want.dtype
+
+
+def test_repeat_evaluates_lazy_repeats():
+    """``repeat``'s result shape is its repeats: a lazy array of them (no
+    placeholders) is evaluated when it is called, an empty one included
+    (the array API suite draws ``repeat(zeros((0, 3)), zeros(0, int32))``);
+    the repeated array stays lazy, also inside ``pa.jit``."""
+    x = np.arange(12.0).reshape(4, 3)
+    r = np.array([1, 0, 3, 2])
+    cases = [(pa.repeat(pa.asarray(x), pa.asarray(r) + 0, axis=0), np.repeat(x, r, axis=0)),
+             (pa.repeat(pa.zeros((0, 3), pa.complex64), pa.zeros((0,), pa.int32), axis=0),
+              np.repeat(np.zeros((0, 3), np.complex64), np.zeros(0, np.int32), axis=0)),
+             (pa.jit(lambda a, k: pa.repeat(a * 2, k, axis=0))(x, r), np.repeat(x * 2, r, axis=0))]
+    for got, want in cases:
+        got = np.asarray(got)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("call", SAME_ERRORS)
