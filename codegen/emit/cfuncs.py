@@ -94,7 +94,8 @@ def _body(op, dt, T, d):
         return "return a;"
     if op == "sign":
         if f:
-            return f"return a > 0 ? ({T})1 : (a < 0 ? ({T})-1 : a);"
+            # NumPy: +0 for either zero, NaN for NaN
+            return f"return a > 0 ? ({T})1 : (a < 0 ? ({T})-1 : (a == 0 ? ({T})0 : a));"
         return f"return ({T})((a > 0) - (a < 0));" if signed else f"return ({T})(a > 0);"
     if op in ("maximum", "minimum"):
         cmp = ">" if op == "maximum" else "<"

@@ -97,6 +97,36 @@ def check_case(case, target, options=None, expected=None):
             return f"output {k} ({case.outputs[k].var}): " + (
                 first_mismatch(g, w) if isinstance(g, np.ndarray)
                 else f"got {type(g).__name__}")
+        zeros = signed_zero_mismatch(g, w) if _accumulates_nothing(case.outputs[k]) else None
+        if zeros is not None:
+            return f"output {k} ({case.outputs[k].var}): {zeros}"
+    return None
+
+
+def _accumulates_nothing(entry):
+    """Whether an output's DAG has no sum or product: NumPy's own functions
+    give the zero sum of ``-0.0`` terms other signs (``dot([-1.], [0.])`` is
+    ``-0.0``, ``matmul`` and ``einsum`` without ``optimize`` ``+0.0``), so
+    the signs of zeros are compared where nothing accumulates."""
+    from polyarray.ir import nodes as N
+    node = getattr(entry.arr, "node", None)
+    return node is not None and not any(
+        isinstance(n, (N.Einsum, N.Reduce)) for n in N.topological_order([node]))
+
+
+def signed_zero_mismatch(got, want):
+    """Where both are zero but of other signs (``sign(-0.0)`` is ``+0`` in
+    NumPy; ``1 / x`` tells them apart), a description; else None."""
+    got, want = np.asarray(got), np.asarray(want)
+    if want.dtype.kind not in "fc" or got.shape != want.shape:
+        return None
+    for part in ("real", "imag") if want.dtype.kind == "c" else ("real",):
+        g, w = getattr(got, part), getattr(want, part)
+        bad = (g == 0) & (w == 0) & (np.signbit(g) != np.signbit(w))
+        if bad.any():
+            at = tuple(int(x) for x in np.argwhere(bad)[0]) if want.ndim else ()
+            return (f"{int(bad.sum())}/{bad.size} zeros of another sign ({part}); first at "
+                    f"{at}: got {g[at]!r}, expected {w[at]!r}")
     return None
 
 

@@ -562,3 +562,21 @@ def test_constant_indices_never_take_a_float_constant_of_the_kernel(layout):
     got = pa.jit(kernel, target=name, **opts)(*got_args)
     for g, w in zip(list(got) + got_args, list(want) + want_args):
         assert_same(g, w)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_sign_of_signed_zeros_is_numpys(layout, dtype):
+    """``sign(-0.0)`` is ``+0.0`` in NumPy (the helper returned its argument
+    for both zeros: ``-0.0``, and ``1 / sign(x)`` was ``-inf``); NaN stays
+    NaN.  Found by the array API suite on cuda; the random-DAG test
+    compares the signs of zeros since."""
+    xv = np.array([-0.0, 0.0, np.nan, -np.inf, np.inf, -2.5, 3.0], dtype)
+    x = pa.placeholder("x", xv.shape, dtype)
+    got = run(layout, {"sign": pa.sign(x), "inverse": 1 / pa.sign(x)}, x=xv)
+    with np.errstate(divide="ignore"):
+        want = {"sign": np.sign(xv), "inverse": 1 / np.sign(xv)}
+    for key in want:
+        assert_same(got[key], want[key], key)
+        real = ~np.isnan(want[key])
+        np.testing.assert_array_equal(np.signbit(got[key])[real], np.signbit(want[key])[real],
+                                      key)
