@@ -91,7 +91,7 @@ def run_routine(op, params, outputs, arrays) -> list:
 
 
 HOST_FORMS = ("host lapack", "host fft")    # codegen.policy.Form.HOST_LAPACK's, HOST_FFT's
-DEVICE_FORMS = ("cusolver", "cufft")        # Form.CUSOLVER's, CUFFT's: the target's step
+DEVICE_FORMS = ("cusolver", "cufft", "vkfft")   # Form.CUSOLVER's, CUFFT's, VKFFT's: the target's step
 
 
 def is_host_call(info) -> bool:

@@ -26,7 +26,8 @@ class Dialect:
     inline_ptx: bool            # inline PTX (predicated stores of the run-time checks)
     fp64_mma: bool              # float64 products on the FP64 tensor cores (PTX mma)
     vendor_solvers: bool        # library calls in cuSOLVER (CUDA, targets/cuda/solvers.py)
-    vendor_fft: bool            # transforms in cuFFT (CUDA, targets/cuda/fourier.py)
+    vendor_fft: str             # the transforms' library: "cufft" (CUDA, targets/cuda/fourier.py)
+                                # or "vkfft" (OpenCL GPUs, targets/opencl/fourier.py)
     loopy_macros: tuple         # macros loopy defines that a raw kernel must not see
     extern_c: bool              # raw kernels in ``extern "C"`` (as PyCUDA's SourceModule)
     float_as_bits: str          # a float's bits as a 32-bit unsigned integer, and back
@@ -54,7 +55,7 @@ class OpenCLDialect(Dialect):
     inline_ptx = False
     fp64_mma = False
     vendor_solvers = False
-    vendor_fft = False
+    vendor_fft = "vkfft"
     loopy_macros = ("lid", "gid")
     extern_c = False
     float_as_bits, bits_as_float = "as_uint", "as_float"
@@ -79,7 +80,7 @@ class CudaDialect(Dialect):
     # may take the form; OpenCL, even on an NVIDIA GPU, has no inline PTX
     fp64_mma = True
     vendor_solvers = True
-    vendor_fft = True
+    vendor_fft = "cufft"
     loopy_macros = ("bIdx", "tIdx")
     extern_c = True
     float_as_bits, bits_as_float = "__float_as_uint", "__uint_as_float"

@@ -18,4 +18,4 @@ class Device:
     max_work_group: tuple | None = None     # (work-items per group, (per axis 0, 1, 2))
     fp64_mma: bool = False              # float64 products on warp-level DMMA (CUDA)
     vendor_solvers: bool = False        # library calls in cuSOLVER (CUDA)
-    vendor_fft: bool = False            # transforms in cuFFT (CUDA)
+    vendor_fft: str | None = None       # the transforms' library ("cufft", "vkfft"), if any

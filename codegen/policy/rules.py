@@ -60,6 +60,7 @@ class Form(str, Enum):
     CUSOLVER = "cusolver"               # ... by cuSOLVER on the device (nvmath-python)
     HOST_FFT = "host fft"               # a transform run by NumPy's pocketfft on the host
     CUFFT = "cufft"                     # ... by cuFFT on the device (nvmath-python)
+    VKFFT = "vkfft"                     # ... by VkFFT on an OpenCL GPU (pyvkfft)
 
     __str__ = str.__str__
     __format__ = str.__format__
@@ -413,10 +414,13 @@ RULES = (
     # hand-written kernels (pa.raw_kernel): the user's code, grid and block
     Rule("raw: the user's kernel", Raw, lambda c, d, t: True, Form.RAW),
 
-    # transforms (pa.fft): cuFFT on CUDA (without nvmath-python the target says so
-    # and runs the host's), else NumPy's pocketfft on the host, the copies logged
-    Rule("fft: cuFFT on the device", Call, lambda c, d, t: d.vendor_fft
+    # transforms (pa.fft): cuFFT on CUDA, VkFFT on an OpenCL GPU (without
+    # nvmath-python or pyvkfft the target says so and runs the host's), else
+    # NumPy's pocketfft on the host, the copies logged
+    Rule("fft: cuFFT on the device", Call, lambda c, d, t: d.vendor_fft == "cufft"
          and c.op in FFT_OPS, Form.CUFFT),
+    Rule("fft: VkFFT on an OpenCL GPU", Call, lambda c, d, t: d.vendor_fft == "vkfft"
+         and not d.cpu and c.op in FFT_OPS, Form.VKFFT),
     Rule("fft: pocketfft on the host", Call, lambda c, d, t: c.op in FFT_OPS, Form.HOST_FFT),
 
     # library calls (pa.linalg's factorizations and solves): cuSOLVER on CUDA where

@@ -121,11 +121,14 @@ class OpenCLExecutable(DeviceExecutable):
         self._host = opencl_host if opencl_host.enabled(queue.device) else None
         self._launches = []
         for k in L.kernels:
-            if is_library_call(k):         # a library call: NumPy on the host, between kernels
-                # on the queue of the call (a profile swaps it): the blocking
-                # copies wait for the kernels before them
+            if is_library_call(k):         # a library call, between kernels: VkFFT, or NumPy
+                # on the host, on the queue of the call (a profile swaps it): the
+                # blocking copies wait for the kernels before them
                 call = HostCall(k, lambda buf, a: self._cl.enqueue_copy(self.queue, a, buf),
                                 lambda buf, a: self._cl.enqueue_copy(self.queue, buf, a))
+                if k.form == "vkfft":
+                    from . import fourier
+                    call = fourier.step_for(k, lambda: self.queue, call) or call
                 log.info("polyarray: %s", call.describe())
                 self._launches.append((call, k.args, None, None))
                 continue

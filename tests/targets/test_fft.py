@@ -2,7 +2,9 @@
 NumPy's ``n``/``s``/``axes``/``norm`` semantics, its dtype rules (single
 precision stays single, integers compute in double), the imaginary parts
 NumPy's ``irfft`` ignores, the work around a transform in the same program,
-empty batches, NumPy's errors and warnings, and the policy's rows."""
+empty batches, NumPy's errors and warnings, and the policy's rows.  OpenCL
+runs in both layouts: on a GPU the transforms are VkFFT's (where pyvkfft is
+installed; else the host's, as on a CPU)."""
 from __future__ import annotations
 
 import warnings
@@ -12,6 +14,7 @@ import pytest
 
 import polyarray as pa
 from polyarray import targets
+from conftest import TEST_TARGETS
 
 # pocketfft and a device library differ in the last bits: relative to the
 # largest magnitude of the result, per dtype of the result
@@ -31,13 +34,31 @@ def close(got, want, what=""):
     np.testing.assert_allclose(got, want, rtol=0, atol=TOL[want.dtype] * scale, err_msg=what)
 
 
-def run(target, cases, *arrays):
-    """Each ``f(xp, *arrays)`` of ``cases`` as one program on ``target`` (the
-    arrays its placeholders), compared with ``f(np, *arrays)``."""
+LAYOUTS = [pytest.param((t, None), id=t) for t in TEST_TARGETS] + [
+    pytest.param(("opencl", "gpu"), id="opencl-gpu") for t in TEST_TARGETS if t == "opencl"]
+
+
+@pytest.fixture(params=LAYOUTS)
+def layout(request):
+    """A target under test and, for OpenCL, the device kind its policy
+    reads (``"gpu"``: VkFFT's row)."""
+    name, kind = request.param
+    ok, reason = targets.availability(name)
+    if not ok:
+        pytest.skip(f"{name}: {reason}")
+    return request.param
+
+
+def run(layout, cases, *arrays):
+    """Each ``f(xp, *arrays)`` of ``cases`` as one program on ``layout``
+    (``(target, device kind)``; the arrays its placeholders), compared with
+    ``f(np, *arrays)``."""
+    target, kind = layout
     names = [f"a{i}" for i in range(len(arrays))]
     ph = [pa.placeholder(n, a.shape, a.dtype) for n, a in zip(names, arrays)]
     outs = [f(pa, *ph) for f in cases.values()]
-    got = pa.compile(outs, target=target)(**dict(zip(names, arrays)))
+    opts = {"device_kind": kind} if kind else {}
+    got = pa.compile(outs, target=target, **opts)(**dict(zip(names, arrays)))
     for (what, f), g in zip(cases.items(), got):
         close(g, f(np, *arrays), what)
 
@@ -52,7 +73,7 @@ def _signal(shape, dtype, seed=0):
 
 @pytest.mark.parametrize("norm", [None, "ortho", "forward"])
 @pytest.mark.parametrize("single", [True, False], ids=["single", "double"])
-def test_every_transform_matches_numpy(target, norm, single):
+def test_every_transform_matches_numpy(layout, norm, single):
     """Random complex input, so ``irfft``/``hfft`` see imaginary parts at
     frequency 0 and n/2 (NumPy ignores them) and non-Hermitian spectra."""
     z = _signal((6, 10), np.complex64 if single else np.complex128)
@@ -75,10 +96,10 @@ def test_every_transform_matches_numpy(target, norm, single):
         "irfft2": lambda xp, z, x: xp.fft.irfft2(z, norm=norm),
         "irfftn s axes": lambda xp, z, x: xp.fft.irfftn(z, s=(5, 7), axes=(0, 1), norm=norm),
     }
-    run(target, F, z, x)
+    run(layout, F, z, x)
 
 
-def test_more_axes_batches_and_dtypes(target):
+def test_more_axes_batches_and_dtypes(layout):
     """A 3-D array transformed over its first and last axes, over all three,
     and over one axis twice; integers and booleans compute in double."""
     z = _signal((3, 4, 5), np.complex128, seed=1)
@@ -95,30 +116,30 @@ def test_more_axes_batches_and_dtypes(target):
         "ifftshift axes=1": lambda xp, z, i: xp.fft.ifftshift(i, axes=1),
         "fftshift axes=(0, 2)": lambda xp, z, i: xp.fft.fftshift(z.real, axes=(0, 2)),
     }
-    run(target, F, z, i)
+    run(layout, F, z, i)
 
 
-def test_the_work_around_a_transform_runs_with_it(target):
+def test_the_work_around_a_transform_runs_with_it(layout):
     """A convolution ``irfft(rfft(x) * rfft(k))`` with a window before and a
     scale after: the arithmetic is nodes of the same program."""
     rng = np.random.default_rng(3)
     x, k = rng.standard_normal((4, 64)), rng.standard_normal(64)
     F = {"convolution": lambda xp, x, k: 0.5 * xp.fft.irfft(
         xp.fft.rfft(x * xp.hanning(64)) * xp.fft.rfft(k), n=64)}
-    run(target, F, x, k)
+    run(layout, F, x, k)
 
 
-def test_empty_batches_and_single_points(target):
+def test_empty_batches_and_single_points(layout):
     z = np.zeros((0, 4), np.complex64)
     one = _signal((3, 1), np.complex128)
     F = {"empty batch": lambda xp, z, o: xp.fft.fft(z),
          "empty rfft": lambda xp, z, o: xp.fft.rfft(z.real),
          "one point": lambda xp, z, o: xp.fft.ifft(o),
          "one point irfft n=1": lambda xp, z, o: xp.fft.irfft(o, n=1)}
-    run(target, F, z, one)
+    run(layout, F, z, one)
 
 
-def test_float16_computes_in_single_precision(target):
+def test_float16_computes_in_single_precision(layout):
     """NumPy's rule: the transform in single precision, irfft's result
     float16, and the normalization factor of a transform of float16 data
     computed in half precision (``1/6`` and ``1/sqrt(5)`` rounded to half:
@@ -129,7 +150,7 @@ def test_float16_computes_in_single_precision(target):
          "ifftn": lambda xp, x: xp.fft.ifftn(x), "fft_ortho": lambda xp, x: xp.fft.fft(
              x, axis=0, norm="ortho"), "rfftn_forward": lambda xp, x: xp.fft.rfftn(
              x, norm="forward"), "irfft_odd": lambda xp, x: xp.fft.irfft(x, n=7)}
-    run(target, F, x)
+    run(layout, F, x)
 
 
 def test_frequencies():
@@ -178,7 +199,7 @@ def test_numpys_errors_and_warnings():
         close(pa.fft.fftn(x, s=(None, 3), axes=(0, 1)), np.fft.fftn(x, s=(None, 3), axes=(0, 1)))
 
 
-def test_the_policy_gives_transforms_to_cufft_on_cuda_and_the_host_elsewhere():
+def test_the_policy_gives_transforms_to_cufft_on_cuda_vkfft_on_opencl_gpus_and_the_host_elsewhere():
     """The policy's rows, read from the programs' calls (code generation
     alone, no GPU needed)."""
     x = pa.placeholder("x", (4, 16), np.complex64)
@@ -188,9 +209,46 @@ def test_the_policy_gives_transforms_to_cufft_on_cuda_and_the_host_elsewhere():
     assert {k.facts["op"] for k in calls} == want
     assert {(k.form, k.rule) for k in calls} == {("cufft", "fft: cuFFT on the device")}
     if targets.availability("opencl")[0]:
-        calls = [k for k in pa.compile(outs, target="opencl").kernels.values()
-                 if "op" in k.facts]
-        assert {(k.facts["op"], k.form) for k in calls} == {(op, "host fft") for op in want}
+        for kind, form, rule in (("cpu", "host fft", "fft: pocketfft on the host"),
+                                 ("gpu", "vkfft", "fft: VkFFT on an OpenCL GPU")):
+            calls = [k for k in pa.compile(outs, target="opencl", device_kind=kind)
+                     .kernels.values() if "op" in k.facts]
+            assert {(k.facts["op"], k.form, k.rule) for k in calls} == \
+                {(op, form, rule) for op in want}
+
+
+def test_vkfft_runs_the_transforms_of_an_opencl_gpu(caplog):
+    """On an OpenCL GPU (PoCL's CPU with the GPU policy, in CI) the
+    transforms are VkFFT's where pyvkfft is installed, and the host's
+    (pocketfft, logged) where it is not: both agree with NumPy, in a
+    program whose work around the transforms runs in kernels."""
+    import logging
+    if not targets.availability("opencl")[0]:
+        pytest.skip("opencl: " + targets.availability("opencl")[1])
+    try:
+        import pyvkfft.opencl  # noqa: F401
+        library = "VkFFT"
+    except ImportError:
+        library = "the host"
+    rng = np.random.default_rng(7)
+    z = (rng.standard_normal((3, 6, 10)) + 1j * rng.standard_normal((3, 6, 10))).astype(np.complex64)
+    r = rng.standard_normal((4, 97))
+    p = rng.standard_normal(24001).astype(np.complex64)      # a guarded Bluestein length
+    F = {"fft": lambda xp, z, r, p: xp.fft.fft(z * 2),
+         "ifftn 3 axes": lambda xp, z, r, p: xp.fft.ifftn(z),
+         "rfft of a prime length": lambda xp, z, r, p: xp.fft.rfft(r),
+         "irfft even": lambda xp, z, r, p: xp.fft.irfft(xp.fft.rfft(r), 96) + 1,
+         "irfft odd": lambda xp, z, r, p: xp.fft.irfft(xp.fft.rfft(r), 97),
+         "guarded length": lambda xp, z, r, p: xp.fft.fft(p)}
+    with caplog.at_level(logging.INFO, logger="polyarray"):
+        run(("opencl", "gpu"), F, z, r, p)
+    said = " ".join(rec.getMessage() for rec in caplog.records)
+    if library == "VkFFT":
+        assert "runs in VkFFT (c2r, 4 transforms of 97, float64)" in said
+        assert "runs in VkFFT (inverse, 1 transforms of 3 x 6 x 10, complex64)" in said
+        assert "of length (24001,) runs on the host" in said
+    else:
+        assert "VkFFT is not usable here" in said or "runs on the host" in said
 
 
 def test_numpys_functions_on_lazy_arrays_are_these():
