@@ -7,9 +7,9 @@ arrays, the transform over the trailing axes, unnormalized (pyvkfft's
 ``norm=0``), so an app is VkFFT's out-of-place transform of a C-ordered
 ``(batch,) + dims`` array: complex to complex (forward or inverse), real to
 complex (``r2c``, the last axis) and back.  Apps are made on the first call
-per context, shape, dtype and kind, and kept, as built kernels are (making
-one compiles VkFFT's kernels).  A transform runs on the program's queue,
-between its kernels.
+per queue, shape, dtype and kind, and kept, as built kernels are (making
+one compiles VkFFT's kernels); a transform runs on the program's queue
+(the profiling queue has apps of its own), between its kernels.
 
 ``step_for`` returns None where pyvkfft is not installed (``pip install
 polyarray[vkfft]``; it builds against the OpenCL headers), a call has more
@@ -77,7 +77,7 @@ class Transform:
         self.refused = None
 
     def _app(self, queue):
-        key = (queue.context.int_ptr, self.op, self.dims, self.batch, self.app_dtype.str)
+        key = (queue.int_ptr, self.op, self.dims, self.batch, self.app_dtype.str)
         if key not in _APPS:
             if not _APPS:           # freed before the interpreter tears pyvkfft down
                 import atexit

@@ -45,10 +45,12 @@ def kernel_times(exe, bindings) -> list:
     events = []
     saved = exe.queue, exe._cl, exe._launches
 
-    def timed_host(call, name):         # a library call on the host: seconds on its clock
-        def run(bufs):
+    def timed_host(call, name):         # a library call: seconds on the host's clock, from
+        def run(bufs):                  # the kernels before it done to its own work done
+            queue.finish()              # (VkFFT's enqueues return at once)
             t0 = time.perf_counter()
             call(bufs)
+            queue.finish()
             events.append((name, time.perf_counter() - t0))
         return run
     exe.queue, exe._cl = queue, _RecordingCL(exe._cl, events)

@@ -263,3 +263,22 @@ def test_numpys_functions_on_lazy_arrays_are_these():
     np.fft.fft(x, out=out)
     close(out, np.fft.fft(v))
     assert type(pa.fft.fft(x)) is pa.Array
+
+
+def test_profiles_time_transforms_on_an_opencl_gpu():
+    """A profile times a transform's step from the kernels before it done to
+    its own work done (VkFFT's calls return at once), on the profiling
+    queue, without pyvkfft's warning about a queue other than its app's."""
+    if not targets.availability("opencl")[0]:
+        pytest.skip("opencl: " + targets.availability("opencl")[1])
+    x = pa.placeholder("x", (8, 1024), np.complex64)
+    prog = pa.compile(pa.fft.fft(x * 2) + 1, target="opencl", device_kind="gpu")
+    v = _signal((8, 1024), np.complex64)
+    close(prog(x=v), np.fft.fft(v * 2) + 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)      # (hardware limits on a busy CPU)
+        prof = prog.profile(x=v)
+    (call,) = [r for r in prof.rows if "fft" in r.name]
+    assert call.seconds > 0
+    close(prog(x=v), np.fft.fft(v * 2) + 1)               # after the profiling queue's run
