@@ -104,14 +104,16 @@ def check_case(case, target, options=None, expected=None):
 
 
 def _accumulates_nothing(entry):
-    """Whether an output's DAG has no sum or product: NumPy's own functions
-    give the zero sum of ``-0.0`` terms other signs (``dot([-1.], [0.])`` is
-    ``-0.0``, ``matmul`` and ``einsum`` without ``optimize`` ``+0.0``), so
-    the signs of zeros are compared where nothing accumulates."""
+    """Whether an output's DAG has no sum, product or library call: NumPy's
+    own functions give the zero sum of ``-0.0`` terms other signs
+    (``dot([-1.], [0.])`` is ``-0.0``, ``matmul`` and ``einsum`` without
+    ``optimize`` ``+0.0``; a transform's zeros are its library's), so the
+    signs of zeros are compared where nothing accumulates."""
     from polyarray.ir import nodes as N
     node = getattr(entry.arr, "node", None)
     return node is not None and not any(
-        isinstance(n, (N.Einsum, N.Reduce)) for n in N.topological_order([node]))
+        isinstance(n, (N.Einsum, N.Reduce, N.LibraryCallOutput))
+        for n in N.topological_order([node]))
 
 
 def signed_zero_mismatch(got, want):
