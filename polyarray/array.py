@@ -484,9 +484,12 @@ class Array:
         return into_out(out, "trace", matrices.trace(self._node, offset, axis1, axis2, dtype))
 
     def repeat(self, repeats, axis=None):
-        """Each element repeated ``repeats`` times (``ndarray.repeat``, as
-        ``pa.repeat``: ``repeats`` must be concrete), lazily."""
-        return Array(arrange.repeat(self._node, node_of(repeats), axis))
+        """Each element repeated ``repeats`` times (``ndarray.repeat``),
+        lazily in the array.  The result's shape depends on ``repeats``: a
+        lazy array of them is evaluated now, as ``nonzero``'s input is
+        (``pa.LazyValueError`` if it depends on placeholders)."""
+        reps = eager.concrete(node_of(repeats), "repeat", lambda n: Array(n).evaluate())
+        return Array(arrange.repeat(self._node, reps, axis))
 
     def nonzero(self):
         """Indices of the nonzero elements, one array per axis (``ndarray.nonzero``).

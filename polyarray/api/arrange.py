@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from ..array import Array, node_of, reshaped, view_getitem, wrap as _wrap
 from ..ir import nodes as N
-from ..ops import arrange as AR, eager as G, padding as P
+from ..ops import arrange as AR, padding as P
 from ..ops.axes import normalize_axis_index
-from ..ops.creation import array, as_node
+from ..ops.creation import as_node
 from ..ops.indexing import getitem
 from ..ops.reductions import NoValue
 
@@ -106,10 +106,7 @@ def repeat(a, repeats, axis=None) -> Array:
     shape depends on ``repeats``: a lazy array of them is evaluated now,
     as ``nonzero``'s input is (``pa.LazyValueError`` if it depends on
     placeholders)."""
-    reps = node_of(repeats)
-    if isinstance(reps, N.Node) and not isinstance(reps, N.DataWrapper):
-        reps = array(G.concrete(reps, "repeat", lambda n: Array(n).evaluate(), "shape"))
-    return Array(AR.repeat(node_of(a), reps, axis))
+    return Array(as_node(node_of(a))).repeat(repeats, axis)
 
 
 def roll(a, shift, axis=None) -> Array:

@@ -233,13 +233,15 @@ def test_repeat_evaluates_lazy_repeats():
     """``repeat``'s result shape is its repeats: a lazy array of them (no
     placeholders) is evaluated when it is called, an empty one included
     (the array API suite draws ``repeat(zeros((0, 3)), zeros(0, int32))``);
-    the repeated array stays lazy, also inside ``pa.jit``."""
+    the repeated array stays lazy, also inside ``pa.jit``; the method
+    ``x.repeat`` is the same function."""
     x = np.arange(12.0).reshape(4, 3)
     r = np.array([1, 0, 3, 2])
     cases = [(pa.repeat(pa.asarray(x), pa.asarray(r) + 0, axis=0), np.repeat(x, r, axis=0)),
              (pa.repeat(pa.zeros((0, 3), pa.complex64), pa.zeros((0,), pa.int32), axis=0),
               np.repeat(np.zeros((0, 3), np.complex64), np.zeros(0, np.int32), axis=0)),
-             (pa.jit(lambda a, k: pa.repeat(a * 2, k, axis=0))(x, r), np.repeat(x * 2, r, axis=0))]
+             (pa.jit(lambda a, k: pa.repeat(a * 2, k, axis=0))(x, r), np.repeat(x * 2, r, axis=0)),
+             (pa.asarray(x).repeat(pa.asarray(r) * 1, axis=0), x.repeat(r, axis=0))]
     for got, want in cases:
         got = np.asarray(got)
         assert got.shape == want.shape and got.dtype == want.dtype
