@@ -14,6 +14,9 @@ Cases:
   ``np.roll`` (the same source runs under NumPy, polyarray and jax.numpy).
 * ``jacobi_1d``: NPBench's jacobi_1d at preset S (800 steps of 3200 float64,
   written in place with slices: polyarray only, JAX cannot write in place).
+* ``backprop``: the weight gradients of a two-layer tanh network, five
+  matrix products (x 8192 x 1024, hidden 512, float32; JAX at "highest"
+  matmul precision, as NumPy).
 """
 from __future__ import annotations
 
@@ -41,7 +44,23 @@ def jacobi_1d(TSTEPS, A, B):
         B[1:-1] = 0.33333 * (A[:-2] + A[1:-1] + A[2:])
         A[1:-1] = 0.33333 * (B[:-2] + B[1:-1] + B[2:])
 
-if case == "heat2d":
+def backprop(x, t, W1, W2):
+    h = xp.tanh(x @ W1)
+    dy = (h @ W2 - t) / x.shape[0]
+    dh = (dy @ W2.T) * (1 - h * h)
+    return x.T @ dh, h.T @ dy
+
+if case == "backprop":
+    rng = np.random.default_rng(0)
+    n, d, hidden = 8192, 1024, 512
+    args = (rng.standard_normal((n, d), dtype=np.float32),
+            rng.standard_normal((n, d), dtype=np.float32),
+            rng.standard_normal((d, hidden), dtype=np.float32) / 32,
+            rng.standard_normal((hidden, d), dtype=np.float32) / 32)
+    xp = np
+    want = backprop(*args)
+    fn = backprop
+elif case == "heat2d":
     n, steps = 2048, 50
     u0 = np.random.default_rng(0).random((n, n), dtype=np.float32)
     xp = np
@@ -55,6 +74,9 @@ else:
     want = wa
     fn, args = jacobi_1d, None
 
+def fetch(r):
+    return tuple(np.asarray(v) for v in r) if isinstance(r, (tuple, list)) else np.asarray(r)
+
 def warm_small(jit, lib):
     x = np.ones(8, np.float32)
     np.asarray(jit(lambda a: lib.sin(a) + 1)(x))
@@ -63,10 +85,11 @@ if who == "polyarray":
     import polyarray as pa
     xp = pa
     warm_small(lambda f: pa.jit(f, target=target), pa)
-    if case == "heat2d":
-        f = pa.jit(heat2d, target=target, static_argnums=(1,))
-        t0 = time.perf_counter(); got = np.asarray(f(*args)); first = time.perf_counter() - t0
-        t0 = time.perf_counter(); np.asarray(f(*args)); later = time.perf_counter() - t0
+    if case in ("heat2d", "backprop"):
+        f = pa.jit(heat2d, target=target, static_argnums=(1,)) if case == "heat2d" else \
+            pa.jit(backprop, target=target)
+        t0 = time.perf_counter(); got = fetch(f(*args)); first = time.perf_counter() - t0
+        t0 = time.perf_counter(); fetch(f(*args)); later = time.perf_counter() - t0
     else:
         f = pa.jit(jacobi_1d, target=target)
         A, B = A0.copy(), B0.copy()
@@ -77,13 +100,16 @@ if who == "polyarray":
 else:
     import jax, jax.numpy as jnp
     jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_default_matmul_precision", "highest")
     xp = jnp
     warm_small(jax.jit, jnp)
-    f = jax.jit(heat2d, static_argnums=(1,))
-    t0 = time.perf_counter(); got = np.asarray(f(*args)); first = time.perf_counter() - t0
-    t0 = time.perf_counter(); np.asarray(f(*args)); later = time.perf_counter() - t0
+    f = jax.jit(heat2d, static_argnums=(1,)) if case == "heat2d" else jax.jit(backprop)
+    t0 = time.perf_counter(); got = fetch(f(*args)); first = time.perf_counter() - t0
+    t0 = time.perf_counter(); fetch(f(*args)); later = time.perf_counter() - t0
 
-ok = bool(np.allclose(got, want, rtol=1e-4, atol=1e-5))
+pairs = zip(got, want) if case == "backprop" else [(got, want)]
+ok = all(np.allclose(np.asarray(g), w, rtol=1e-3 if case == "backprop" else 1e-4, atol=1e-4)
+         for g, w in pairs)
 print(json.dumps({"case": case, "who": who, "first_s": first, "later_s": later, "ok": ok}))
 '''
 
@@ -111,7 +137,8 @@ def main(argv=None):
     a = ap.parse_args(argv)
     rows = []
     for case in a.cases.split(","):
-        whos = ["polyarray"] + ([p for p in a.peers.split(",") if p] if case == "heat2d" else [])
+        whos = ["polyarray"] + ([p for p in a.peers.split(",") if p]
+                                if case in ("heat2d", "backprop") else [])
         for who in whos:
             row = run_case(case, who, a.target, a.timeout)
             rows.append(row)

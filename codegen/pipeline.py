@@ -211,7 +211,7 @@ def _plan(outputs, dialect, cpu, max_work_group, t):
     # the FP64 tensor cores' mma is inline PTX: CUDA alone; so is cuSOLVER
     device = Device(cpu, max_work_group, fp64_mma=dialect.fp64_mma,
                     vendor_solvers=dialect.vendor_solvers,
-                    vendor_fft=dialect.vendor_fft)
+                    vendor_fft=dialect.vendor_fft, vendor_blas=dialect.vendor_blas)
     budget = _KERNEL_BUDGET.get()
     if budget is not None:
         _refuse_many_shapes(outputs, budget, t)

@@ -133,6 +133,14 @@ class Thresholds:
     MMA_SMALL: tuple = (64, 64, 32, 16)
     MMA_DEPTH: int = 16
     MMA_MIN: int = 64
+    # Matrix products in the device's BLAS (cuBLAS on CUDA), where nothing is fused into them
+    # and they do at least this much work (batch x M x N x K multiply-adds); smaller ones keep
+    # the generated tiles: a call's host time (cuBLAS's own and the step's, ~16 us) is more
+    # than a small product's kernel.  H200, calls back to back: 256^3, 64x4096x64 and
+    # 8 x 128^3 (2^24) 15.0 / 11.5 / 12.7 us tiled, 20.3 / 17.4 / 18.9 in cuBLAS; 512^3 and
+    # 512 x 64^3 (2^27) 18.7 / 20.9 tiled, 19.5 / 17.6 cuBLAS; 1000^3 75.8 and 51.0, float64
+    # 512^3 25.9 and 15.7.  A huge value turns the row off.
+    BLAS_MIN_WORK: int = 1 << 27
     GROUP_ROW: int = 64          # rows at least this long get a work-group each (GPU)
     # Work-group size and unrolling, measured on an H100 for softmax over (4096, 1024)
     # float32 (read + write over copy bandwidth): 128 work-items with every pass

@@ -264,6 +264,8 @@ def repeat_calls(prog, n, bindings):
     one; else a loop of calls with the bindings uploaded once."""
     exe, state = prog._exe, prog._state
     run_repeated = getattr(exe, "run_repeated", None)
+    if run_repeated is not None and not getattr(exe, "repeats_in_graphs", lambda: True)():
+        run_repeated = None         # a step that waits for the device: call by call
     if state is None or not state.targets or run_repeated is None:
         bindings = prog.check_bindings(bindings)    # uploaded once, where it can be
         to_device = getattr(exe, "to_device", None)

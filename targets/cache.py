@@ -292,4 +292,8 @@ def code_version() -> str:
     # make other code, so other keys (the thresholds module imports no loopy)
     from polyarray.codegen.thresholds import current_thresholds
     changed = current_thresholds().changes()
-    return _CODE_VERSION + (f"-t{key_digest(sorted(changed.items()))[:16]}" if changed else "")
+    # which vendor libraries codegen may call (a product in cuBLAS or a kernel)
+    from polyarray.codegen.emit.dialect import CUDA
+    libraries = f"-{CUDA.vendor_blas}" if CUDA.vendor_blas else ""
+    return _CODE_VERSION + libraries + (
+        f"-t{key_digest(sorted(changed.items()))[:16]}" if changed else "")

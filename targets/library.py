@@ -49,7 +49,17 @@ def _fft(x, rank, inverse):
              else np.fft.fftn(x, axes=axes)),)
 
 
+def _matmul(a, b, transpose_a, transpose_b, batch_a, batch_b):
+    """A product as ``forms/library.build_product`` stores it: A as
+    ``[..., k, i]`` where ``transpose_a``, B as ``[..., j, k]`` where
+    ``transpose_b``; an operand without batch axes broadcast over them."""
+    a = np.swapaxes(a, -1, -2) if transpose_a else a
+    b = np.swapaxes(b, -1, -2) if transpose_b else b
+    return (np.matmul(a, b),)
+
+
 ROUTINES = {
+    "matmul": _matmul,
     "cholesky": _cholesky,
     "inv": lambda a: (np.linalg.inv(a),),
     "solve": lambda a, b: (np.linalg.solve(a, b),),
@@ -66,8 +76,9 @@ ROUTINES = {
     "irfft": lambda x, n: (np.fft.irfft(x, n=n, axis=-1, norm="forward"),),
 }
 def qualified(op) -> str:
-    """``fft.rfft`` or ``linalg.solve``: the routine as the user called its family."""
-    return f"{library_family(op)}.{op}"
+    """``fft.rfft`` or ``linalg.solve``: the routine as the user called its
+    family (a product: ``matmul``)."""
+    return op if op == "matmul" else f"{library_family(op)}.{op}"
 
 
 def run_on_host(node, arrays) -> list:
@@ -91,7 +102,7 @@ def run_routine(op, params, outputs, arrays) -> list:
 
 
 HOST_FORMS = ("host lapack", "host fft")    # codegen.policy.Form.HOST_LAPACK's, HOST_FFT's
-DEVICE_FORMS = ("cusolver", "cufft", "vkfft")   # Form.CUSOLVER's, CUFFT's, VKFFT's: the target's step
+DEVICE_FORMS = ("cusolver", "cufft", "vkfft", "cublas")   # Form.CUSOLVER's...: the target's step
 
 
 def is_host_call(info) -> bool:
@@ -134,6 +145,7 @@ class HostCall:
                 self.write(bufs[name], value)
 
     def describe(self) -> str:
-        library = "pocketfft" if self.op in FFT_OPS else "LAPACK"
+        library = "pocketfft" if self.op in FFT_OPS else "BLAS" if self.op == "matmul" \
+            else "LAPACK"
         return (f"{qualified(self.op)} runs on the host through NumPy ({library}): each call "
                 f"copies {self.bytes_out} bytes out of the device and {self.bytes_back} back")

@@ -28,6 +28,8 @@ class Dialect:
     vendor_solvers: bool        # library calls in cuSOLVER (CUDA, targets/cuda/solvers.py)
     vendor_fft: str             # the transforms' library: "cufft" (CUDA, targets/cuda/fourier.py)
                                 # or "vkfft" (OpenCL GPUs, targets/opencl/fourier.py)
+    vendor_blas: str | None     # the matrix products' library: "cublas" (CUDA, where
+                                # nvmath-python is installed: targets/cuda/blas.py), or None
     loopy_macros: tuple         # macros loopy defines that a raw kernel must not see
     extern_c: bool              # raw kernels in ``extern "C"`` (as PyCUDA's SourceModule)
     float_as_bits: str          # a float's bits as a 32-bit unsigned integer, and back
@@ -56,6 +58,7 @@ class OpenCLDialect(Dialect):
     fp64_mma = False
     vendor_solvers = False
     vendor_fft = "vkfft"
+    vendor_blas = None          # CLBlast (pyclblast) is not installable here
     loopy_macros = ("lid", "gid")
     extern_c = False
     float_as_bits, bits_as_float = "as_uint", "as_float"
@@ -89,6 +92,19 @@ class CudaDialect(Dialect):
     def noinline(self, source, thresholds):
         from .noinline import noinline_large_helpers
         return noinline_large_helpers(source, thresholds)
+
+    @property
+    def vendor_blas(self):
+        """"cublas" where nvmath-python is installed, else None: a product
+        then stays a generated kernel (never a host call)."""
+        return "cublas" if _installed("nvmath") else None
+
+
+def _installed(package, _seen={}) -> bool:      # noqa: B006  (a cache, per process)
+    if package not in _seen:
+        import importlib.util
+        _seen[package] = importlib.util.find_spec(package) is not None
+    return _seen[package]
 
 
 OPENCL = OpenCLDialect()

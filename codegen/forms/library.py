@@ -1,6 +1,6 @@
 """Library calls (``pa.linalg``'s factorizations and solves, ``pa.fft``'s
-transforms) in a lowered
-program.
+transforms, and matrix products the policy gives the device's BLAS) in a
+lowered program.
 
 A call is a plan group of its own (``plan/group.py``), its inputs and
 outputs materialized buffers.  Here it becomes a ``LibraryPlan`` beside the
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..policy.classify import Call
+from ..policy.classify import Call, letter_sizes, parse_subscripts, read_buffer
 from ..policy import choose
 
 
@@ -62,3 +62,29 @@ def build(asm, name, group):
              "input_specs": tuple((tuple(a.shape), a.dtype.str) for a in node.inputs),
              "outputs": node.outputs}
     asm.kernels.append(LibraryPlan(name, args, str(choice.form), choice.rule, facts))
+
+
+def build_product(asm, name, node, choice):
+    """Append the ``LibraryPlan`` of Einsum ``node``, a matrix product the
+    policy gave the device's BLAS (``Form.CUBLAS``): the call ``matmul`` of
+    its operands' buffers as they are stored.  ``params`` say how:
+    ``transpose_a`` (A stored as ``[k, i]``, not ``[i, k]``), ``transpose_b``
+    (B as ``[j, k]``), ``batch_a``/``batch_b`` (the operand has the batch
+    axes; else it is broadcast over them).  The output is C order
+    ``[batch..., i, j]``."""
+    sub = parse_subscripts(node.subscripts)
+    size = letter_sizes(node)
+    params, specs, args = [], [], []
+    for t, (o, letters) in enumerate(zip(node.operands, sub.ins)):
+        src = read_buffer(o, asm.plan, asm.buffers)
+        order = letters if src is o else letters[::-1]     # as stored (x.T: reversed)
+        params += [(f"transpose_{'ab'[t]}", order[-1] != (sub.k if t == 0 else sub.j)),
+                   (f"batch_{'ab'[t]}", len(order) > 2)]
+        specs.append((tuple(src.shape), src.dtype.str))
+        args.append(asm.buffers[id(src)])
+    facts = {"op": "matmul", "params": tuple(sorted(params)), "inputs": 2,
+             "input_specs": tuple(specs), "outputs": ((tuple(node.shape), node.dtype.str),),
+             "M": size[sub.i], "N": size[sub.j], "K": size[sub.k],
+             "batch": math.prod(size[c] for c in sub.batch)}
+    asm.kernels.append(LibraryPlan(name, tuple(args) + (asm.buffers[id(node)],),
+                                   str(choice.form), choice.rule, facts))

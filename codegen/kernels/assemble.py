@@ -8,7 +8,7 @@ schedule: the user's steps for that kernel if any, else the default.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -136,10 +136,13 @@ class Assembler:
         schedule, one buffer as both operands -- the unit is its own kernel)."""
         spec = reduction_spec(node, self.plan.transposed)
         spec.update(out=self.buffers[id(node)], out_dtype=node.dtype)
-        cls = contraction_class(node, spec, self.plan, self.buffers,
-                                self.user_steps(name) is not None) \
+        user = self.user_steps(name)
+        cls = contraction_class(node, spec, self.plan, self.buffers, user is not None) \
             if isinstance(node, N.Einsum) else _reduce_class(node, spec, self.plan.materialized)
         choice = choose(cls, self.device, self.thresholds)
+        if user == () and isinstance(node, N.Einsum):   # no steps: a library call's replay
+            plain = choose(replace(cls, scheduled=False), self.device, self.thresholds)
+            choice = plain if plain.form == Form.CUBLAS else choice
         if choice.form is None:
             return
         if choice.form == Form.TILED_MATMUL and (not epilogue or "split" not in choice.params):
@@ -149,6 +152,9 @@ class Assembler:
             self.elementwise(f"{name}_epilogue",
                              Group(list(epilogue), "elementwise", epilogue[0].node.size))
             return
+        if choice.form == Form.CUBLAS:
+            from ..forms import library
+            return library.build_product(self, name, node, choice)
         if choice.form == Form.MMA_MATMUL:
             return form_module("mma_matmul").build(self, name, node, choice)
         if choice.form == Form.PACKED_MATMUL:

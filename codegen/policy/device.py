@@ -19,3 +19,4 @@ class Device:
     fp64_mma: bool = False              # float64 products on warp-level DMMA (CUDA)
     vendor_solvers: bool = False        # library calls in cuSOLVER (CUDA)
     vendor_fft: str | None = None       # the transforms' library ("cufft", "vkfft"), if any
+    vendor_blas: str | None = None      # the matrix products' library ("cublas"), if any

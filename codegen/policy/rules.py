@@ -60,6 +60,7 @@ class Form(str, Enum):
     CUSOLVER = "cusolver"               # ... by cuSOLVER on the device (nvmath-python)
     HOST_FFT = "host fft"               # a transform run by NumPy's pocketfft on the host
     CUFFT = "cufft"                     # ... by cuFFT on the device (nvmath-python)
+    CUBLAS = "cublas"                   # a matrix product by cuBLAS on the device (nvmath-python)
     VKFFT = "vkfft"                     # ... by VkFFT on an OpenCL GPU (pyvkfft)
 
     __str__ = str.__str__
@@ -253,6 +254,16 @@ def _split_k_params(c, d, t):
     return dict(params, split=ceil_div(c.K, chunk), chunk=chunk)
 
 
+def _vendor_matmul(c, d, t):
+    """A float32/float64 product the device's BLAS computes (the generated
+    tiles reach 0.68-0.87 of cuBLAS; a library call is a host step, so
+    small products keep the tiles); not where the user schedules it, and
+    within BLAS's 32-bit sizes."""
+    return d.vendor_blas == "cublas" and c.kind == "f" and c.itemsize in (4, 8) \
+        and not c.scheduled and c.batch * c.M * c.N * c.K >= t.BLAS_MIN_WORK \
+        and max(c.M, c.N, c.K, c.batch) < 2 ** 31
+
+
 def _small_tiles(c, d, t):
     return dict(schedule="tiles", tile=t.TILE, pad=_padded(c, t.TILE, t.TILE, t.TILE))
 
@@ -351,6 +362,9 @@ RULES = (
     Rule("matmul: past the grid, or tiny matrices in a batch: a reduction", C,
          lambda c, d, t: c.batch > t.MAX_GRID_YZ or ceil_div(c.M, t.TILE) > t.MAX_GRID_YZ
          or (c.batch > 1 and max(c.M, c.N) < t.TILE), then=_as_reduction),
+    # CUDA with nvmath-python: float32/float64 products that nothing is fused into (an
+    # elementwise reader is then its own kernel), batched or not, in cuBLAS (TF32 off)
+    Rule("matmul: cuBLAS", C, _vendor_matmul, Form.CUBLAS),
     # any size: loops padded to the tiles, guarded reads, a predicated store
     Rule("matmul: split-K (few tiles, long K)", C, _split_k, Form.TILED_MATMUL,
          _split_k_params),

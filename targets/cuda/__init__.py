@@ -92,15 +92,19 @@ class CudaExecutable(DeviceExecutable):
                 self._mapped = False
         self._launches = []
         for k in self.lowered.kernels:
-            if is_library_call(k):      # cuSOLVER, cuFFT, or NumPy on the host, between kernels
-                from . import fourier, solvers
-                step_for = fourier.step_for if k.form == "cufft" else solvers.step_for
+            if is_library_call(k):      # cuSOLVER, cuFFT, cuBLAS, or NumPy on the host
+                from . import blas, fourier, solvers
+                step_for = {"cufft": fourier.step_for, "cublas": blas.step_for}.get(
+                    k.form, solvers.step_for)
                 call = None if is_host_call(k) else step_for(k, drv, self.pool.allocate)
                 if call is None:
                     call = HostCall(k, lambda buf, a: drv.memcpy_dtoh(a, int(buf)),
                                     lambda buf, a: drv.memcpy_htod(int(buf), a))
                 log.info("polyarray: %s", call.describe())
-                self._launches.append((call, None, k.args, None, None))
+                # (call, None, ...): a step between launches; "stream" where it only
+                # enqueues work on a stream it is given (a graph can capture it)
+                self._launches.append((call, "stream" if getattr(call, "on_stream", False)
+                                       else None, k.args, None, None))
                 continue
             fn = mod.get_function(k.entry or k.name)
             grid = tuple(k.gsize) + (1,) * (3 - len(k.gsize))
@@ -124,6 +128,7 @@ class CudaExecutable(DeviceExecutable):
         self._inputs = list(self.lowered.inputs.items())
         self._replay = None
         host_calls = any(fmt is None for _, fmt, _, _, _ in self._launches)
+        self.host_calls = host_calls        # steps that wait for the device: no graphs
         self._replayable = not host_calls and self._can_replay()
         self._ready = True
         self.first_call_build = time.perf_counter() - t0
@@ -199,6 +204,10 @@ class CudaExecutable(DeviceExecutable):
             buf_of[name] = f"a{k}"
         for k, (launch, fmt, args, grid, block) in enumerate(self._launches):
             env[f"launch{k}"] = launch
+            if grid is None:            # a library step (cuBLAS): its buffers by name
+                lines.append(f"    launch{k}({{" + ", ".join(f"{a!r}: {buf_of[a]}" for a in args)
+                             + "})")
+                continue
             lines.append(f"    launch{k}({grid!r}, {block!r}, pack({fmt!r}, "
                          + ", ".join(buf_of[a] for a in args) + "), 0, None)")
         results = []
@@ -274,8 +283,8 @@ class CudaExecutable(DeviceExecutable):
             bufs = self.buffers(bindings, live)
             pack = self._pack_args
             for launch, fmt, args, grid, block in self._launches:
-                if fmt is None:
-                    launch(bufs)        # a library call on the host
+                if grid is None:
+                    launch(bufs)        # a library call
                     continue
                 launch(grid, block, pack(fmt, *[bufs[a] for a in args]), 0, None)
         results = []
@@ -333,6 +342,13 @@ class CudaExecutable(DeviceExecutable):
         cuda_driver.in_this_thread()
         drv.Context.synchronize()
         _DEFERRED.resolve()
+
+    def repeats_in_graphs(self) -> bool:
+        """Whether ``run_repeated`` can capture this program's calls (no
+        step waits for the device: a host call or a cuSOLVER's ``info``)."""
+        if not self._ready:
+            self._prepare()
+        return not self.host_calls
 
     def run_repeated(self, bindings, n, carry):
         """``n`` calls, carried outputs fed back (``cuda.graphs``)."""

@@ -107,6 +107,9 @@ def run_repeated(exe, bindings, n, carry):
             if not copied:
                 bufs[oname] = sets[1 - parity]
         for launch, fmt, args, grid, block in exe._launches:
+            if grid is None:        # a library step, on this stream
+                launch(bufs, stream)
+                continue
             launch(grid, block, pack(fmt, *[bufs[a] for a in args]), 0, stream)
         for bname, oname, copied, nbytes, sets in pairs:
             if copied and nbytes:       # the new value is an input: copied
@@ -164,6 +167,9 @@ class Replay:
 
         def record(stream):
             for launch, fmt, args, grid, block in exe._launches:
+                if grid is None:    # a library step, on this stream
+                    launch(bufs, stream)
+                    continue
                 launch(grid, block, pack(fmt, *[bufs[a] for a in args]), 0, stream)
 
         drv.Context.synchronize()

@@ -108,17 +108,10 @@ class Cholesky:
 
 
 def _cublas():
-    """A cuBLAS handle for the current context, on stream 0 (``geam``'s
-    transposes around ``solve``), and the module."""
-    import pycuda.driver as drv
-    from nvmath.bindings import cublas
-    ctx = drv.Context.get_current()
-    key = ("cublas", ctx.handle if ctx is not None else None)
-    if key not in _HANDLE:
-        h = cublas.create()
-        cublas.set_stream(h, 0)
-        _HANDLE[key] = h
-    return cublas, _HANDLE[key]
+    """The cuBLAS module and the current context's handle (``geam``'s
+    transposes around ``solve``): ``blas.cublas``'s."""
+    from .blas import cublas
+    return cublas()
 
 
 class _Factors:

@@ -25,15 +25,15 @@ def kernel_times(exe, bindings) -> list:
             events.append((name, start, end))
         return run
 
-    def timed_host(call, name):         # a library call on the host: its blocking copies
-        def run(bufs):                  # wait for the kernels before, the device idles
+    def timed_host(call, name):         # a library call (on the host: its blocking copies
+        def run(bufs):                  # wait for the kernels before, the device idles)
             start, end = drv.Event(), drv.Event()
             start.record()
             call(bufs)
             end.record()
             events.append((name, start, end))
         return run
-    exe._launches = [((timed_host if rest[0] is None else timed)(launch, k.name), *rest)
+    exe._launches = [((timed_host if rest[2] is None else timed)(launch, k.name), *rest)
                      for (launch, *rest), k in zip(saved, infos)]
     try:
         with device_results(exe):

@@ -1,0 +1,124 @@
+"""Matrix products run by cuBLAS on the device, through nvmath-python's
+bindings (``nvmath.bindings.cublas``: NVIDIA's maintained Python bindings,
+the library CuPy, JAX and torch call for the same products).
+
+The policy gives cuBLAS a float32/float64 product that nothing is fused
+into (``codegen/forms/library.build_product``: the operands' buffers as
+stored, A as ``[.., i, k]`` or ``[.., k, i]``, B as ``[.., k, j]`` or
+``[.., j, k]``, an operand without batch axes broadcast, the output C
+order).  cuBLAS is column-major: a row-major ``M x N`` result is the
+column-major ``N x M`` one of ``B^T A^T``, so B is cuBLAS's first operand,
+each transposed where it is stored in the other order.  A batch is one
+strided-batched call (stride 0 for a broadcast operand).  The handle's math
+mode is cuBLAS's default: no TF32 for float32 (NumPy's precision; the
+``NVIDIA_TF32_OVERRIDE`` environment variable is the user's to set).  A
+step runs between the kernels on the legacy default stream, as they do.
+
+``step_for`` returns None where the bindings are not installed; the target
+then runs NumPy's matmul on the host (``targets/library.HostCall``) and
+says so in the log.  The policy asks for cuBLAS only where nvmath-python
+is installed (``CudaDialect.vendor_blas``).
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+log = logging.getLogger("polyarray.cuda")
+_STATE = {}
+_N, _T = 0, 1               # CUBLAS_OP_N, CUBLAS_OP_T
+
+
+def cublas():
+    """``(nvmath.bindings.cublas, a handle for the current context on
+    stream 0)``, or None (the reason logged once)."""
+    if "module" not in _STATE:
+        try:
+            from nvmath.bindings import cublas as api
+            api.get_property(0)                 # loads the library: fails here if absent
+            _STATE["module"] = api
+        except Exception as e:      # noqa: BLE001  (not installed, or no cuBLAS library)
+            _STATE["module"] = None
+            log.info("polyarray: cuBLAS is not usable here (%s); products the policy gave it "
+                     "run on the host (pip install nvmath-python[cu13])", e)
+    api = _STATE["module"]
+    if api is None:
+        return None
+    import pycuda.driver as drv
+    ctx = drv.Context.get_current()
+    key = ("handle", ctx.handle if ctx is not None else None)
+    if key not in _STATE:
+        h = api.create()
+        api.set_stream(h, 0)
+        api.set_math_mode(h, int(api.Math.DEFAULT_MATH))
+        _STATE[key] = h
+    return api, _STATE[key]
+
+
+def gemm_arguments(facts) -> tuple:
+    """The column-major call of a product's facts: ``(op_first,
+    op_second, m, n, k, ld_first, ld_second, ldc, stride_first,
+    stride_second, stride_c, batch)``, where cuBLAS's first operand is B and
+    its second A (``C^T = B^T A^T``)."""
+    p = dict(facts["params"])
+    M, N, K, batch = facts["M"], facts["N"], facts["K"], facts["batch"]
+    # B row-major [k, j] is column-major N x K (ld N): op N; [j, k] is K x N (ld K): op T
+    op_b, ld_b = (_T, K) if p["transpose_b"] else (_N, N)
+    # A row-major [i, k] is column-major K x M (ld K): op N; [k, i] is M x K (ld M): op T
+    op_a, ld_a = (_T, M) if p["transpose_a"] else (_N, K)
+    return (op_b, op_a, N, M, K, ld_b, ld_a, N,
+            K * N if p["batch_b"] else 0, M * K if p["batch_a"] else 0, M * N, batch)
+
+
+class Gemm:
+    """One product: ``{s,d}gemm``, or ``{s,d}gemm_strided_batched`` for a
+    batch.  It only enqueues work (``on_stream``): on stream 0 between the
+    kernels, or on the stream it is given (a CUDA graph's capture)."""
+    on_stream = True
+
+    def __init__(self, info, api, handle):
+        f = info.facts
+        self.api, self.handle = api, handle
+        self.dtype = np.dtype(f["outputs"][0][1])
+        self.a, self.b, self.c = info.args
+        self.args = gemm_arguments(f)
+        letter = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}[self.dtype]
+        self.gemm = getattr(api, f"{letter}gemm")
+        self.batched = getattr(api, f"{letter}gemm_strided_batched")
+        # alpha and beta by host pointer (cuBLAS's default pointer mode): kept alive here
+        self.one, self.zero = np.ones(1, self.dtype), np.zeros(1, self.dtype)
+        self.facts = f
+
+    def __call__(self, bufs, stream=None):
+        opb, opa, m, n, k, ldb, lda, ldc, sb, sa, sc, batch = self.args
+        if not (m and n and batch):
+            return
+        h = self.handle
+        a, b, c = int(bufs[self.a]), int(bufs[self.b]), int(bufs[self.c])
+        one, zero = self.one.ctypes.data, self.zero.ctypes.data
+        if stream is not None:
+            self.api.set_stream(h, stream.handle)
+        try:
+            if batch == 1:
+                self.gemm(h, opb, opa, m, n, k, one, b, ldb, a, lda, zero, c, ldc)
+            else:
+                self.batched(h, opb, opa, m, n, k, one, b, ldb, sb, a, lda, sa, zero, c, ldc,
+                             sc, batch)
+        finally:
+            if stream is not None:
+                self.api.set_stream(h, 0)
+
+    def describe(self) -> str:
+        f = self.facts
+        what = f"{f['batch']} products" if f["batch"] > 1 else "a product"
+        return (f"matmul runs in cuBLAS ({self.dtype.name}, {what} of {f['M']} x {f['K']} "
+                f"by {f['K']} x {f['N']})")
+
+
+def step_for(info, drv, alloc):
+    """The cuBLAS step of product ``info``, or None (no bindings)."""
+    if info.facts.get("op") != "matmul":
+        return None
+    found = cublas()
+    return None if found is None else Gemm(info, *found)

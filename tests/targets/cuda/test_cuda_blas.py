@@ -1,0 +1,209 @@
+"""Matrix products in cuBLAS: the policy's row, the column-major call its
+facts make (checked here by a NumPy model of BLAS's column-major ``gemm``,
+no GPU needed), the host's fallback, and on a CUDA device with
+nvmath-python every layout against NumPy."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polyarray as pa
+from polyarray import targets
+from polyarray.codegen.emit import dialect
+from polyarray.codegen.thresholds import using_thresholds
+from polyarray.schedules import Tile
+from polyarray.targets.cuda.blas import gemm_arguments
+from polyarray.targets.library import run_routine
+
+CUDA_OK, CUDA_WHY = targets.availability("cuda")
+
+
+def _has_cublas():
+    try:
+        from nvmath.bindings import cublas
+        cublas.get_property(0)
+        return True
+    except Exception:       # noqa: BLE001
+        return False
+
+
+needs_cublas = pytest.mark.skipif(not (CUDA_OK and _has_cublas()),
+                                  reason=f"a CUDA device with nvmath-python's cuBLAS "
+                                         f"(cuda: {CUDA_WHY})")
+
+
+@pytest.fixture
+def with_cublas(monkeypatch):
+    """Code generation as where nvmath-python is installed (no GPU needed)."""
+    monkeypatch.setitem(dialect._installed.__defaults__[0], "nvmath", True)
+
+
+def _products(dtype=np.float32):
+    """Products above ``BLAS_MIN_WORK``: x.T @ w, b @ c.T (batch 16), x @ x.T."""
+    x = pa.placeholder("x", (1024, 512), dtype)
+    w = pa.placeholder("w", (1024, 768), dtype)
+    b = pa.placeholder("b", (16, 512, 128), dtype)
+    c = pa.placeholder("c", (512, 128), dtype)
+    return x, w, b, c
+
+
+def _calls(outs, **kw):
+    return [k for k in pa.compile(outs, target="cuda", **kw).kernels.values()]
+
+
+def test_the_policy_gives_plain_float_products_to_cublas(with_cublas):
+    """Products that nothing is fused into go to cuBLAS with their layout
+    as stored (a transposed buffer read in place, a broadcast operand); an
+    elementwise reader becomes a kernel of its own."""
+    x, w, b, c = _products()
+    ks = _calls([pa.tanh(x.T @ w), b @ c.T, x @ x.T])
+    assert [(k.form, k.rule) for k in ks] == [
+        ("cublas", "matmul: cuBLAS"), ("elementwise", "gpu: elements per item"),
+        ("cublas", "matmul: cuBLAS"), ("cublas", "matmul: cuBLAS")]
+    first, _, batched, gram = ks
+    assert dict(first.facts["params"]) == dict(transpose_a=True, transpose_b=False,
+                                               batch_a=False, batch_b=False)
+    assert (first.facts["M"], first.facts["N"], first.facts["K"]) == (512, 768, 1024)
+    assert dict(batched.facts["params"]) == dict(transpose_a=False, transpose_b=True,
+                                                 batch_a=True, batch_b=False)
+    assert batched.facts["batch"] == 16
+    assert gram.args[0] == gram.args[1]         # x @ x.T: one buffer, both operands
+
+
+def test_what_stays_generated(with_cublas):
+    """Integers, complex values, small products, a user's schedule, and
+    everything when nvmath-python is missing or the row is turned off."""
+    x, w, _, _ = _products()
+    xi = pa.placeholder("xi", (1024, 512), np.int32)
+    wi = pa.placeholder("wi", (1024, 768), np.int32)
+    z = pa.placeholder("z", (1024, 512), np.complex64)
+    small = pa.placeholder("s", (256, 256), np.float32)     # 2^24 multiply-adds
+    forms = [k.form for k in _calls([xi.T @ wi, z.T @ z, small @ small])]
+    assert "cublas" not in forms, forms
+    ks = _calls(x.T @ w, schedule={"k0_einsum": [Tile("i", "j", 16, 16)]})
+    assert ks[0].form == "tiled matmul"
+    with using_thresholds(BLAS_MIN_WORK=1 << 62):
+        assert _calls(x.T @ w)[0].form == "tiled matmul"
+
+
+def test_without_nvmath_products_are_generated(monkeypatch):
+    monkeypatch.setitem(dialect._installed.__defaults__[0], "nvmath", False)
+    x, w, _, _ = _products()
+    assert _calls(x.T @ w)[0].form == "tiled matmul"
+
+
+def test_a_replayed_schedule_keeps_the_library_call(with_cublas):
+    x, w, _, _ = _products()
+    prog = pa.compile(x.T @ w, target="cuda")
+    again = pa.compile(x.T @ w, target="cuda", schedule=prog.schedule)
+    assert [k.form for k in again.kernels.values()] == ["cublas"]
+
+
+def _column_major(flat, rows, cols, ld, op):
+    """BLAS's operand: ``op(X)`` of the column-major ``X`` at ``flat`` with
+    leading dimension ``ld`` (``op`` 1: transposed), ``rows x cols`` after op."""
+    stored = (cols, rows) if op else (rows, cols)
+    x = flat[:ld * stored[1]].reshape(stored[1], ld).T[:stored[0]]
+    return x.T if op else x
+
+
+def _gemm_model(facts, a, b):
+    """C of the column-major strided-batched call ``gemm_arguments`` makes."""
+    opb, opa, m, n, k, ldb, lda, ldc, sb, sa, sc, batch = gemm_arguments(facts)
+    a, b = a.ravel(), b.ravel()
+    c = np.zeros(batch * sc, np.result_type(a, b))
+    for s in range(batch):
+        first = _column_major(b[s * sb:], m, k, ldb, opb)
+        second = _column_major(a[s * sa:], k, n, lda, opa)
+        c[s * sc:s * sc + ldc * n].reshape(n, ldc).T[:m] = first @ second
+    return c
+
+
+@pytest.mark.parametrize("transpose_a", [False, True])
+@pytest.mark.parametrize("transpose_b", [False, True])
+@pytest.mark.parametrize("batch", [(), (3,), (2, 3)])
+@pytest.mark.parametrize("broadcast", ["", "a", "b"])
+def test_the_column_major_call_computes_numpys_product(transpose_a, transpose_b, batch,
+                                                       broadcast):
+    """Every layout a product's facts can say, through the call's arguments
+    in a model of column-major BLAS, and through the host's fallback."""
+    rng = np.random.default_rng(7)
+    M, N, K = 5, 7, 3
+    ba, bb = (batch if broadcast != "a" else ()), (batch if broadcast != "b" else ())
+    a = rng.standard_normal(ba + ((K, M) if transpose_a else (M, K)))
+    b = rng.standard_normal(bb + ((N, K) if transpose_b else (K, N)))
+    want = np.matmul(np.swapaxes(a, -1, -2) if transpose_a else a,
+                     np.swapaxes(b, -1, -2) if transpose_b else b)
+    if not batch:
+        want = want.reshape(M, N)
+    params = (("batch_a", bool(ba)), ("batch_b", bool(bb)), ("transpose_a", transpose_a),
+              ("transpose_b", transpose_b))
+    facts = {"params": params, "M": M, "N": N, "K": K, "batch": int(np.prod(batch))}
+    np.testing.assert_allclose(_gemm_model(facts, a, b), want.ravel(), rtol=1e-12)
+    out, = run_routine("matmul", params, ((want.shape, "<f8"),), [a, b])
+    np.testing.assert_allclose(out, want, rtol=1e-12)
+
+
+@needs_cublas
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", ["plain", "transposed", "batched", "broadcast", "gram",
+                                  "epilogue", "ragged"])
+def test_cublas_products_match_numpy(dtype, case):
+    rng = np.random.default_rng(3)
+    m, n, k = (300, 257, 301) if case == "ragged" else (256, 384, 512)
+    shapes = {"plain": ((m, k), (k, n)), "transposed": ((k, m), (n, k)),
+              "batched": ((4, m, k), (4, k, n)), "broadcast": ((4, m, k), (k, n)),
+              "gram": ((m, k), None), "epilogue": ((m, k), (k, n)), "ragged": ((m, k), (k, n))}
+    sa, sb = shapes[case]
+    va = rng.standard_normal(sa).astype(dtype)
+    vb = rng.standard_normal(sb).astype(dtype) if sb else None
+    a = pa.placeholder("a", va.shape, dtype)
+    b = pa.placeholder("b", vb.shape, dtype) if sb else None
+    if case == "transposed":
+        expr, want = a.T @ b.T, va.T @ vb.T
+    elif case == "gram":
+        expr, want = a @ a.T, va @ va.T
+    elif case == "epilogue":
+        expr, want = pa.tanh(a @ b) + 1, np.tanh(va @ vb) + 1
+    else:
+        expr, want = a @ b, va @ vb
+    with using_thresholds(BLAS_MIN_WORK=1):         # the row for these sizes too
+        prog = pa.compile(expr, target="cuda")
+    assert "cublas" in [k.form for k in prog.kernels.values()]
+    got = prog(**{"a": va, **({"b": vb} if sb else {})})
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(k))
+    times = prog.profile(**{"a": va, **({"b": vb} if sb else {})})
+    assert times, "a profile names the library step too"
+
+
+@needs_cublas
+def test_products_in_repeated_calls_and_replayed_graphs(monkeypatch):
+    """A cuBLAS step inside CUDA graphs: ``prog.repeat``'s captured steps
+    (64 per graph, then one by one) and a program replayed as one graph;
+    each result is NumPy's loop's."""
+    from polyarray.targets.cuda import graphs
+    rng = np.random.default_rng(5)
+    xv = (rng.standard_normal((256, 256)) / 16).astype(np.float32)
+    w0 = np.eye(256, dtype=np.float32)
+    w = pa.shared(w0, name="w_blas_repeat")
+    x = pa.placeholder("x", (256, 256), np.float32)
+    with using_thresholds(BLAS_MIN_WORK=1):
+        prog = pa.compile([], target="cuda", updates={w: pa.tanh(x @ w) + w0})
+    assert "cublas" in [k.form for k in prog.kernels.values()]
+    prog.repeat(70, x=xv)
+    want = w0
+    for _ in range(70):
+        want = np.tanh(xv @ want) + w0
+    np.testing.assert_allclose(w.get_value(), want, rtol=1e-4, atol=1e-4)
+
+    monkeypatch.setattr(graphs, "REPLAY_MIN_LAUNCHES", 1)
+    a = pa.placeholder("a", (256, 512), np.float32)
+    with using_thresholds(BLAS_MIN_WORK=1):
+        replayed = pa.compile(pa.tanh(a @ a.T) + 1, target="cuda")
+    for seed in (1, 2):
+        av = np.random.default_rng(seed).standard_normal((256, 512)).astype(np.float32)
+        np.testing.assert_allclose(replayed(a=av), np.tanh(av @ av.T) + 1, rtol=1e-4,
+                                   atol=1e-4)
+    assert replayed._exe._replay is not None, "the program was replayed as a graph"
