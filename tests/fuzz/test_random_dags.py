@@ -29,6 +29,7 @@ from conftest import TEST_TARGETS
 from fuzz import (GENERATED_NAMES, HOSTILE_NAMES, HOSTILE_PAIRS, INT_DTYPES, NARROW,
                   layouts, make_case, random_dag)
 from helpers import assert_same
+from polyarray.codegen.thresholds import using_thresholds
 
 EXAMPLES = int(os.environ.get("POLYARRAY_DAG_EXAMPLES", "40"))
 
@@ -55,7 +56,10 @@ def test_random_dag_matches_numpy(target_name, seed, pick):
     note(case.description)
     note(case.script(target_name, options.get("device_kind")))
     assert not case.build_errors, f"seed={seed}: {case.build_errors[0]}"
-    got = pa.compile(case.arrays, target=target_name, **options)(**case.bindings)
+    options = dict(options)
+    with using_thresholds(**options.pop("thresholds", {})):
+        prog = pa.compile(case.arrays, target=target_name, **options)
+    got = prog(**case.bindings)
     assert len(got) == len(case.expected)
     for k, (g, w) in enumerate(zip(got, case.expected)):
         assert_same(g, w, f"random DAG seed={seed} on {target_name} ({layout}), "
