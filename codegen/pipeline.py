@@ -333,6 +333,8 @@ def _build_groups(plan, names, target, dialect, device, idx_dt, schedules, budge
         _build_group(asm, gi, g)
         plan.lifted = None
         plans = asm.kernels[start:]
+        if key is not None and any(kp.tu is None for kp in plans):
+            key = None          # a library call (a cuBLAS product): no code to reuse
         if key is not None:
             rep[gi] = plans
             first_of[key] = (gi, slots, plans)

@@ -22,6 +22,7 @@ is installed (``CudaDialect.vendor_blas``).
 from __future__ import annotations
 
 import logging
+import threading
 
 import numpy as np
 
@@ -31,8 +32,11 @@ _N, _T = 0, 1               # CUBLAS_OP_N, CUBLAS_OP_T
 
 
 def cublas():
-    """``(nvmath.bindings.cublas, a handle for the current context on
-    stream 0)``, or None (the reason logged once)."""
+    """``(nvmath.bindings.cublas, a handle for the current context and
+    thread, on stream 0)``, or None (the reason logged once).  A handle per
+    thread: a step inside a graph's capture points its handle at the
+    capture's stream for the call, which must not redirect another thread's
+    call (a Dask worker's) made meanwhile."""
     if "module" not in _STATE:
         try:
             from nvmath.bindings import cublas as api
@@ -47,7 +51,7 @@ def cublas():
         return None
     import pycuda.driver as drv
     ctx = drv.Context.get_current()
-    key = ("handle", ctx.handle if ctx is not None else None)
+    key = ("handle", ctx.handle if ctx is not None else None, threading.get_ident())
     if key not in _STATE:
         h = api.create()
         api.set_stream(h, 0)
@@ -77,9 +81,9 @@ class Gemm:
     kernels, or on the stream it is given (a CUDA graph's capture)."""
     on_stream = True
 
-    def __init__(self, info, api, handle):
+    def __init__(self, info, api):
         f = info.facts
-        self.api, self.handle = api, handle
+        self.api = api
         self.dtype = np.dtype(f["outputs"][0][1])
         self.a, self.b, self.c = info.args
         self.args = gemm_arguments(f)
@@ -94,7 +98,7 @@ class Gemm:
         opb, opa, m, n, k, ldb, lda, ldc, sb, sa, sc, batch = self.args
         if not (m and n and batch):
             return
-        h = self.handle
+        _, h = cublas()                 # this thread's handle
         a, b, c = int(bufs[self.a]), int(bufs[self.b]), int(bufs[self.c])
         one, zero = self.one.ctypes.data, self.zero.ctypes.data
         if stream is not None:
@@ -121,4 +125,4 @@ def step_for(info, drv, alloc):
     if info.facts.get("op") != "matmul":
         return None
     found = cublas()
-    return None if found is None else Gemm(info, *found)
+    return None if found is None else Gemm(info, found[0])

@@ -111,7 +111,11 @@ def _cublas():
     """The cuBLAS module and the current context's handle (``geam``'s
     transposes around ``solve``): ``blas.cublas``'s."""
     from .blas import cublas
-    return cublas()
+    found = cublas()
+    if found is None:
+        raise ImportError("cuBLAS is not usable here (nvmath-python's bindings): "
+                          "pip install nvmath-python[cu13]")
+    return found
 
 
 class _Factors:

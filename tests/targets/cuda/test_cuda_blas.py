@@ -92,6 +92,23 @@ def test_without_nvmath_products_are_generated(monkeypatch):
     assert _calls(x.T @ w)[0].form == "tiled matmul"
 
 
+def test_same_shaped_products_and_products_seen_before(with_cublas):
+    """Kernel reuse (a group launched as an earlier one's instance, a
+    group's code kept for later programs) does not apply to a library call:
+    two products of one shape in a program are two calls, and a product a
+    program compiled before is still called by the next one."""
+    x = pa.placeholder("x", (2048, 1024), np.float32)
+    w1 = pa.placeholder("w1", (1024, 1024), np.float32)
+    w2 = pa.placeholder("w2", (1024, 1024), np.float32)
+    layer = [k.form for k in _calls(pa.tanh(x @ w1) @ w2)]
+    assert layer == ["cublas", "elementwise", "cublas"], layer
+    y = pa.placeholder("y", (2048, 1024), np.float32)
+    v = pa.placeholder("v", (1024, 1536), np.float32)
+    assert [k.form for k in _calls(y @ v)] == ["cublas"]
+    again = [(k.form, k.args) for k in _calls([y @ v, pa.sin(y)])]
+    assert [f for f, _ in again] == ["cublas", "elementwise"], again
+
+
 def test_a_replayed_schedule_keeps_the_library_call(with_cublas):
     x, w, _, _ = _products()
     prog = pa.compile(x.T @ w, target="cuda")
@@ -175,7 +192,8 @@ def test_cublas_products_match_numpy(dtype, case):
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(k))
     times = prog.profile(**{"a": va, **({"b": vb} if sb else {})})
-    assert times, "a profile names the library step too"
+    blas = [k.name for k in prog.kernels.values() if k.form == "cublas"]
+    assert blas and all(name in str(times) for name in blas), times
 
 
 @needs_cublas
@@ -192,6 +210,7 @@ def test_products_in_repeated_calls_and_replayed_graphs(monkeypatch):
     with using_thresholds(BLAS_MIN_WORK=1):
         prog = pa.compile([], target="cuda", updates={w: pa.tanh(x @ w) + w0})
     assert "cublas" in [k.form for k in prog.kernels.values()]
+    assert prog._exe.repeats_in_graphs(), "the product is captured, not called call by call"
     prog.repeat(70, x=xv)
     want = w0
     for _ in range(70):
