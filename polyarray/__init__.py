@@ -57,7 +57,7 @@ from .api.reductions import (nansum, nanprod, nanmax, nanmin, nanmean, ptp, aver
                              count_nonzero, cov, corrcoef)
 from .api.matrices import (dot, matmul, vdot, inner, outer, tensordot, einsum, kron,
                            diag, diagonal, trace, tril, triu, cross, vecdot, tril_indices,
-                           triu_indices)
+                           triu_indices, matmul_precision, set_matmul_precision)
 from .api.shapes import (reshape, transpose, permute_dims, matrix_transpose,
                          broadcast_to, broadcast_arrays, expand_dims, squeeze,
                          concatenate, concat, stack, flip, moveaxis, swapaxes, ravel)
@@ -191,7 +191,7 @@ __all__ = [
     "isrealobj", "jit", "Jitted", "kron", "LazyValueError", "lcm", "ldexp", "left_shift",
     "less", "less_equal", "lexsort", "linalg", "linspace", "log", "log10", "log1p", "log2",
     "logaddexp", "logaddexp2", "logical_and", "logical_not", "logical_or", "logical_xor",
-    "logspace", "matmul", "matrix_transpose", "max", "maximum", "mean", "median",
+    "logspace", "matmul", "matmul_precision", "matrix_transpose", "max", "maximum", "mean", "median",
     "memory_stats", "meshgrid", "min", "minimum", "modf", "moveaxis", "multiply", "nan",
     "nan_to_num", "nanmax", "nanmean", "nanmedian", "nanmin", "nanpercentile", "nanprod",
     "nanquantile", "nansum", "ndarray", "negative", "newaxis", "NonConcreteBooleanIndexError",
@@ -201,7 +201,7 @@ __all__ = [
     "quantile", "rad2deg", "radians", "random", "ravel", "raw_kernel", "RawKernel", "real",
     "reciprocal", "reduction_kernel", "remainder", "repeat", "reshape", "result_type",
     "right_shift", "rint", "roll", "rot90", "round", "ScheduleError", "schedules",
-    "searchsorted", "select", "set_default_target", "set_opencl_queue", "shared",
+    "searchsorted", "select", "set_default_target", "set_matmul_precision", "set_opencl_queue", "shared",
     "SharedVariable", "show", "sign", "signbit", "sin", "sinc", "sinh", "sort", "split", "sqrt",
     "square", "squeeze", "stack", "std", "subtract", "sum",
     "swapaxes", "take", "take_along_axis", "tan", "tanh", "target", "tensordot", "testing",

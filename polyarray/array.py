@@ -268,14 +268,14 @@ class Array:
                         lambda: ufuncs.right_shift(self._node, node_of(other)), other)
 
     def __matmul__(self, other):
-        return Array(linalg.matmul(self._node, node_of(other)))
+        return Array(linalg.matmul(self._node, node_of(other), linalg.default_precision()))
 
     def __rmatmul__(self, other):
-        return Array(linalg.matmul(node_of(other), self._node))
+        return Array(linalg.matmul(node_of(other), self._node, linalg.default_precision()))
 
     def __imatmul__(self, other):
-        return in_place(self, "matmul", lambda: linalg.matmul(self._node, node_of(other)),
-                        other)
+        return in_place(self, "matmul", lambda: linalg.matmul(
+            self._node, node_of(other), linalg.default_precision()), other)
 
     # -- methods mirroring ndarray (NumPy's signatures; ``out`` must be None)
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
@@ -464,7 +464,8 @@ class Array:
 
     def dot(self, b, out=None):
         """Dot product with ``b`` (``ndarray.dot``, as ``pa.dot``), lazily."""
-        return into_out(out, "dot", linalg.dot(self._node, node_of(b)))
+        return into_out(out, "dot", linalg.dot(self._node, node_of(b),
+                                               linalg.default_precision()))
 
     def take(self, indices, axis=None, out=None, mode="raise"):
         """Elements at ``indices`` along ``axis`` (``ndarray.take``, as ``pa.take``:

@@ -85,6 +85,7 @@ def build_product(asm, name, node, choice):
     facts = {"op": "matmul", "params": tuple(sorted(params)), "inputs": 2,
              "input_specs": tuple(specs), "outputs": ((tuple(node.shape), node.dtype.str),),
              "M": size[sub.i], "N": size[sub.j], "K": size[sub.k],
-             "batch": math.prod(size[c] for c in sub.batch)}
+             "batch": math.prod(size[c] for c in sub.batch),
+             "precision": node.precision if node.dtype.itemsize == 4 else "highest"}
     asm.kernels.append(LibraryPlan(name, tuple(args) + (asm.buffers[id(node)],),
                                    str(choice.form), choice.rule, facts))

@@ -100,6 +100,7 @@ class Contraction:
     itemsize: int = 4
     kind: str = "f"
     scheduled: bool = False
+    precision: str = "highest"  # the user's: "tf32" / "bf16" where tensor cores may serve
 
 
 @dataclass(frozen=True)
@@ -212,7 +213,7 @@ def product_class(node, reduction=None, one_buffer=False) -> Contraction:
     return Contraction(size[sub.i], size[sub.j], size[sub.k], True, one_buffer,
                        reduction or replace(red, R=size[sub.k]),
                        math.prod(size[c] for c in sub.batch), node.dtype.itemsize,
-                       node.dtype.kind)
+                       node.dtype.kind, precision=getattr(node, "precision", "highest"))
 
 
 def contraction_class(node, spec, plan, buffers, scheduled=False) -> Contraction:

@@ -257,10 +257,12 @@ def _split_k_params(c, d, t):
 def _vendor_matmul(c, d, t):
     """A float32/float64 product the device's BLAS computes (the generated
     tiles reach 0.68-0.87 of cuBLAS; a library call is a host step, so
-    small products keep the tiles); not where the user schedules it, and
-    within BLAS's 32-bit sizes."""
+    small products keep the tiles, unless the user asked for tensor cores:
+    a float32 product of precision "tf32" or "bf16"); not where the user
+    schedules it, and within BLAS's 32-bit sizes."""
+    tensor_cores = c.precision != "highest" and c.itemsize == 4
     return d.vendor_blas == "cublas" and c.kind == "f" and c.itemsize in (4, 8) \
-        and not c.scheduled and c.batch * c.M * c.N * c.K >= t.BLAS_MIN_WORK \
+        and not c.scheduled and (tensor_cores or c.batch * c.M * c.N * c.K >= t.BLAS_MIN_WORK) \
         and max(c.M, c.N, c.K, c.batch) < 2 ** 31
 
 

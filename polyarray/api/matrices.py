@@ -4,6 +4,8 @@
 ``diagonal``, ``trace``, ``tril``, ``triu``, ``tril_indices``, ``triu_indices``."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from ..array import Array, node_of
 from ..ops import linalg as L, arrange as AR, matrices as M
 from ..ops.axes import no_out
@@ -12,39 +14,69 @@ from ..ops.axes import no_out
 # -- linear algebra ----------------------------------------------------------
 
 def einsum(subscripts, /, *operands, out=None, dtype=None, order="K", casting="safe",
-           optimize=False) -> Array:
+           optimize=False, precision=None) -> Array:
     """Einstein summation over ``operands`` (``np.einsum``), lazily.
 
     Subscript strings (``...`` broadcasting included) and NumPy's
     operand-list form; ``dtype`` and ``casting`` as NumPy's.  ``optimize``
     is accepted and ignored (polyarray schedules contractions itself);
-    ``out=`` must be None."""
+    ``out=`` must be None; ``precision`` as ``matmul``'s."""
     no_out(out, "einsum")
     return Array(L.einsum(node_of(subscripts), *map(node_of, operands), dtype=dtype,
-                          casting=casting))
+                          casting=casting, precision=L.check_precision(precision, "einsum")))
 
 
-def tensordot(a, b, axes=2) -> Array:
+def tensordot(a, b, axes=2, *, precision=None) -> Array:
     """Sum of products over the given ``axes`` of ``a`` and ``b``
-    (``np.tensordot``), as one lazy contraction."""
-    return Array(L.tensordot(node_of(a), node_of(b), axes))
+    (``np.tensordot``), as one lazy contraction; ``precision`` as ``matmul``'s."""
+    return Array(L.tensordot(node_of(a), node_of(b), axes,
+                             L.check_precision(precision, "tensordot")))
 
 
-def dot(a, b, out=None) -> Array:
+def dot(a, b, out=None, *, precision=None) -> Array:
     """Dot product of ``a`` and ``b`` (``np.dot``: matrix product for 2-D,
     sum over the last axis of ``a`` and the second-to-last of ``b`` for N-D),
-    lazily.  ``out=`` must be None."""
+    lazily.  ``out=`` must be None; ``precision`` as ``matmul``'s."""
     no_out(out, "dot")
-    return Array(L.dot(node_of(a), node_of(b)))
+    return Array(L.dot(node_of(a), node_of(b), L.check_precision(precision, "dot")))
 
 
-def matmul(x1, x2, /, out=None) -> Array:
+def matmul(x1, x2, /, out=None, *, precision=None) -> Array:
     """Matrix product with broadcast batches, ``x1 @ x2`` (``np.matmul``), lazily.
 
     Integer products wrap as NumPy's; float sums run in another order than
-    NumPy's BLAS, so the last bits may differ.  ``out=`` must be None."""
+    NumPy's BLAS, so the last bits may differ.  ``out=`` must be None.
+    ``precision`` (JAX's manner): "highest" (NumPy's float32 products),
+    "tf32" or "bf16" (a float32 product's inputs rounded to TF32 or bfloat16
+    on tensor cores, summed in float32: faster, about 3 or 2 decimal digits;
+    where a target has a library for it, cuBLAS on CUDA; elsewhere
+    "highest"); None: the default in force (``matmul_precision``,
+    ``set_matmul_precision``; "highest" unless changed)."""
     no_out(out, "matmul")
-    return Array(L.matmul(node_of(x1), node_of(x2)))
+    return Array(L.matmul(node_of(x1), node_of(x2), L.check_precision(precision)))
+
+
+def set_matmul_precision(precision) -> str:
+    """Set the process's default precision of matrix products built from
+    now on (``matmul``'s ``precision``); returns the previous default."""
+    previous = L._PROCESS_PRECISION[0]
+    if precision is None:
+        raise ValueError(f"set_matmul_precision: give one of {', '.join(map(repr, L.PRECISIONS))}")
+    L._PROCESS_PRECISION[0] = L.check_precision(precision, "set_matmul_precision")
+    return previous
+
+
+@contextmanager
+def matmul_precision(precision):
+    """Products built inside take ``precision`` where they name none (as
+    JAX's ``default_matmul_precision``): ``with pa.matmul_precision("tf32"):
+    y = x @ w``.  Per thread and context."""
+    token = L._DEFAULT_PRECISION.set(L.check_precision(precision, "matmul_precision")
+                                     if precision is not None else None)
+    try:
+        yield
+    finally:
+        L._DEFAULT_PRECISION.reset(token)
 
 
 def vdot(a, b) -> Array:
@@ -52,9 +84,10 @@ def vdot(a, b) -> Array:
     return Array(L.vdot(node_of(a), node_of(b)))
 
 
-def inner(a, b) -> Array:
-    """Sum of products over the last axes of ``a`` and ``b`` (``np.inner``), lazily."""
-    return Array(L.inner(node_of(a), node_of(b)))
+def inner(a, b, *, precision=None) -> Array:
+    """Sum of products over the last axes of ``a`` and ``b`` (``np.inner``),
+    lazily; ``precision`` as ``matmul``'s."""
+    return Array(L.inner(node_of(a), node_of(b), L.check_precision(precision, "inner")))
 
 
 def outer(a, b, out=None) -> Array:

@@ -271,7 +271,7 @@ class Translator:
         roots = [(self._eff[o], letters) for o, letters in zip(node.operands, operands)]
         entries, inputs, index = self._entries(roots)
         entries.append(("einsum", out, node.shape, node.dtype, node.subscripts,
-                        tuple(index[r] for r in roots)))
+                        tuple(index[r] for r in roots), node.precision))
         stage = self._stage("einsum", entries, (len(entries) - 1,), out + contracted,
                             contracted)
         result = self._blockwise(stage, inputs, node.dtype,

@@ -42,7 +42,7 @@ class Stage:
     ``entries``: nodes in topological order, each ``(kind, letters, full
     shape, dtype, *fields)``; children are entry positions.  Kinds: ``in``
     (input ``k``), ``il`` (an elementwise IndexLambda: expr, op, bindings),
-    ``reduce`` (op, child, axes), ``einsum`` (subscripts, children),
+    ``reduce`` (op, child, axes), ``einsum`` (subscripts, children, precision),
     ``moments`` (child, axes: ``moments.chunk_outputs``).  ``letters`` name
     the axes (the blockwise indices), so an entry's chunk shape is the block
     size of each letter (1 where the full size is 1: a broadcast axis).
@@ -95,8 +95,9 @@ def build(stage, sizes) -> list:
         elif kind == "moments":         # made by _program (moments.chunk_outputs)
             node = None
         else:
-            subscripts, children = fields
-            node = N.Einsum.make(shape, dtype, subscripts, tuple(made[i] for i in children))
+            subscripts, children, precision = fields
+            node = N.Einsum.make(shape, dtype, subscripts, tuple(made[i] for i in children),
+                                 precision)
         made.append(node)
     return made
 

@@ -442,10 +442,13 @@ class Reduce(Node):
 @dataclass(frozen=True, eq=False, repr=False)
 class Einsum(Node):
     """``np.einsum(subscripts, *operands)`` with explicit output subscripts.
-    All operands already have ``dtype`` (the result dtype)."""
+    All operands already have ``dtype`` (the result dtype).  ``precision``:
+    the least a float32 product may be computed with ("highest": NumPy's;
+    "tf32", "bf16": tensor-core inputs, where a target's library has them)."""
     mapper_method = "map_einsum"
     subscripts: str
     operands: tuple
+    precision: str = "highest"
 
     def children(self):
         return self.operands

@@ -70,7 +70,8 @@ class _Renderer(Mapper):
     @_cut_deep
     def map_einsum(self, node, depth):
         operands = ", ".join(self.operand(o, depth) for o in node.operands)
-        return f"einsum({node.subscripts!r}, {operands})"
+        extra = f", precision={node.precision!r}" if node.precision != "highest" else ""
+        return f"einsum({node.subscripts!r}, {operands}{extra})"
 
     @_cut_deep
     def map_reshape(self, node, depth):

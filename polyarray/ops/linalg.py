@@ -6,6 +6,7 @@ contraction node.  ``outer`` has no reduction and stays elementwise.
 """
 from __future__ import annotations
 
+import contextvars
 import operator
 import string
 
@@ -21,6 +22,31 @@ from .shapes import broadcast_to, reshape, squeeze
 from .memo import memoized
 
 _LETTERS = string.ascii_letters
+
+# matrix products' precision: "highest" computes float32 products as NumPy
+# does; "tf32" and "bf16" let a library with tensor cores (cuBLAS) round the
+# inputs to TF32 or bfloat16, summing in float32 (JAX's "default" and bf16 on
+# GPUs).  Targets without such a library compute at "highest".
+PRECISIONS = ("highest", "tf32", "bf16")
+_DEFAULT_PRECISION = contextvars.ContextVar("polyarray_matmul_precision", default=None)
+_PROCESS_PRECISION = ["highest"]
+
+
+def check_precision(precision, what="matmul") -> str:
+    """``precision`` checked, or the default in force where it is None."""
+    if precision is None:
+        return default_precision()
+    if precision not in PRECISIONS:
+        raise ValueError(f"{what}: precision={precision!r} is not one of "
+                         f"{', '.join(map(repr, PRECISIONS))} (or None: the default, "
+                         f"{default_precision()!r} now)")
+    return precision
+
+
+def default_precision() -> str:
+    """The precision of products built now without one: the innermost
+    ``pa.matmul_precision`` block's, else the process default."""
+    return _DEFAULT_PRECISION.get() or _PROCESS_PRECISION[0]
 
 
 def _sublists(args):
@@ -121,7 +147,7 @@ def _broadcast(ins, nodes):
 
 
 @memoized
-def einsum(subscripts, *operands, dtype=None, casting="safe") -> N.Node:
+def einsum(subscripts, *operands, dtype=None, casting="safe", precision="highest") -> N.Node:
     if not isinstance(subscripts, str):
         subscripts, operands = _sublists((subscripts,) + operands)
     nodes = [as_node(o) for o in operands]
@@ -144,14 +170,14 @@ def einsum(subscripts, *operands, dtype=None, casting="safe") -> N.Node:
         rename.setdefault(c, _LETTERS[len(rename)])
     sub = ",".join("".join(rename[c] for c in s) for s in ins) + "->" + \
         "".join(rename[c] for c in out)
-    return N.Einsum.make(shape, dtype, sub, tuple(nodes))
+    return N.Einsum.make(shape, dtype, sub, tuple(nodes), precision)
 
 
 def _letters(n, skip=""):
     return [c for c in _LETTERS if c not in skip][:n]
 
 
-def tensordot(a, b, axes=2) -> N.Node:
+def tensordot(a, b, axes=2, precision="highest") -> N.Node:
     na, nb = as_node(a), as_node(b)
     if np.ndim(axes) == 0:          # an int (or 0-d array): the last/first ``axes`` axes
         axes = axis_index(axes)
@@ -181,11 +207,12 @@ def tensordot(a, b, axes=2) -> N.Node:
             sb[k] = next(letters)
     out = [sa[k] for k in range(na.ndim) if k not in ax_a] + \
           [sb[k] for k in range(nb.ndim) if k not in ax_b]
-    return einsum("".join(sa) + "," + "".join(sb) + "->" + "".join(out), na, nb)
+    return einsum("".join(sa) + "," + "".join(sb) + "->" + "".join(out), na, nb,
+                  precision=precision)
 
 
 @memoized
-def dot(a, b) -> N.Node:
+def dot(a, b, precision="highest") -> N.Node:
     na, nb = as_node(a), as_node(b)
     if na.ndim == 0 or nb.ndim == 0:
         return apply_ufunc("multiply", na, nb)
@@ -193,12 +220,12 @@ def dot(a, b) -> N.Node:
         if na.shape[-1] != nb.shape[0]:
             raise ValueError(f"shapes {na.shape} and {nb.shape} not aligned: "
                              f"{na.shape[-1]} (dim {na.ndim - 1}) != {nb.shape[0]} (dim 0)")
-        return tensordot(na, nb, ([na.ndim - 1], [0]))
+        return tensordot(na, nb, ([na.ndim - 1], [0]), precision)
     if na.shape[-1] != nb.shape[-2]:
         raise ValueError(f"shapes {na.shape} and {nb.shape} not aligned: "
                          f"{na.shape[-1]} (dim {na.ndim - 1}) != "
                          f"{nb.shape[-2]} (dim {nb.ndim - 2})")
-    return tensordot(na, nb, ([na.ndim - 1], [nb.ndim - 2]))
+    return tensordot(na, nb, ([na.ndim - 1], [nb.ndim - 2]), precision)
 
 
 # matrices of fewer rows than this, batched against one matrix, are stacked into
@@ -208,7 +235,7 @@ FOLD_ROWS_BELOW = 16
 
 
 @memoized
-def matmul(a, b) -> N.Node:
+def matmul(a, b, precision="highest") -> N.Node:
     """One einsum, whatever the ranks: ``A @ v`` is ``ik,k->i`` (no reshape
     copies), and a batch axis missing from one operand is left out of its
     letters (broadcast by the contraction, not copied); a batch that is
@@ -236,7 +263,7 @@ def matmul(a, b) -> N.Node:
         # (doitgen's (220, 250, 1, 512) @ (512, 512) is a (55000, 512) @ (512, 512)
         # product, not 55000 of one row each); each element sums the same terms
         rows = reshape(na, (-1, ka))
-        return reshape(einsum("ik,kj->ij", rows, nb),
+        return reshape(einsum("ik,kj->ij", rows, nb, precision=precision),
                        batch_a + (na.shape[-2], nb.shape[-1]))
     bl = "".join(_letters(len(batch), "ijk"))
     ops, subs = [], []
@@ -247,7 +274,7 @@ def matmul(a, b) -> N.Node:
         ops.append(n)
         subs.append(letters + core)
     out = bl + ("" if a1 else "i") + ("" if b1 else "j")
-    return einsum(f"{subs[0]},{subs[1]}->{out}", *ops)
+    return einsum(f"{subs[0]},{subs[1]}->{out}", *ops, precision=precision)
 
 
 def vdot(a, b) -> N.Node:
@@ -260,14 +287,14 @@ def vdot(a, b) -> N.Node:
     return einsum("i,i->", reshape(na, (-1,)), reshape(nb, (-1,)))
 
 
-def inner(a, b) -> N.Node:
+def inner(a, b, precision="highest") -> N.Node:
     na, nb = as_node(a), as_node(b)
     if na.ndim == 0 or nb.ndim == 0:
         return apply_ufunc("multiply", na, nb)
     if na.shape[-1] != nb.shape[-1]:
         raise ValueError(f"inner: shapes {na.shape} and {nb.shape} not aligned "
                          "along their last axes")
-    return tensordot(na, nb, ([na.ndim - 1], [nb.ndim - 1]))
+    return tensordot(na, nb, ([na.ndim - 1], [nb.ndim - 1]), precision)
 
 
 def outer(a, b) -> N.Node:

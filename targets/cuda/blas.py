@@ -29,6 +29,10 @@ import numpy as np
 log = logging.getLogger("polyarray.cuda")
 _STATE = {}
 _N, _T = 0, 1               # CUBLAS_OP_N, CUBLAS_OP_T
+_R_32F = 0                  # cudaDataType CUDA_R_32F
+_DEFAULT_ALGO = -1          # CUBLAS_GEMM_DEFAULT
+# a float32 product's precision -> cuBLAS's compute type for it (tensor cores)
+_FAST = {"tf32": "COMPUTE_32F_FAST_TF32", "bf16": "COMPUTE_32F_FAST_16BF"}
 
 
 def cublas():
@@ -90,6 +94,16 @@ class Gemm:
         letter = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}[self.dtype]
         self.gemm = getattr(api, f"{letter}gemm")
         self.batched = getattr(api, f"{letter}gemm_strided_batched")
+        fast = _FAST.get(f.get("precision", "highest")) if letter == "s" else None
+        if fast is not None:        # float32 in and out, inputs rounded on tensor cores
+            compute = int(getattr(api.ComputeType, fast))
+            ex, batched_ex = api.gemm_ex, api.gemm_strided_batched_ex
+            self.gemm = lambda h, oa, ob, m, n, k, al, a, lda, b, ldb, be, c, ldc: ex(
+                h, oa, ob, m, n, k, al, a, _R_32F, lda, b, _R_32F, ldb, be, c, _R_32F, ldc,
+                compute, _DEFAULT_ALGO)
+            self.batched = lambda h, oa, ob, m, n, k, al, a, lda, sa, b, ldb, sb, be, c, ldc, \
+                sc, count: batched_ex(h, oa, ob, m, n, k, al, a, _R_32F, lda, sa, b, _R_32F, ldb,
+                                      sb, be, c, _R_32F, ldc, sc, count, compute, _DEFAULT_ALGO)
         # alpha and beta by host pointer (cuBLAS's default pointer mode): kept alive here
         self.one, self.zero = np.ones(1, self.dtype), np.zeros(1, self.dtype)
         self.facts = f
@@ -116,7 +130,10 @@ class Gemm:
     def describe(self) -> str:
         f = self.facts
         what = f"{f['batch']} products" if f["batch"] > 1 else "a product"
-        return (f"matmul runs in cuBLAS ({self.dtype.name}, {what} of {f['M']} x {f['K']} "
+        precision = f.get("precision", "highest")
+        how = f", {precision} tensor cores" if precision != "highest" and \
+            self.dtype == np.float32 else ""
+        return (f"matmul runs in cuBLAS ({self.dtype.name}{how}, {what} of {f['M']} x {f['K']} "
                 f"by {f['K']} x {f['N']})")
 
 

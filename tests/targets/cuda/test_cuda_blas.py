@@ -226,3 +226,34 @@ def test_products_in_repeated_calls_and_replayed_graphs(monkeypatch):
         np.testing.assert_allclose(replayed(a=av), np.tanh(av @ av.T) + 1, rtol=1e-4,
                                    atol=1e-4)
     assert replayed._exe._replay is not None, "the program was replayed as a graph"
+
+
+def test_tensor_core_precisions_go_to_cublas_at_any_size(with_cublas):
+    """A float32 product asking for "tf32" or "bf16" is a cuBLAS call
+    however small (the user asked for tensor cores); float64 and "highest"
+    products keep the size rule."""
+    s = pa.placeholder("s", (64, 64), np.float32)
+    d = pa.placeholder("d", (64, 64), np.float64)
+    ks = _calls([pa.matmul(s, s, precision="tf32"), pa.matmul(s, s, precision="bf16"),
+                 s @ s + 1, pa.matmul(d, d, precision="tf32")])
+    assert [k.form for k in ks if "einsum" in k.name] == ["cublas", "cublas", "tiled matmul",
+                                                          "mma matmul"]
+    assert [k.facts.get("precision") for k in ks[:2]] == ["tf32", "bf16"]
+
+
+@needs_cublas
+@pytest.mark.parametrize("precision,tol", [("tf32", 2e-3), ("bf16", 2e-2)])
+def test_tensor_core_products_are_close_to_numpy_and_not_exact(precision, tol):
+    """TF32 / bfloat16 inputs on the tensor cores: within the format's
+    rounding of NumPy's product, and not NumPy's bits (the tensor cores ran)."""
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((512, 1024)).astype(np.float32)
+    b = rng.standard_normal((1024, 384)).astype(np.float32)
+    x, y = pa.placeholder("x", a.shape, np.float32), pa.placeholder("y", b.shape, np.float32)
+    prog = pa.compile(pa.matmul(x, y, precision=precision), target="cuda")
+    assert [k.facts.get("precision") for k in prog.kernels.values()] == [precision]
+    got, want = prog(x=a, y=b), a @ b
+    scale = np.abs(a) @ np.abs(b)
+    assert np.all(np.abs(got - want) <= tol * scale)
+    highest = pa.compile(x @ y, target="cuda")(x=a, y=b)
+    assert np.abs(got - want).max() > 10 * np.abs(highest - want).max()
