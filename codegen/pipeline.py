@@ -175,7 +175,9 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     dialect = dialect_of(target)        # the C it is written in, asked once
     t0 = clock()
     from .plan.half import singles_for_halves
-    outputs, halves = singles_for_halves(outputs)       # float16 computed in float32
+    # float16 computed in float32; its large products as the BLAS's half products
+    outputs, halves = singles_for_halves(
+        outputs, thresholds if dialect.vendor_blas == "cublas" else None)
     plan, device, budget = _plan(outputs, dialect, cpu, max_work_group, thresholds)
     stages = {"plan": clock() - t0}     # seconds, logged by the target (logs.log_duration)
     idx_dt = index_dtype_for(plan.order)

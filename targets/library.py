@@ -58,8 +58,16 @@ def _matmul(a, b, transpose_a, transpose_b, batch_a, batch_b):
     return (np.matmul(a, b),)
 
 
+def _matmul_half(a, b, **layout):
+    """``_matmul`` of float16 values given as their bits (uint16): NumPy's
+    float16 product, as bits."""
+    out, = _matmul(a.view(np.float16), b.view(np.float16), **layout)
+    return (out.view(np.uint16),)
+
+
 ROUTINES = {
     "matmul": _matmul,
+    "matmul_half": _matmul_half,
     "cholesky": _cholesky,
     "inv": lambda a: (np.linalg.inv(a),),
     "solve": lambda a, b: (np.linalg.solve(a, b),),
@@ -78,7 +86,7 @@ ROUTINES = {
 def qualified(op) -> str:
     """``fft.rfft`` or ``linalg.solve``: the routine as the user called its
     family (a product: ``matmul``)."""
-    return op if op == "matmul" else f"{library_family(op)}.{op}"
+    return "matmul" if op in ("matmul", "matmul_half") else f"{library_family(op)}.{op}"
 
 
 def run_on_host(node, arrays) -> list:
@@ -145,7 +153,7 @@ class HostCall:
                 self.write(bufs[name], value)
 
     def describe(self) -> str:
-        library = "pocketfft" if self.op in FFT_OPS else "BLAS" if self.op == "matmul" \
-            else "LAPACK"
+        library = "pocketfft" if self.op in FFT_OPS else "LAPACK" if self.op not in (
+            "matmul", "matmul_half") else "its matmul"
         return (f"{qualified(self.op)} runs on the host through NumPy ({library}): each call "
                 f"copies {self.bytes_out} bytes out of the device and {self.bytes_back} back")

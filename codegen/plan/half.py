@@ -21,8 +21,17 @@ products accumulate in float32 and round once).  So here:
 
 Temporaries computed in between are float32 buffers.  A raw kernel or a
 library call on float16 values is refused, as before.
+
+Where the target's BLAS has half products (cuBLAS: ``half_products``), a
+float16 matrix product of at least ``BLAS_MIN_WORK`` multiply-adds becomes
+the library call ``matmul_half`` on its operands' bits (the tensor cores'
+HGEMM, summing in float32 and rounding once, as NumPy's float16 product;
+NumPy's own ``matmul`` on the host where the library is missing), read back
+through ``from_half_bits``.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pymbolic.primitives as p
@@ -74,7 +83,54 @@ def _bits_of_data(node) -> N.DataWrapper:
     return N.DataWrapper.make(node.shape, U16, node.data, node.content_digest + "/half bits")
 
 
-def _rewritten(node, new, single):
+def _bits(value) -> N.Node:
+    """The half bits of a rewritten float16 value: the bits it was read
+    from, else its value written as bits (exact: every float16 node's
+    value is a half)."""
+    if isinstance(value, N.IndexLambda) and value.op == "float16 read":
+        return value.bindings[0][1]
+    return _elementwise("half_bits", value, U16, "float16 bits")
+
+
+def _transposes(node):
+    """The 2-D node that ``node`` transposes (``x.T``), or None."""
+    if not (isinstance(node, N.IndexLambda) and node.ndim == 2 and len(node.bindings) == 1):
+        return None
+    (name, child), = node.bindings
+    e = node.expr
+    if child.ndim == 2 and isinstance(e, p.Subscript) and e.aggregate == p.Variable(name) \
+            and tuple(e.index) == (p.Variable("_1"), p.Variable("_0")):
+        return child
+    return None
+
+
+def _half_product(node, new, thresholds):
+    """Float16 Einsum ``node`` as the library call ``matmul_half`` on its
+    operands' bits (``forms/library.build_product``'s params: A stored as
+    ``[.., k, i]`` where ``transpose_a``...), its result read back; or None
+    where it is no matrix product or too small."""
+    from ..policy.classify import letter_sizes, parse_subscripts
+    sub = parse_subscripts(node.subscripts)
+    if not sub.matmul:
+        return None
+    size = letter_sizes(node)
+    work = math.prod(size[c] for c in sub.batch) * size[sub.i] * size[sub.j] * size[sub.k]
+    if work < thresholds.BLAS_MIN_WORK or max(size.values()) >= 2 ** 31:
+        return None
+    params, inputs = [], []
+    for t, (o, letters) in enumerate(zip(node.operands, sub.ins)):
+        src = _transposes(o)            # x.T: x's bits, read transposed in place
+        order = letters if src is None else letters[::-1]
+        params += [(f"transpose_{'ab'[t]}", order[-1] != (sub.k if t == 0 else sub.j)),
+                   (f"batch_{'ab'[t]}", len(order) > 2)]
+        inputs.append(_bits(new[id(o if src is None else src)]))
+    inputs = tuple(inputs)
+    bits = N.LibraryCallOutput.make(node.shape, U16, "matmul_half", tuple(sorted(params)),
+                                    inputs, ((node.shape, U16.str),), 0)
+    return _elementwise("from_half_bits", bits, F32, "float16 read")
+
+
+def _rewritten(node, new, single, half_products=None):
     def swap(v):
         if isinstance(v, N.Node):
             return new[id(v)]
@@ -96,6 +152,10 @@ def _rewritten(node, new, single):
             half or any(c.dtype == F16 for c in node.children())):
         raise TypeError(f"{describe_node(node)} reads or makes float16 values: not on "
                         "device targets yet (use astype(np.float32) around it)")
+    if half and half_products is not None and isinstance(node, N.Einsum):
+        product = _half_product(node, new, half_products)
+        if product is not None:
+            return product
     values = {f: swap(getattr(node, f)) for f in N.field_names(cls)}
     if half:
         values["dtype"] = F32
@@ -122,22 +182,27 @@ def _check_data_positions(order, made, new):
         raise AssertionError("float16 rewrite: the data leaves changed order")
 
 
-def singles_for_halves(outputs):
+def singles_for_halves(outputs, half_products=None):
     """``(outputs, halves)``: the outputs of the DAG with float16 computed
     in float32 (unchanged where it has none), and the positions of the
-    outputs whose buffers hold float16 bits (``uint16``)."""
+    outputs whose buffers hold float16 bits (``uint16``).
+    ``half_products``: the thresholds under which float16 matrix products
+    become the BLAS's half products (None: the target has none)."""
     order = N.topological_order(outputs)
     if not has_half(order):
         return list(outputs), frozenset()
     single, new = _Single(), {}
     with N.collector_paused():
         for node in order:
-            new[id(node)] = _rewritten(node, new, single)
+            new[id(node)] = _rewritten(node, new, single, half_products)
     _check_data_positions(order, [new[id(o)] for o in outputs], new)
     outs, halves = [], set()
     for k, o in enumerate(outputs):
         if o.dtype == F16:
-            outs.append(_elementwise("half_bits", new[id(o)], U16, "float16 write"))
+            value = new[id(o)]
+            bits = _bits(value)         # a half product's bits are the output as they are
+            outs.append(bits if isinstance(bits, N.LibraryCallOutput) else
+                        _elementwise("half_bits", value, U16, "float16 write"))
             halves.add(k)
         else:
             outs.append(new[id(o)])

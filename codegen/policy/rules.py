@@ -445,6 +445,10 @@ RULES = (
     # inputs copied out and the results back (targets/library.py)
     Rule("linalg: cuSOLVER on the device", Call, lambda c, d, t: d.vendor_solvers
          and c.op in CUSOLVER_OPS and c.dtype in ("<f4", "<f8"), Form.CUSOLVER),
+    # float16 products (plan/half.py made them calls where the target has cuBLAS):
+    # HGEMM on the tensor cores; NumPy's float16 matmul on the host otherwise
+    Rule("matmul: float16 in cuBLAS", Call, lambda c, d, t: d.vendor_blas == "cublas"
+         and c.op == "matmul_half", Form.CUBLAS),
     Rule("linalg: LAPACK on the host", Call, lambda c, d, t: True, Form.HOST_LAPACK),
 )
 del E, R, C, W

@@ -29,7 +29,7 @@ import numpy as np
 log = logging.getLogger("polyarray.cuda")
 _STATE = {}
 _N, _T = 0, 1               # CUBLAS_OP_N, CUBLAS_OP_T
-_R_32F = 0                  # cudaDataType CUDA_R_32F
+_R_32F, _R_16F = 0, 2      # cudaDataType CUDA_R_32F, CUDA_R_16F
 _DEFAULT_ALGO = -1          # CUBLAS_GEMM_DEFAULT
 # a float32 product's precision -> cuBLAS's compute type for it (tensor cores)
 _FAST = {"tf32": "COMPUTE_32F_FAST_TF32", "bf16": "COMPUTE_32F_FAST_16BF"}
@@ -79,6 +79,20 @@ def gemm_arguments(facts) -> tuple:
             K * N if p["batch_b"] else 0, M * K if p["batch_a"] else 0, M * N, batch)
 
 
+def product_facts(facts) -> dict:
+    """A product call's facts with its sizes: a float16 product's call
+    (``matmul_half``, made by ``codegen/plan/half.py``) carries its layout
+    and operand shapes only."""
+    if "M" in facts:
+        return facts
+    p = dict(facts["params"])
+    (sa, _), (sb, _) = facts["input_specs"]
+    M, K = (sa[-1], sa[-2]) if p["transpose_a"] else (sa[-2], sa[-1])
+    N = sb[-2] if p["transpose_b"] else sb[-1]
+    out = facts["outputs"][0][0]
+    return dict(facts, M=M, N=N, K=K, batch=int(np.prod(out[:-2], dtype=np.int64)))
+
+
 class Gemm:
     """One product: ``{s,d}gemm``, or ``{s,d}gemm_strided_batched`` for a
     batch.  It only enqueues work (``on_stream``): on stream 0 between the
@@ -86,26 +100,34 @@ class Gemm:
     on_stream = True
 
     def __init__(self, info, api):
-        f = info.facts
+        f = product_facts(info.facts)
         self.api = api
-        self.dtype = np.dtype(f["outputs"][0][1])
+        half = f["op"] == "matmul_half"
+        self.dtype = np.dtype(np.float16) if half else np.dtype(f["outputs"][0][1])
         self.a, self.b, self.c = info.args
         self.args = gemm_arguments(f)
-        letter = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}[self.dtype]
-        self.gemm = getattr(api, f"{letter}gemm")
-        self.batched = getattr(api, f"{letter}gemm_strided_batched")
-        fast = _FAST.get(f.get("precision", "highest")) if letter == "s" else None
-        if fast is not None:        # float32 in and out, inputs rounded on tensor cores
+        letter = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
+                  np.dtype(np.float16): "h"}[self.dtype]
+        fast = _FAST.get(f.get("precision", "highest")) if letter == "s" else \
+            "COMPUTE_32F" if half else None
+        if fast is None:
+            self.gemm = getattr(api, f"{letter}gemm")
+            self.batched = getattr(api, f"{letter}gemm_strided_batched")
+        else:   # gemm_ex: float32 with its inputs rounded on the tensor cores, or
+            #     float16 in and out summed in float32 (HGEMM on the tensor cores)
             compute = int(getattr(api.ComputeType, fast))
+            ty = _R_16F if half else _R_32F
             ex, batched_ex = api.gemm_ex, api.gemm_strided_batched_ex
             self.gemm = lambda h, oa, ob, m, n, k, al, a, lda, b, ldb, be, c, ldc: ex(
-                h, oa, ob, m, n, k, al, a, _R_32F, lda, b, _R_32F, ldb, be, c, _R_32F, ldc,
+                h, oa, ob, m, n, k, al, a, ty, lda, b, ty, ldb, be, c, ty, ldc,
                 compute, _DEFAULT_ALGO)
             self.batched = lambda h, oa, ob, m, n, k, al, a, lda, sa, b, ldb, sb, be, c, ldc, \
-                sc, count: batched_ex(h, oa, ob, m, n, k, al, a, _R_32F, lda, sa, b, _R_32F, ldb,
-                                      sb, be, c, _R_32F, ldc, sc, count, compute, _DEFAULT_ALGO)
-        # alpha and beta by host pointer (cuBLAS's default pointer mode): kept alive here
-        self.one, self.zero = np.ones(1, self.dtype), np.zeros(1, self.dtype)
+                sc, count: batched_ex(h, oa, ob, m, n, k, al, a, ty, lda, sa, b, ty, ldb,
+                                      sb, be, c, ty, ldc, sc, count, compute, _DEFAULT_ALGO)
+        # alpha and beta by host pointer (cuBLAS's default pointer mode), of the
+        # compute type (float32 for a half product): kept alive here
+        scalar = np.float32 if half else self.dtype
+        self.one, self.zero = np.ones(1, scalar), np.zeros(1, scalar)
         self.facts = f
 
     def __call__(self, bufs, stream=None):
@@ -139,7 +161,7 @@ class Gemm:
 
 def step_for(info, drv, alloc):
     """The cuBLAS step of product ``info``, or None (no bindings)."""
-    if info.facts.get("op") != "matmul":
+    if info.facts.get("op") not in ("matmul", "matmul_half"):
         return None
     found = cublas()
     return None if found is None else Gemm(info, found[0])

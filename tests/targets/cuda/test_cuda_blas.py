@@ -257,3 +257,53 @@ def test_tensor_core_products_are_close_to_numpy_and_not_exact(precision, tol):
     assert np.all(np.abs(got - want) <= tol * scale)
     highest = pa.compile(x @ y, target="cuda")(x=a, y=b)
     assert np.abs(got - want).max() > 10 * np.abs(highest - want).max()
+
+
+def test_float16_products_become_half_calls(with_cublas):
+    """A float16 product above ``BLAS_MIN_WORK`` is cuBLAS's half product on
+    its operands' bits (``x.T`` read in place, no copy); smaller ones, and
+    every one without nvmath-python, compute in float32 kernels."""
+    x = pa.placeholder("x16", (1024, 512), np.float16)
+    w = pa.placeholder("w16", (1024, 768), np.float16)
+    ks = _calls([x.T @ w, pa.tanh(x.T @ w)])
+    assert [(k.form, k.rule) for k in ks][0] == ("cublas", "matmul: float16 in cuBLAS")
+    call = ks[0]
+    assert call.facts["op"] == "matmul_half"
+    assert [a.split("_", 1)[1] for a in call.args[:2]] == ["x16", "w16"]   # the inputs themselves
+    assert dict(call.facts["params"])["transpose_a"] is True
+    assert len(ks) == 2, ks                 # the call, then one kernel for both outputs
+    s = pa.placeholder("s16", (256, 256), np.float16)
+    assert "cublas" not in [k.form for k in _calls(s @ s)]
+
+
+def test_float16_products_on_the_host_are_numpys():
+    """The fallback (cuBLAS missing at run time): NumPy's float16 matmul on
+    the bits, every layout."""
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((3, 7, 5)).astype(np.float16)
+    b = rng.standard_normal((3, 6, 7)).astype(np.float16)      # [j, k]: transposed
+    params = (("batch_a", True), ("batch_b", True), ("transpose_a", True),
+              ("transpose_b", True))
+    out, = run_routine("matmul_half", params, (((3, 5, 6), "<u2"),),
+                       [a.view(np.uint16), b.view(np.uint16)])
+    want = np.matmul(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2))
+    np.testing.assert_array_equal(out.view(np.float16), want)
+
+
+@needs_cublas
+@pytest.mark.parametrize("case", ["plain", "transposed", "batched"])
+def test_float16_products_in_cublas_match_numpy(case):
+    rng = np.random.default_rng(4)
+    shapes = {"plain": ((512, 768), (768, 256)), "transposed": ((768, 512), (256, 768)),
+              "batched": ((4, 256, 512), (4, 512, 384))}
+    sa, sb = shapes[case]
+    va = rng.standard_normal(sa).astype(np.float16)
+    vb = rng.standard_normal(sb).astype(np.float16)
+    a, b = pa.placeholder("a", sa, np.float16), pa.placeholder("b", sb, np.float16)
+    expr, want = (a.T @ b.T, va.T @ vb.T) if case == "transposed" else (a @ b, va @ vb)
+    with using_thresholds(BLAS_MIN_WORK=1):
+        prog = pa.compile(expr, target="cuda")
+    assert [k.facts.get("op") for k in prog.kernels.values()][0] == "matmul_half"
+    got = prog(a=va, b=vb)
+    assert got.dtype == np.float16 and got.shape == want.shape
+    pa.testing.assert_allclose(got, want)
