@@ -64,14 +64,16 @@ def build(asm, name, group):
     asm.kernels.append(LibraryPlan(name, args, str(choice.form), choice.rule, facts))
 
 
-def build_product(asm, name, node, choice):
+def build_product(asm, name, node, choice, generated=None):
     """Append the ``LibraryPlan`` of Einsum ``node``, a matrix product the
     policy gave the device's BLAS (``Form.CUBLAS``): the call ``matmul`` of
     its operands' buffers as they are stored.  ``params`` say how:
     ``transpose_a`` (A stored as ``[k, i]``, not ``[i, k]``), ``transpose_b``
     (B as ``[j, k]``), ``batch_a``/``batch_b`` (the operand has the batch
     axes; else it is broadcast over them).  The output is C order
-    ``[batch..., i, j]``."""
+    ``[batch..., i, j]``.  ``generated``: the policy's choice for the same
+    product under a user's schedule (a tiled matmul): its facts go with the
+    call's, so that the tuner can time its schedules against the library."""
     sub = parse_subscripts(node.subscripts)
     size = letter_sizes(node)
     params, specs, args = [], [], []
@@ -87,5 +89,16 @@ def build_product(asm, name, node, choice):
              "M": size[sub.i], "N": size[sub.j], "K": size[sub.k],
              "batch": math.prod(size[c] for c in sub.batch),
              "precision": node.precision if node.dtype.itemsize == 4 else "highest"}
+    if generated is not None and generated.form == "tiled matmul":
+        split = generated.params.get("split", 1)
+        # the tiled kernel's operands as its steps name them (the user's names;
+        # the second an alias where both are one buffer)
+        users = {c: u for u, c in asm._to_device_names().items()}
+        facts["generated"] = {"A": users.get(args[0], args[0]),
+                              "B": args[1] + "_b" if args[1] == args[0]
+                              else users.get(args[1], args[1]), "M": facts["M"], "N": facts["N"], "K": facts["K"],
+                              "batch": facts["batch"] if sub.batch else 0, "split": split,
+                              "chunk": generated.params.get("chunk", facts["K"]),
+                              "itemsize": node.dtype.itemsize}
     asm.kernels.append(LibraryPlan(name, tuple(args) + (asm.buffers[id(node)],),
                                    str(choice.form), choice.rule, facts))

@@ -152,9 +152,10 @@ class Assembler:
             self.elementwise(f"{name}_epilogue",
                              Group(list(epilogue), "elementwise", epilogue[0].node.size))
             return
-        if choice.form == Form.CUBLAS:
+        if choice.form == Form.CUBLAS:      # (what a schedule for it would build: tuning)
             from ..forms import library
-            return library.build_product(self, name, node, choice)
+            return library.build_product(self, name, node, choice, choose(
+                replace(cls, scheduled=True), self.device, self.thresholds))
         if choice.form == Form.MMA_MATMUL:
             return form_module("mma_matmul").build(self, name, node, choice)
         if choice.form == Form.PACKED_MATMUL:

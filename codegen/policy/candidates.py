@@ -13,8 +13,9 @@ def tuning_candidates(form, facts, thresholds=None):
     kernel's ``size`` and ``shape``; a tiled matmul's ``M``, ``N``, ``K``,
     ``batch`` (products; 0: no batch axes), ``split`` and ``chunk`` (split-K:
     the chunks of K and their length), ``itemsize`` and operands ``A``,
-    ``B`` (its argument names: ``x @ x.T`` reads ``x`` and its alias);
-    ``thresholds``: default ``current_thresholds()``."""
+    ``B`` (its argument names: ``x @ x.T`` reads ``x`` and its alias); a
+    cuBLAS product's ``generated`` (the tiled matmul's facts, timed against
+    the call); ``thresholds``: default ``current_thresholds()``."""
     from ..schedule import (ElementsPerItem, GroupReduce, Layout, Prefetch, RegisterTile,
                            Split, StoreThroughLocal, Tag, Tile, Unroll, WorkGroup)
     out = []
@@ -52,6 +53,10 @@ def tuning_candidates(form, facts, thresholds=None):
                                       (128, 0, 32, 4))
                 if bt <= edge and depth_fits(kt)]
         out = list(dict.fromkeys(out))      # 8-byte types: two vector widths are one
+    elif form == Form.CUBLAS and "generated" in facts:
+        # the library call (its schedule: none, the default) against the tiled
+        # matmul a schedule builds instead: that form's candidates
+        out = tuning_candidates(Form.TILED_MATMUL, facts["generated"], thresholds)
     return out
 
 
