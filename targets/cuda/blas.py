@@ -11,7 +11,11 @@ column-major ``N x M`` one of ``B^T A^T``, so B is cuBLAS's first operand,
 each transposed where it is stored in the other order.  A batch is one
 strided-batched call (stride 0 for a broadcast operand).  The handle's math
 mode is cuBLAS's default: no TF32 for float32 (NumPy's precision; the
-``NVIDIA_TF32_OVERRIDE`` environment variable is the user's to set).  A
+``NVIDIA_TF32_OVERRIDE`` environment variable is the user's to set); a
+float32 product whose ``precision`` is "tf32" or "bf16" is ``gemm_ex``
+with the fast compute type, and a float16 product (the call
+``matmul_half`` that ``codegen/plan/half.py`` makes, on the operands'
+bits) ``gemm_ex`` with half inputs and output and float32 sums.  A
 step runs between the kernels on the legacy default stream, as they do.
 
 ``step_for`` returns None where the bindings are not installed; the target
