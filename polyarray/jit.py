@@ -330,7 +330,9 @@ class Jitted:
         sig, leaves = self._signature(args, kwargs)
         target = self._target_for(leaves)
         aliases = _aliases(leaves)
-        return (sig, target, aliases), sig, leaves
+        # the products' default precision in force is part of what a trace builds
+        from .ops.linalg import default_precision
+        return (sig, target, aliases, default_precision()), sig, leaves
 
     def _entry(self, args, kwargs):
         """(the call's trace, array leaves, results or None): traced and

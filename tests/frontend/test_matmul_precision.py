@@ -68,3 +68,21 @@ def test_targets_without_tensor_cores_compute_at_highest(target):
         if "cublas" in [k.form for k in prog.kernels.values()]:
             continue        # CUDA with cuBLAS: tensor cores (tests/targets/cuda/test_cuda_blas.py)
         assert_same(prog(x=a, y=b), a @ b, f"{target} {precision}")
+
+
+def test_jit_traces_again_under_another_default_precision():
+    """A ``pa.jit`` function's trace holds the products' precision: a call
+    under another default is traced again, never given the first trace's."""
+    seen = []
+
+    def f(a):
+        y = a @ a
+        seen.append(y._node.precision if hasattr(y, "_node") else None)
+        return y
+    g = pa.jit(f, target="numpy")
+    a = np.eye(3, dtype=np.float32)
+    with pa.matmul_precision("tf32"):
+        g(a)
+    g(a)
+    g(a)
+    assert seen == ["tf32", "highest"] and len(g.programs) == 2
