@@ -383,7 +383,7 @@ class Jitted:
         the programs its segments use."""
         lines = [f"pa.jit({getattr(self.fun, '__name__', '?')}): {len(self.programs)} "
                  f"signature(s), {len(self.segment_programs)} segment program(s)"]
-        for (sig, target, _), trace in self.programs.items():
+        for (sig, target, *_), trace in self.programs.items():
             kind = f"NumPy on the host (its program needs more than {self.max_kernels} new " \
                 "kernels)" if trace.host == "kernels" else \
                 "NumPy on the host (its graph breaks needed more than " \
