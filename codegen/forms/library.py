@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..policy.classify import Call, letter_sizes, parse_subscripts, read_buffer
+from ..policy.classify import (Call, letter_sizes, parse_subscripts, read_buffer,
+                               stored_layout)
 from ..policy import choose
 
 
@@ -76,15 +77,13 @@ def build_product(asm, name, node, choice, generated=None):
     call's, so that the tuner can time its schedules against the library."""
     sub = parse_subscripts(node.subscripts)
     size = letter_sizes(node)
-    params, specs, args = [], [], []
-    for t, (o, letters) in enumerate(zip(node.operands, sub.ins)):
+    orders, specs, args = [], [], []
+    for o, letters in zip(node.operands, sub.ins):
         src = read_buffer(o, asm.plan, asm.buffers)
-        order = letters if src is o else letters[::-1]     # as stored (x.T: reversed)
-        params += [(f"transpose_{'ab'[t]}", order[-1] != (sub.k if t == 0 else sub.j)),
-                   (f"batch_{'ab'[t]}", len(order) > 2)]
+        orders.append(letters if src is o else letters[::-1])    # as stored (x.T: reversed)
         specs.append((tuple(src.shape), src.dtype.str))
         args.append(asm.buffers[id(src)])
-    facts = {"op": "matmul", "params": tuple(sorted(params)), "inputs": 2,
+    facts = {"op": "matmul", "params": stored_layout(sub, orders), "inputs": 2,
              "input_specs": tuple(specs), "outputs": ((tuple(node.shape), node.dtype.str),),
              "M": size[sub.i], "N": size[sub.j], "K": size[sub.k],
              "batch": math.prod(size[c] for c in sub.batch),
@@ -94,11 +93,11 @@ def build_product(asm, name, node, choice, generated=None):
         # the tiled kernel's operands as its steps name them (the user's names;
         # the second an alias where both are one buffer)
         users = {c: u for u, c in asm._to_device_names().items()}
-        facts["generated"] = {"A": users.get(args[0], args[0]),
-                              "B": args[1] + "_b" if args[1] == args[0]
-                              else users.get(args[1], args[1]), "M": facts["M"], "N": facts["N"], "K": facts["K"],
-                              "batch": facts["batch"] if sub.batch else 0, "split": split,
-                              "chunk": generated.params.get("chunk", facts["K"]),
-                              "itemsize": node.dtype.itemsize}
+        facts["generated"] = {
+            "A": users.get(args[0], args[0]),
+            "B": args[1] + "_b" if args[1] == args[0] else users.get(args[1], args[1]),
+            "M": facts["M"], "N": facts["N"], "K": facts["K"],
+            "batch": facts["batch"] if sub.batch else 0, "split": split,
+            "chunk": generated.params.get("chunk", facts["K"]), "itemsize": node.dtype.itemsize}
     asm.kernels.append(LibraryPlan(name, tuple(args) + (asm.buffers[id(node)],),
                                    str(choice.form), choice.rule, facts))

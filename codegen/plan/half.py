@@ -31,8 +31,6 @@ through ``from_half_bits``.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pymbolic.primitives as p
 from pymbolic.mapper import IdentityMapper
@@ -92,41 +90,24 @@ def _bits(value) -> N.Node:
     return _elementwise("half_bits", value, U16, "float16 bits")
 
 
-def _transposes(node):
-    """The 2-D node that ``node`` transposes (``x.T``), or None."""
-    if not (isinstance(node, N.IndexLambda) and node.ndim == 2 and len(node.bindings) == 1):
-        return None
-    (name, child), = node.bindings
-    e = node.expr
-    if child.ndim == 2 and isinstance(e, p.Subscript) and e.aggregate == p.Variable(name) \
-            and tuple(e.index) == (p.Variable("_1"), p.Variable("_0")):
-        return child
-    return None
-
-
 def _half_product(node, new, thresholds):
     """Float16 Einsum ``node`` as the library call ``matmul_half`` on its
     operands' bits (``forms/library.build_product``'s params: A stored as
     ``[.., k, i]`` where ``transpose_a``...), its result read back; or None
     where it is no matrix product or too small."""
-    from ..policy.classify import letter_sizes, parse_subscripts
+    from ..policy.classify import parse_subscripts, product_class, stored_layout
+    from ..policy.rules import blas_sized
+    from .materialize import transposed_view
     sub = parse_subscripts(node.subscripts)
-    if not sub.matmul:
+    if not sub.matmul or not blas_sized(product_class(node), thresholds):
         return None
-    size = letter_sizes(node)
-    work = math.prod(size[c] for c in sub.batch) * size[sub.i] * size[sub.j] * size[sub.k]
-    if work < thresholds.BLAS_MIN_WORK or max(size.values()) >= 2 ** 31:
-        return None
-    params, inputs = [], []
-    for t, (o, letters) in enumerate(zip(node.operands, sub.ins)):
-        src = _transposes(o)            # x.T: x's bits, read transposed in place
-        order = letters if src is None else letters[::-1]
-        params += [(f"transpose_{'ab'[t]}", order[-1] != (sub.k if t == 0 else sub.j)),
-                   (f"batch_{'ab'[t]}", len(order) > 2)]
+    orders, inputs = [], []
+    for o, letters in zip(node.operands, sub.ins):
+        src = transposed_view(o)        # x.T: x's bits, read transposed in place
+        orders.append(letters if src is None else letters[::-1])
         inputs.append(_bits(new[id(o if src is None else src)]))
-    inputs = tuple(inputs)
-    bits = N.LibraryCallOutput.make(node.shape, U16, "matmul_half", tuple(sorted(params)),
-                                    inputs, ((node.shape, U16.str),), 0)
+    bits = N.LibraryCallOutput.make(node.shape, U16, "matmul_half", stored_layout(sub, orders),
+                                    tuple(inputs), ((node.shape, U16.str),), 0)
     return _elementwise("from_half_bits", bits, F32, "float16 read")
 
 

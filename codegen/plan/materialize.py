@@ -529,19 +529,24 @@ def inlined_shared_run(nodes, mat) -> int:
                 if isinstance(n, N.IndexLambda)), default=1)
 
 
-def transposed_buffer(node, mat):
-    """The 2-D buffer (input or materialized node) that ``node`` transposes
-    (``b.T``), or None.  Contractions read such operands in place: a matrix
-    product tile reads ``b[k, i]`` as well as ``a[i, k]``."""
+def transposed_view(node):
+    """The 2-D node that ``node`` transposes (``b.T``), or None."""
     if not (isinstance(node, N.IndexLambda) and node.ndim == 2 and len(node.bindings) == 1):
         return None
     (name, child), = node.bindings
     e = node.expr
     if child.ndim == 2 and isinstance(e, p.Subscript) and e.aggregate == p.Variable(name) \
-            and tuple(e.index) == (p.Variable("_1"), p.Variable("_0")) \
-            and (is_input(child) or id(child) in mat):
+            and tuple(e.index) == (p.Variable("_1"), p.Variable("_0")):
         return child
     return None
+
+
+def transposed_buffer(node, mat):
+    """The 2-D buffer (input or materialized node) that ``node`` transposes
+    (``b.T``), or None.  Contractions read such operands in place: a matrix
+    product tile reads ``b[k, i]`` as well as ``a[i, k]``."""
+    child = transposed_view(node)
+    return child if child is not None and (is_input(child) or id(child) in mat) else None
 
 
 def _inline_sizes(order, materialized, t):

@@ -194,6 +194,19 @@ def parse_subscripts(subscripts: str) -> Subscripts:
     return Subscripts(ins, out, contracted, batch, i, j, k)
 
 
+def stored_layout(sub, orders) -> tuple:
+    """A matrix product's operands as stored, as a library call's params:
+    ``transpose_a`` (A stored as ``[.., k, i]``), ``transpose_b`` (B as
+    ``[.., j, k]``), ``batch_a``/``batch_b`` (the operand has the batch
+    axes; else it is broadcast); ``orders``: each operand's letters in its
+    buffer's order (reversed where it reads a buffer transposed)."""
+    params = []
+    for t, order in enumerate(orders):
+        params += [(f"transpose_{'ab'[t]}", order[-1] != (sub.k if t == 0 else sub.j)),
+                   (f"batch_{'ab'[t]}", len(order) > 2)]
+    return tuple(sorted(params))
+
+
 def letter_sizes(node) -> dict:
     """An Einsum's letters -> their sizes, from its operands' shapes."""
     sub = parse_subscripts(node.subscripts)
@@ -238,5 +251,5 @@ def rows_class(shape, scheduled=False) -> Rows:
     return Rows(math.prod(shape[:-1]), shape[-1], scheduled)
 
 
-__all__ = ["Contraction", "Subscripts", "letter_sizes", "parse_subscripts", "product_class", "Elementwise", "Reduction", "Rows", "Steps", "contraction_class",
+__all__ = ["Contraction", "Subscripts", "letter_sizes", "stored_layout", "parse_subscripts", "product_class", "Elementwise", "Reduction", "Rows", "Steps", "contraction_class",
            "read_buffer", "reduction_class", "rows_class"]

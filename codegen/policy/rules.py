@@ -254,6 +254,12 @@ def _split_k_params(c, d, t):
     return dict(params, split=ceil_div(c.K, chunk), chunk=chunk)
 
 
+def blas_sized(c, t) -> bool:
+    """Whether a matrix product (of any dtype) is large enough for the BLAS
+    (``BLAS_MIN_WORK`` multiply-adds) and within its 32-bit sizes."""
+    return c.batch * c.M * c.N * c.K >= t.BLAS_MIN_WORK and max(c.M, c.N, c.K, c.batch) < 2 ** 31
+
+
 def _vendor_matmul(c, d, t):
     """A float32/float64 product the device's BLAS computes (the generated
     tiles reach 0.68-0.87 of cuBLAS; a library call is a host step, so
@@ -262,8 +268,8 @@ def _vendor_matmul(c, d, t):
     schedules it, and within BLAS's 32-bit sizes."""
     tensor_cores = c.precision != "highest" and c.itemsize == 4
     return d.vendor_blas == "cublas" and c.kind == "f" and c.itemsize in (4, 8) \
-        and not c.scheduled and (tensor_cores or c.batch * c.M * c.N * c.K >= t.BLAS_MIN_WORK) \
-        and max(c.M, c.N, c.K, c.batch) < 2 ** 31
+        and not c.scheduled and (blas_sized(c, t) or tensor_cores
+                                 and max(c.M, c.N, c.K, c.batch) < 2 ** 31)
 
 
 def _small_tiles(c, d, t):
@@ -487,5 +493,5 @@ def describe() -> str:
                      for r in RULES)
 
 
-__all__ = ["Choice", "EPILOGUE_FORMS", "Form", "Rule", "RULES", "choose", "describe",
+__all__ = ["Choice", "EPILOGUE_FORMS", "Form", "Rule", "RULES", "blas_sized", "choose", "describe",
            "reduction_stores_through_epilogue", "stores_through_epilogue"]
