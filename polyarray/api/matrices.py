@@ -4,8 +4,6 @@
 ``diagonal``, ``trace``, ``tril``, ``triu``, ``tril_indices``, ``triu_indices``."""
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 from ..array import Array, node_of
 from ..ops import linalg as L, arrange as AR, matrices as M
 from ..ops.axes import no_out
@@ -59,24 +57,14 @@ def matmul(x1, x2, /, out=None, *, precision=None) -> Array:
 def set_matmul_precision(precision) -> str:
     """Set the process's default precision of matrix products built from
     now on (``matmul``'s ``precision``); returns the previous default."""
-    previous = L._PROCESS_PRECISION[0]
-    if precision is None:
-        raise ValueError(f"set_matmul_precision: give one of {', '.join(map(repr, L.PRECISIONS))}")
-    L._PROCESS_PRECISION[0] = L.check_precision(precision, "set_matmul_precision")
-    return previous
+    return L.set_process_precision(precision)
 
 
-@contextmanager
 def matmul_precision(precision):
     """Products built inside take ``precision`` where they name none (as
     JAX's ``default_matmul_precision``): ``with pa.matmul_precision("tf32"):
     y = x @ w``.  Per thread and context."""
-    token = L._DEFAULT_PRECISION.set(L.check_precision(precision, "matmul_precision")
-                                     if precision is not None else None)
-    try:
-        yield
-    finally:
-        L._DEFAULT_PRECISION.reset(token)
+    return L.precision_block(precision)
 
 
 def vdot(a, b) -> Array:

@@ -6,6 +6,7 @@ contraction node.  ``outer`` has no reduction and stays elementwise.
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import operator
 import string
@@ -28,8 +29,8 @@ _LETTERS = string.ascii_letters
 # inputs to TF32 or bfloat16, summing in float32 (JAX's "default" and bf16 on
 # GPUs).  Targets without such a library compute at "highest".
 PRECISIONS = ("highest", "tf32", "bf16")
-_DEFAULT_PRECISION = contextvars.ContextVar("polyarray_matmul_precision", default=None)
-_PROCESS_PRECISION = ["highest"]
+_BLOCK_PRECISION = contextvars.ContextVar("polyarray_matmul_precision", default=None)
+_process_precision = "highest"
 
 
 def check_precision(precision, what="matmul") -> str:
@@ -46,7 +47,29 @@ def check_precision(precision, what="matmul") -> str:
 def default_precision() -> str:
     """The precision of products built now without one: the innermost
     ``pa.matmul_precision`` block's, else the process default."""
-    return _DEFAULT_PRECISION.get() or _PROCESS_PRECISION[0]
+    return _BLOCK_PRECISION.get() or _process_precision
+
+
+def set_process_precision(precision) -> str:
+    """Set the process default (checked; None refused); the previous one."""
+    global _process_precision
+    if precision is None:
+        raise ValueError(f"set_matmul_precision: give one of {', '.join(map(repr, PRECISIONS))}")
+    previous, _process_precision = _process_precision, check_precision(
+        precision, "set_matmul_precision")
+    return previous
+
+
+@contextlib.contextmanager
+def precision_block(precision):
+    """Products built inside take ``precision`` where they name none (None:
+    the process default)."""
+    token = _BLOCK_PRECISION.set(None if precision is None
+                                 else check_precision(precision, "matmul_precision"))
+    try:
+        yield
+    finally:
+        _BLOCK_PRECISION.reset(token)
 
 
 def _sublists(args):
