@@ -11,6 +11,8 @@ targets keep their own backend objects).
 """
 from __future__ import annotations
 
+import functools
+
 
 class Dialect:
     """What the generated C says differently per backend."""
@@ -100,11 +102,10 @@ class CudaDialect(Dialect):
         return "cublas" if _installed("nvmath") else None
 
 
-def _installed(package, _seen={}) -> bool:      # noqa: B006  (a cache, per process)
-    if package not in _seen:
-        import importlib.util
-        _seen[package] = importlib.util.find_spec(package) is not None
-    return _seen[package]
+@functools.lru_cache(maxsize=None)
+def _installed(package) -> bool:
+    import importlib.util
+    return importlib.util.find_spec(package) is not None
 
 
 OPENCL = OpenCLDialect()
