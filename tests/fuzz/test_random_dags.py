@@ -60,7 +60,8 @@ def test_random_dag_matches_numpy(target_name, seed, pick):
     options = dict(options)
     with using_thresholds(**options.pop("thresholds", {})):
         prog = pa.compile(case.arrays, target=target_name, **options)
-    got = prog(**case.bindings)
+    # (an input whose value folds away, a zero-size one, is no placeholder: as runner.check_case)
+    got = prog(**{k: v for k, v in case.bindings.items() if k in prog.placeholders})
     assert len(got) == len(case.expected)
     for k, (g, w) in enumerate(zip(got, case.expected)):
         if complex_product(case.outputs[k]):       # BLAS's NaN or the formula's inf
