@@ -44,6 +44,11 @@ SUMS = [(((1000000, 7), 0), ((125000, 7), 0)), (((7, 1000000), 1), ((7, 125000),
         (((3000, 3000), 0), ((375, 375), 0)), (((3000, 3000), 1), ((375, 375), 1)),
         (((64, 1024, 64), 1), ((8, 128, 8), 1))]
 ARGMAX = ((4096, 4096), (512, 512))
+# (shape, axis, dtype): one long row, rows, columns
+SCANS = [(((1 << 26,), 0, "float32"), ((1 << 20,), 0, "float32")),
+         (((1 << 24,), 0, "float64"), ((1 << 18,), 0, "float64")),
+         (((4096, 4096), 1, "float32"), ((512, 512), 1, "float32")),
+         (((4096, 4096), 0, "float32"), ((512, 512), 0, "float32"))]
 BODIES = (8192, 512)
 POINTS = ((1000000, 64, 8), (62500, 64, 8))           # points, centres, dimensions
 PA, NP = Ns("polyarray", pa), Ns("numpy", np)
@@ -166,6 +171,49 @@ def argmax(b):
             peers="argmax", nbytes=4 * math.prod(shape) + 8 * shape[0])
 
 
+def cumsum_ns(ns, x, axis):
+    return ns.mod.cumsum(x, dim=axis) if ns.name == "torch" else ns.mod.cumsum(x, axis=axis)
+
+
+def scans(b):
+    for shape, axis, dt in pick(b, SCANS):
+        x = pa.placeholder("x", shape, dt)
+        nbytes = 2 * math.prod(shape) * np.dtype(dt).itemsize
+        sets = input_sets(b, lambda: (normal(b, shape, dt),), nbytes // 2)
+        want = np.cumsum(sets[0][0], axis=axis)
+        measure(b, "scans", f"cumsum axis {axis} of {_shape(shape)} {np.dtype(dt).name}",
+                lambda: pa.cumsum(x, axis=axis), ["x"],
+                lambda ns, v, axis=axis: cumsum_ns(ns, v, axis), sets, want, peers="scans",
+                nbytes=nbytes, rtol=1e-3 if dt == "float32" else 1e-9)
+
+
+SORTS = [((1 << 24, "float32", "sort"), (1 << 18, "float32", "sort")),
+         ((1 << 24, "float32", "argsort"), (1 << 18, "float32", "argsort")),
+         ((1 << 24, "int64", "sort"), (1 << 18, "int64", "sort")),
+         ((1 << 20, "float32", "sort"), (1 << 14, "float32", "sort"))]
+
+
+def sort_ns(ns, x, op):
+    if ns.name == "torch":
+        return ns.mod.sort(x).values if op == "sort" else ns.mod.sort(x, stable=True).indices
+    return getattr(ns.mod, op)(x)
+
+
+def sorts(b):
+    for n, dt, op in pick(b, SORTS):
+        x = pa.placeholder("x", (n,), dt)
+        if dt == "int64":
+            make = lambda: (b.rng.integers(-2**62, 2**62, n),)        # noqa: E731
+        else:
+            make = lambda: (normal(b, (n,), dt),)                       # noqa: E731
+        sets = input_sets(b, make, n * np.dtype(dt).itemsize)
+        v = sets[0][0]
+        want = np.sort(v) if op == "sort" else np.argsort(v, kind="stable")
+        measure(b, "sorts", f"{op} of {n} {dt}", lambda: getattr(pa, op)(x), ["x"],
+                lambda ns, v, op=op: sort_ns(ns, v, op), sets, want, peers="sorts",
+                nbytes=2 * n * np.dtype(dt).itemsize, rtol=0)
+
+
 def forces_ns(ns, p, w):
     """All-pairs forces: broadcast ``(n, n, 3)``, reduce over the middle axis."""
     d = p[None, :, :] - p[:, None, :]
@@ -206,7 +254,7 @@ def broadcast_reductions(b):
 
 
 WORKLOADS = dict(zip(FAMILIES, [square, rectangular, gram, batched, f64, fused, gemv, sums,
-                                argmax, broadcast_reductions]))
+                                argmax, broadcast_reductions, scans, sorts]))
 
 
 def selected():

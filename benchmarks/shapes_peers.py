@@ -19,7 +19,8 @@ CUBLAS = ("cupy", "torch")          # cuBLAS, TF32 off (peers.frameworks sets it
 # broadcast of views; torch.compile of a lone GEMM calls the same cuBLAS
 SKIP = {"matmul": ("cupy.fuse", "torch.compile"), "gemv": ("cupy.fuse",),
         "fused": ("cupy.fuse",), "sums": (), "argmax": ("cupy.fuse",),
-        "broadcast": ("cupy.fuse",)}
+        "broadcast": ("cupy.fuse",), "scans": ("cupy.fuse",),
+        "sorts": ("cupy.fuse", "torch.compile")}
 SLOW_S = 0.5                         # a call this slow is timed 3 times, not 10+
 
 
@@ -149,6 +150,8 @@ GPU_GOALS = {
     "sums": Goal(">= 0.9 of the best peer", 0.9),
     "argmax": Goal(">= 0.9 of the best peer", 0.9),
     "broadcast-reductions": Goal(">= 1.0x torch.compile", 1.0, ("torch.compile",)),
+    "scans": Goal(">= 0.9 of the best peer", 0.9),
+    "sorts": Goal(">= 0.8 of CuPy", 0.8, ("cupy",)),
 }
 CPU_GOALS = {
     "square": Goal("512^3: >= 0.3 of NumPy's BLAS", 0.3, ("numpy",),

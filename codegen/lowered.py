@@ -73,6 +73,9 @@ class KernelInfo:
         if self.form == "raw":
             return (f"raw kernel {self.entry}: the user's code, grid {self.gsize} x block "
                     f"{self.lsize}")
+        if "language" in self.facts:        # polyarray's own hand-written kernel
+            return (f"{self.form} kernel {self.entry}: hand-written (see prog.source), grid "
+                    f"{self.gsize} x block {self.lsize}")
         if "op" in self.facts and not self.gsize:
             return (f"library call linalg.{self.facts['op']} ({self.form}): no loop nest of "
                     "ours")

@@ -175,10 +175,15 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     dialect = dialect_of(target)        # the C it is written in, asked once
     t0 = clock()
     from .plan.half import singles_for_halves
+    from .plan.kernel_calls import lowered_kernel_calls
+    device = _device(dialect, cpu, max_work_group)
+    program_order = N.topological_order(outputs)    # what KernelInfo.nodes index
+    # scans and sorts as the kernels the policy chooses for them
+    outputs, origin = lowered_kernel_calls(outputs, device, thresholds)
     # float16 computed in float32; its large products as the BLAS's half products
     outputs, halves = singles_for_halves(
         outputs, thresholds if dialect.vendor_blas == "cublas" else None)
-    plan, device, budget = _plan(outputs, dialect, cpu, max_work_group, thresholds)
+    plan, budget = _plan(outputs, device, thresholds)
     stages = {"plan": clock() - t0}     # seconds, logged by the target (logs.log_duration)
     idx_dt = index_dtype_for(plan.order)
     names = _name_buffers(plan, outputs, halves)
@@ -187,7 +192,7 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
                            thresholds)
     stages["kernels"] = clock() - t0         # policy, forms, schedules
     t0 = clock()
-    generated, built, group_nodes = _generate(plan, groups)
+    generated, built, group_nodes = _generate(plan, groups, program_order, origin)
     source = _device_source(generated, plan, groups.asm, names.inputs, dialect, thresholds)
     kernels, specs = _finish(plan, groups, names, built, group_nodes, max_work_group,
                              max_grid)
@@ -203,24 +208,29 @@ def _install_loopy_fixes():
     install()
 
 
-def _plan(outputs, dialect, cpu, max_work_group, t):
-    """``(plan, device, budget)``: the outputs' plan for the device, under
-    the thresholds ``t`` and the new-kernel budget in force
+def _device(dialect, cpu, max_work_group):
+    """The device facts the policy reads (``policy.device.Device``)."""
+    from .policy.device import Device
+    # the FP64 tensor cores' mma is inline PTX: CUDA alone; so is cuSOLVER
+    return Device(cpu, max_work_group, fp64_mma=dialect.fp64_mma,
+                  vendor_solvers=dialect.vendor_solvers, vendor_fft=dialect.vendor_fft,
+                  vendor_blas=dialect.vendor_blas, single_pass_scan=dialect.single_pass_scan,
+                  radix_sort=dialect.radix_sort)
+
+
+def _plan(outputs, device, t):
+    """``(plan, budget)``: the outputs' plan for the device, under the
+    thresholds ``t`` and the new-kernel budget in force
     (``kernel_budget``)."""
     from .kernels.assemble import epilogue_fusable
-    from .policy.device import Device
     from .plan import make_plan
-    # the FP64 tensor cores' mma is inline PTX: CUDA alone; so is cuSOLVER
-    device = Device(cpu, max_work_group, fp64_mma=dialect.fp64_mma,
-                    vendor_solvers=dialect.vendor_solvers,
-                    vendor_fft=dialect.vendor_fft, vendor_blas=dialect.vendor_blas)
     budget = _KERNEL_BUDGET.get()
     if budget is not None:
         _refuse_many_shapes(outputs, budget, t)
     plan = make_plan(outputs, device,
                      lambda e, mat, transposed: epilogue_fusable(e, mat, transposed, device, t),
                      thresholds=t)
-    return plan, device, budget
+    return plan, budget
 
 
 @dataclass
@@ -377,13 +387,19 @@ def _build_group(asm, gi, g):
         asm.reduction(f"k{gi}_{label}", node, g.units[1:])
 
 
-def _generate(plan, groups):
+def _generate(plan, groups, program_order, origin):
     """``(generated, built, group_nodes)``: the new kernels' code in launch
     order, each kernel's ``KernelInfo`` by name, and each group's nodes (as
-    positions in the topological order)."""
+    positions in ``program_order``, the program's DAG: a node the plan's
+    rewrites made stands for its ``origin``; one of the float16 rewrite's
+    is left out)."""
     from .kernels import reuse
-    position = {id(n): k for k, n in enumerate(plan.order)}
-    group_nodes = {f"k{gi}": tuple(position[id(u.node)] for u in g.units)
+    position = {id(n): k for k, n in enumerate(program_order)}
+
+    def at(node):
+        return position.get(id(origin.get(id(node), node)))
+    group_nodes = {f"k{gi}": tuple(dict.fromkeys(k for u in g.units
+                                                 if (k := at(u.node)) is not None))
                    for gi, g in enumerate(plan.groups)}
     fresh, kept = groups.fresh, groups.kept
     count = sum(1 for _, plans, _, _ in fresh.values() for kp in plans if kp.tu is not None)

@@ -141,6 +141,14 @@ class Thresholds:
     # 512 x 64^3 (2^27) 18.7 / 20.9 tiled, 19.5 / 17.6 cuBLAS; 1000^3 75.8 and 51.0, float64
     # 512^3 25.9 and 15.7.  A huge value turns the row off.
     BLAS_MIN_WORK: int = 1 << 27
+    # Scans (cumsum, cumprod) along rows at least this long are the single-pass kernel
+    # (emit/scan_kernels.py) where the target has it; shorter rows the blocked scan of reductions.
+    # H200, float32 cumsum, single-pass / blocked: 1 x 1024 12.0 / 28.6 us, 4096 x 1024
+    # 26.4 / 43.0, 1024 x 4096 11.6 / 43.2, 64 x 65536 13.1 / 53.7
+    SCAN_SINGLE_PASS: int = 1 << 10
+    # Sorts of a row at least this long are radix passes (emit/sort_kernels.py) where the
+    # target has them; shorter rows the merge sort (a kernel per level)
+    RADIX_SORT_MIN: int = 1 << 10
     GROUP_ROW: int = 64          # rows at least this long get a work-group each (GPU)
     # Work-group size and unrolling, measured on an H100 for softmax over (4096, 1024)
     # float32 (read + write over copy bandwidth): 128 work-items with every pass

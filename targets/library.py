@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polyarray.ir.nodes import FFT_OPS, library_family
+from polyarray.ir.nodes import FFT_OPS, library_name
 
 
 def _cholesky(a, upper):
@@ -65,6 +65,15 @@ def _matmul_half(a, b, **layout):
     return (out.view(np.uint16),)
 
 
+def _argsort(x, descending):
+    """NumPy's stable argsort along the last axis; ``descending``: the
+    reverse order with equal values still in index order."""
+    if not descending:
+        return np.argsort(x, axis=-1, kind="stable")
+    flipped = np.flip(np.argsort(np.flip(x, -1), axis=-1, kind="stable"), -1)
+    return x.shape[-1] - 1 - flipped
+
+
 ROUTINES = {
     "matmul": _matmul,
     "matmul_half": _matmul_half,
@@ -82,11 +91,18 @@ ROUTINES = {
     "fft": _fft,
     "rfft": lambda x: (np.fft.rfft(x, axis=-1),),
     "irfft": lambda x, n: (np.fft.irfft(x, n=n, axis=-1, norm="forward"),),
+    # scans along the last axis, in the input's dtype (NumPy's own loop)
+    "cumsum": lambda x: (np.cumsum(x, axis=-1, dtype=x.dtype),),
+    "cumprod": lambda x: (np.cumprod(x, axis=-1, dtype=x.dtype),),
+    # sorts of one row (stable; descending: the array API's, NaN first, ties in order)
+    "sort": lambda x, descending: (np.flip(np.sort(x, axis=-1), -1) if descending
+                                   else np.sort(x, axis=-1, kind="stable"),),
+    "argsort": lambda x, descending: (_argsort(x, descending),),
 }
 def qualified(op) -> str:
     """``fft.rfft`` or ``linalg.solve``: the routine as the user called its
     family (a product: ``matmul``)."""
-    return "matmul" if op in ("matmul", "matmul_half") else f"{library_family(op)}.{op}"
+    return "matmul" if op in ("matmul", "matmul_half") else library_name(op)
 
 
 def run_on_host(node, arrays) -> list:

@@ -32,6 +32,10 @@ class Dialect:
                                 # or "vkfft" (OpenCL GPUs, targets/opencl/fourier.py)
     vendor_blas: str | None     # the matrix products' library: "cublas" (CUDA, where
                                 # nvmath-python is installed: targets/cuda/blas.py), or None
+    single_pass_scan: bool      # scans as one kernel with decoupled look-back (CUDA:
+                                # emit/scan_kernels.py; its tile states are inline PTX)
+    radix_sort: bool            # sorts of a row as radix passes (CUDA: emit/sort_kernels.py,
+                                # warp match_any)
     loopy_macros: tuple         # macros loopy defines that a raw kernel must not see
     extern_c: bool              # raw kernels in ``extern "C"`` (as PyCUDA's SourceModule)
     float_as_bits: str          # a float's bits as a 32-bit unsigned integer, and back
@@ -61,6 +65,8 @@ class OpenCLDialect(Dialect):
     vendor_solvers = False
     vendor_fft = "vkfft"
     vendor_blas = None          # CLBlast (pyclblast) is not installable here
+    single_pass_scan = False    # OpenCL 1.2 promises no forward progress between groups
+    radix_sort = False          # (its scans are single-pass ones)
     loopy_macros = ("lid", "gid")
     extern_c = False
     float_as_bits, bits_as_float = "as_uint", "as_float"
@@ -86,6 +92,8 @@ class CudaDialect(Dialect):
     fp64_mma = True
     vendor_solvers = True
     vendor_fft = "cufft"
+    single_pass_scan = True
+    radix_sort = True
     loopy_macros = ("bIdx", "tIdx")
     extern_c = True
     float_as_bits, bits_as_float = "__float_as_uint", "__uint_as_float"

@@ -35,12 +35,13 @@ class RawPlan:
     block: tuple
     rule: str
     scalars: dict = field(default_factory=dict)     # scalar name -> NumPy scalar
+    form: str = "raw"           # the policy's (ours: "single-pass scan")
     tu = None
     preprocessed = None
 
     def kernel_info(self, KernelInfo):
         """The launch's ``KernelInfo`` (``KernelInfo``: codegen's class)."""
-        return KernelInfo(self.name, self.args, self.grid, self.block, "raw", rule=self.rule,
+        return KernelInfo(self.name, self.args, self.grid, self.block, self.form, rule=self.rule,
                           facts={"language": self.spec.language}, entry=self.entry)
 
 
@@ -79,7 +80,7 @@ def build(asm, name, group):
             scalars[sname] = np.dtype(dt).type(values[pname])
             args.append(sname)
     asm.kernels.append(RawPlan(name, spec.name, spec, tuple(args), node.grid, node.block,
-                               choice.rule, scalars))
+                               choice.rule, scalars, str(choice.form)))
 
 
 def _check_block(kname, block, limits):

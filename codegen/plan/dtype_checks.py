@@ -44,7 +44,7 @@ class _Describer(Mapper):
         return f"output {node.index} of raw kernel {node.kernel.name!r} ({kind})"
 
     def map_library_call_output(self, node, kind):
-        return f"output {node.index} of {N.library_family(node.op)}.{node.op} ({kind})"
+        return f"output {node.index} of {N.library_name(node.op)} ({kind})"
 
 
 def describe_node(node) -> str:

@@ -20,3 +20,5 @@ class Device:
     vendor_solvers: bool = False        # library calls in cuSOLVER (CUDA)
     vendor_fft: str | None = None       # the transforms' library ("cufft", "vkfft"), if any
     vendor_blas: str | None = None      # the matrix products' library ("cublas"), if any
+    single_pass_scan: bool = False      # scans as one decoupled look-back kernel (CUDA)
+    radix_sort: bool = False            # sorts of a row as radix passes (CUDA)

@@ -30,11 +30,14 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Callable
 
-from polyarray.ir.nodes import FFT_OPS
+from polyarray.ir.nodes import FFT_OPS, SCAN_OPS, SORT_OPS
 from .classify import Call, Contraction, Elementwise, Raw, Reduction, Rows, Steps
 from .device import Device
 from ..lowering.index import ceil_div, pow2_floor
 from ..thresholds import Thresholds, current_thresholds
+
+from ..emit.scan_kernels import PREFIX as SCAN_KERNEL_PREFIX
+from ..emit.sort_kernels import PREFIX as SORT_KERNEL_PREFIX
 
 
 class Form(str, Enum):
@@ -62,6 +65,10 @@ class Form(str, Enum):
     CUFFT = "cufft"                     # ... by cuFFT on the device (nvmath-python)
     CUBLAS = "cublas"                   # a matrix product by cuBLAS on the device (nvmath-python)
     VKFFT = "vkfft"                     # ... by VkFFT on an OpenCL GPU (pyvkfft)
+    SCAN = "single-pass scan"           # cumsum/cumprod: one kernel, decoupled look-back
+    BLOCKED_SCAN = "blocked scan"       # ... as reductions over blocks (ops/scans.py)
+    RADIX_SORT = "radix sort"           # sort/argsort of a row: 8-bit passes
+    MERGE_SORT = "merge sort"           # ... as merge levels of gathers (ops/ordering.py)
 
     __str__ = str.__str__
     __format__ = str.__format__
@@ -433,8 +440,26 @@ RULES = (
     Rule("recurrence: a work-item per element, rows in order", Steps, lambda c, d, t: True,
          Form.RECURRENCE, lambda c, d, t: dict(wg=_wg(t, c.size))),
 
-    # hand-written kernels (pa.raw_kernel): the user's code, grid and block
+    # hand-written kernels: ours (the single-pass scan's two, emit/scan_kernels.py), then
+    # pa.raw_kernel's: the user's code, grid and block
+    Rule("scan: single pass (decoupled look-back)", Raw,
+         lambda c, d, t: c.name.startswith(SCAN_KERNEL_PREFIX), Form.SCAN),
+    Rule("sort: radix passes", Raw, lambda c, d, t: c.name.startswith(SORT_KERNEL_PREFIX),
+         Form.RADIX_SORT),
     Rule("raw: the user's kernel", Raw, lambda c, d, t: True, Form.RAW),
+
+    # scans along the last axis (cumsum, cumprod in the dtypes of emit/scan_kernels.py): one
+    # kernel where the target has it (CUDA) and rows are long; else the blocked scan
+    # of reductions, its nodes fused as any (plan/scans.py rewrites the calls)
+    Rule("scan: single pass (decoupled look-back)", Call, lambda c, d, t: d.single_pass_scan
+         and c.op in SCAN_OPS and c.shape[-1] >= t.SCAN_SINGLE_PASS, Form.SCAN),
+    Rule("scan: blocked reductions", Call, lambda c, d, t: c.op in SCAN_OPS,
+         Form.BLOCKED_SCAN),
+    # sorts of one row (sort, argsort): radix passes where the target has them (CUDA)
+    # and the row is long (below 2^31 values: uint32 positions); else the merge sort
+    Rule("sort: radix passes", Call, lambda c, d, t: d.radix_sort and c.op in SORT_OPS
+         and t.RADIX_SORT_MIN <= c.shape[-1] < 1 << 31, Form.RADIX_SORT),
+    Rule("sort: merge levels", Call, lambda c, d, t: c.op in SORT_OPS, Form.MERGE_SORT),
 
     # transforms (pa.fft): cuFFT on CUDA, VkFFT on an OpenCL GPU (without
     # nvmath-python or pyvkfft the target says so and runs the host's), else

@@ -87,8 +87,10 @@ class Translator:
         if isinstance(node, N.Concatenate):
             parts = [self.materialize(self._eff[c]) for c in node.arrays]
             return self.leaves.make(da.concatenate(parts, axis=node.axis), node.dtype)
+        what = (f"{N.library_name(node.op)} (a library call)"
+                if isinstance(node, N.LibraryCallOutput) else f"{type(node).__name__} nodes")
         raise NotImplementedError(
-            f"pa.dask.evaluate: {type(node).__name__} nodes cannot be cut into chunks; "
+            f"pa.dask.evaluate: {what} cannot be cut into chunks; "
             "evaluate it on one device (pa.compile)")
 
     def materialize(self, node):

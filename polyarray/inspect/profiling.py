@@ -241,7 +241,9 @@ def _kernel_rows(prog, exe, order, listing, calls, hw):
     position = {id(n): k for k, n in enumerate(order)}
     counted, rows = set(), []
     for info in infos.values():
-        nbytes = sum(buffers[a].size * buffers[a].storage.itemsize for a in set(info.args))
+        # (a raw kernel's scalars are arguments too, passed by value)
+        nbytes = sum(buffers[a].size * buffers[a].storage.itemsize for a in set(info.args)
+                     if a in buffers)
         flops = _kernel_flops(info, order, units, counted, buffers)
         dtypes = {order[k].dtype for k in info.nodes}
         dtype = np.float64 if np.dtype(np.float64) in dtypes else np.float32

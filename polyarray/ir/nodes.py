@@ -555,9 +555,38 @@ class RawKernelOutput(Node):
 FFT_OPS = frozenset({"fft", "rfft", "irfft"})
 
 
+# the library calls that are scans along the last axis (``cumsum``, ``cumprod``):
+# device targets lower them to kernels (``codegen/plan/scans.py``)
+SCAN_OPS = frozenset({"cumsum", "cumprod"})
+# ... and the sorts of one row (``sort``, ``argsort``; param ``descending``)
+SORT_OPS = frozenset({"sort", "argsort"})
+
+
 def library_family(op) -> str:
-    """``"fft"`` or ``"linalg"``: the namespace a library call's ``op`` is in."""
-    return "fft" if op in FFT_OPS else "linalg"
+    """``"fft"``, ``"linalg"``, or ``""`` for the scans and sorts (NumPy's
+    top-level names): the namespace a library call's ``op`` is in."""
+    return "fft" if op in FFT_OPS else "" if op in SCAN_OPS | SORT_OPS else "linalg"
+
+
+# op -> build(params, x): the nodes of the frontend's composition that computes
+# a scan or sort call on any target (the ops modules register them)
+_COMPOSITIONS = {}
+
+
+def register_composition(op, build):
+    _COMPOSITIONS[op] = build
+
+
+def composition(op, params, x) -> Node:
+    """Call ``op`` with ``params`` on ``x`` as the frontend's composition."""
+    return _COMPOSITIONS[op](dict(params), x)
+
+
+def library_name(op) -> str:
+    """``fft.rfft``, ``linalg.solve``, ``cumsum``: the routine as the user
+    called it."""
+    family = library_family(op)
+    return f"{family}.{op}" if family else op
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -2,7 +2,13 @@
 elementwise gathers, so every target runs them as any DAG (kernels on
 OpenCL and CUDA, NumPy evaluating each node on the reference target).
 
-Sort is a bottom-up merge sort.  Level ``m`` merges sorted runs of ``m``
+A sort of one row (a 1-D array, or ``axis=None``) in a dtype of
+``CALL_DTYPES`` is the library call ``sort``/``argsort``: NumPy's own on
+the numpy target; on a device target the policy's kernels (a radix sort on
+CUDA, ``codegen/emit/sort_kernels.py``), else the merge sort below, which
+every other sort is at once.
+
+Merge sort: bottom-up.  Level ``m`` merges sorted runs of ``m``
 into runs of ``2m``: each output element finds where it comes from by a
 binary search along the merge path (how many of the first ``t`` outputs of
 its pair come from the left run), ``bit_length(m)`` steps of one node each,
@@ -33,6 +39,13 @@ from .dtypes import INDEX_DTYPE, check_dtype
 from .elementwise import apply_ufunc, astype
 from .indexing import getitem, take, take_along_axis
 from .shapes import moveaxis, ravel
+
+
+# dtypes whose sorts of one row are the library calls ``sort``/``argsort``
+# (``ir.nodes.SORT_OPS``): NumPy's sort on the numpy target, the policy's
+# kernels on a device target (``codegen/plan/kernel_calls.py``)
+CALL_DTYPES = frozenset({"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32",
+                         "int64", "uint64", "float32", "float64"})
 
 
 def _check_kind(kind, order, stable):
@@ -182,6 +195,18 @@ def _merge(keys, idx, m, descending, with_index):
     return out, v.node(index, INDEX_DTYPE, ", index")
 
 
+def merge_sort(x, descending, with_index):
+    """The merge sort of ``x`` along its last axis: the sorted keys, or
+    (``with_index``) their original positions."""
+    keys, idx = _sorted_last(x, bool(descending), with_index)
+    return idx if with_index else keys
+
+
+for _op in N.SORT_OPS:
+    N.register_composition(_op, lambda params, x, arg=_op == "argsort": merge_sort(
+        x, params["descending"], arg))
+
+
 def _sorted_last(keys, descending, with_index):
     """(sorted keys, original positions or None) along the last axis."""
     n = keys.shape[-1]
@@ -211,6 +236,11 @@ def _sort_nodes(a, axis, descending, with_index):
     if node.size == 0:
         keys = x
         idx = _zeros_reading(x) if with_index else None
+    elif x.size == x.shape[-1] > 1 and x.dtype.name in CALL_DTYPES:     # one row
+        out = ((x.shape, (INDEX_DTYPE if with_index else x.dtype).str),)
+        keys = idx = N.LibraryCallOutput.make(
+            x.shape, INDEX_DTYPE if with_index else x.dtype, "argsort" if with_index else "sort",
+            (("descending", bool(descending)),), (x,), out, 0)
     else:
         keys, idx = _sorted_last(x, bool(descending), with_index)
     result = idx if with_index else keys

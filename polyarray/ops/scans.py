@@ -1,7 +1,13 @@
 """``cumsum``, ``cumprod`` and the array API's ``cumulative_sum`` /
-``cumulative_prod`` nodes, as a blocked scan of reductions.
+``cumulative_prod`` nodes.
 
-The scanned axis is cut into blocks of ``SCAN_BLOCK``; an in-block
+A sum or product along the last axis in a dtype of ``CALL_DTYPES`` is the
+library call ``cumsum``/``cumprod`` (``ir.nodes.SCAN_OPS``): NumPy's own
+loop on the numpy target; on a device target the policy chooses its
+kernels (``codegen/plan/scans.py``): the single-pass scan where the target
+has it, else the blocked scan below, which every other scan is at once.
+
+Blocked scan: the scanned axis is cut into blocks of ``SCAN_BLOCK``; an in-block
 inclusive scan is one ``Reduce`` over ``where(b <= c, x[block, b], identity)``
 (NumPy's own sum/product per output, so NaN and inf stay where they are and
 integers wrap exactly as NumPy's do: no ``0 * inf`` as in a triangular
@@ -30,6 +36,9 @@ from .shapes import ravel, reshape
 # cache), and a scan of n values has ceil(log_B n) levels (2^16: 4 reductions)
 SCAN_BLOCK = 16
 
+# dtypes whose last-axis sums and products are library calls (the single-pass
+# kernels' dtypes); bool, float16 and complex scans are blocked scans
+CALL_DTYPES = frozenset({"float32", "float64", "int32", "int64", "uint32", "uint64"})
 _IDENTITY = {"sum": 0, "prod": 1, "any": False, "all": True}
 _COMBINE = {"sum": "add", "prod": "multiply", "any": "logical_or", "all": "logical_and"}
 _X, _OFF = binding_name(0), binding_name(1)
@@ -37,6 +46,24 @@ _X, _OFF = binding_name(0), binding_name(1)
 
 def _scan(op, x, axis):
     """Inclusive scan of ``x`` along ``axis`` with reduction ``op``."""
+    n = x.shape[axis]
+    if n <= 1:
+        return x
+    if axis == x.ndim - 1 and op in ("sum", "prod") and x.dtype.name in CALL_DTYPES \
+            and x.size > 0:
+        return N.LibraryCallOutput.make(x.shape, x.dtype, "cum" + op, (), (x,),
+                                        ((x.shape, x.dtype.str),), 0)
+    return blocked_scan(op, x, axis)
+
+
+for _op in N.SCAN_OPS:
+    N.register_composition(_op, lambda params, x, op=_op[3:]: blocked_scan(op, x, x.ndim - 1))
+
+
+def blocked_scan(op, x, axis):
+    """Inclusive scan of ``x`` along ``axis`` with reduction ``op`` as
+    ``Reduce`` nodes over blocks of ``SCAN_BLOCK`` (``op``: sum, prod, any,
+    all)."""
     n = x.shape[axis]
     if n <= 1:
         return x
@@ -71,7 +98,7 @@ def _scan(op, x, axis):
     totals = N.IndexLambda.make(
         pre + (nb,) + post, dtype, read(_X, ov[:axis] + (ov[axis], size - 1) + ov[axis + 1:]),
         ((_X, inblock),), f"cumulative {op}: block totals")
-    offsets = _scan(op, totals, axis)
+    offsets = blocked_scan(op, totals, axis)
     q = ov[axis]
     here = read(_X, ov)
     before = read(_OFF, ov[:axis] + (p.If(p.Comparison(q, ">=", size),

@@ -324,6 +324,113 @@ def test_scan_edges(target):
         assert_same(got[k], w, k)
 
 
+LONG_ROWS = ((5000,), (3, 4097), (2, 70001), (1, 1 << 16))
+
+
+def test_long_scans(target):
+    """Rows long enough for the single-pass kernel (CUDA) across tile
+    boundaries, in each of its dtypes: sums and products as NumPy's, -0.0
+    first kept, NaN and inf placed, integers wrapping; two scans of one
+    input; a scan of a computed value; a second call (the tile states
+    start again from zero)."""
+    rng = np.random.default_rng(11)
+    inputs = {}
+    for k, shape in enumerate(LONG_ROWS):
+        f = rng.standard_normal(shape)
+        f.reshape(-1)[0] = -0.0
+        inputs[f"f32_{k}"] = f.astype(np.float32)
+        inputs[f"f64_{k}"] = rng.uniform(0.999, 1.001, shape)
+        inputs[f"i64_{k}"] = rng.integers(-2**40, 2**40, shape)
+        inputs[f"i32_{k}"] = rng.integers(-2**30, 2**30, shape).astype(np.int32)
+        inputs[f"u32_{k}"] = rng.integers(0, 2**32, shape, dtype=np.uint32)
+        inputs[f"u64_{k}"] = rng.integers(1, 4, shape).astype(np.uint64)
+    special = np.ones(9000, np.float32)
+    special[[10, 5000]] = np.inf, np.nan
+    special[7000] = -np.inf
+    inputs["special"] = special
+    xs = _place(inputs)
+    outs, want = {}, {}
+    with np.errstate(all="ignore"):
+        for k, x in xs.items():
+            v = inputs[k]
+            dt = v.dtype                                # the kernels' dtype, not int64's
+            outs[k + "_sum"] = pa.cumsum(x, axis=-1, dtype=dt)
+            want[k + "_sum"] = np.cumsum(v, axis=-1, dtype=dt)
+            if k[0] in "iu" or k.startswith("f64"):     # wrapping and near-1 products
+                outs[k + "_prod"] = pa.cumprod(x, axis=-1, dtype=dt)
+                want[k + "_prod"] = np.cumprod(v, axis=-1, dtype=dt)
+        outs["computed"] = pa.cumsum(xs["f32_2"] * 2 + 1, axis=1) - 3
+        want["computed"] = np.cumsum(inputs["f32_2"] * 2 + 1, axis=1) - 3
+        outs["initial"] = pa.cumulative_sum(xs["i64_1"], axis=1, include_initial=True)
+        want["initial"] = np.cumulative_sum(inputs["i64_1"], axis=1, include_initial=True)
+    prog = pa.compile(outs, target=target)
+    for call in range(2):
+        got = prog(**inputs)
+        for k, w in want.items():
+            assert_same(got[k], w, f"{k} (call {call + 1})")
+            if w.dtype.kind in "iu":
+                np.testing.assert_array_equal(got[k], w, err_msg=k)
+        if target in ("numpy", "cuda"):     # NumPy's loop, the single-pass kernel
+            assert np.signbit(got["f32_0_sum"][0])      # -0.0 is its own first sum
+
+
+def test_long_sorts(target):
+    """Rows long enough for the radix sort (CUDA) in every dtype it takes:
+    sort equal to NumPy's, argsort to NumPy's stable one (ties, -0.0 and
+    0.0, NaN in index order), descending as the array API's; a sort of a
+    computed value and a flattened 2-D array."""
+    rng = np.random.default_rng(12)
+    inputs = {}
+    for n in (1500, 70001):
+        for dt in (np.float32, np.float64, np.int8, np.uint8, np.int16, np.uint16, np.int32,
+                   np.uint32, np.int64, np.uint64, np.bool_):
+            inputs[f"{np.dtype(dt).name}_{n}"] = _keys(rng, (n,), dt)
+    inputs["wide"] = rng.standard_normal(1 << 18).astype(np.float32)
+    inputs["grid"] = rng.integers(-100, 100, (40, 60)).astype(np.int32)
+    xs = _place(inputs)
+    outs, want = {}, {}
+    for k, x in xs.items():
+        v = inputs[k]
+        outs[k + "_s"], want[k + "_s"] = pa.sort(x, axis=None), np.sort(v, axis=None)
+        outs[k + "_a"] = pa.argsort(x, axis=None)
+        want[k + "_a"] = np.argsort(v, axis=None, kind="stable")
+        if k.endswith("_1500"):
+            outs[k + "_d"] = pa.argsort(x.reshape(-1), descending=True)
+            want[k + "_d"] = _descending_argsort(v.reshape(-1))
+            outs[k + "_ds"] = pa.sort(x.reshape(-1), descending=True)
+            want[k + "_ds"] = np.flip(np.sort(v.reshape(-1)))
+    outs["computed"] = pa.sort(xs["wide"] * -2 + 1)
+    want["computed"] = np.sort(inputs["wide"] * -2 + 1)
+    prog = pa.compile(outs, target=target)
+    for call in range(2):
+        got = prog(**inputs)
+        for k, w in want.items():
+            _same_exactly(got[k], w, f"{k} (call {call + 1})")
+
+
+def test_scan_kernels_by_policy():
+    """CUDA: rows of at least ``SCAN_SINGLE_PASS`` values are the
+    single-pass kernel (and the one zeroing its states), shorter rows and
+    other axes the blocked scan; OpenCL has the blocked scan alone.  The
+    numpy target runs NumPy's own loop: equal bit for bit."""
+    import loopy as lp
+    from polyarray.codegen import lower_program
+    from polyarray.codegen.thresholds import current_thresholds
+    n = current_thresholds().SCAN_SINGLE_PASS
+    long_, short = (pa.placeholder(k, (2, m), np.float32) for k, m in (("a", n), ("b", n - 1)))
+    outs = [pa.cumsum(long_, axis=1).node, pa.cumsum(short, axis=1).node,
+            pa.cumsum(long_, axis=0).node]
+    forms = [k.form for k in lower_program(outs[:1], lp.CudaTarget()).kernels]
+    assert forms == ["single-pass scan"] * 2, forms
+    for target in (lp.CudaTarget(), lp.PyOpenCLTarget()):
+        for out in (outs[1:] if isinstance(target, lp.CudaTarget) else outs):
+            kernels = lower_program([out], target).kernels
+            assert "single-pass scan" not in [k.form for k in kernels]
+            assert any(k.form != "elementwise" for k in kernels)     # the blocks' sums
+    v = np.random.default_rng(0).standard_normal((2, n)).astype(np.float32)
+    got = pa.compile(pa.cumsum(long_, axis=1), target="numpy")(a=v)
+    np.testing.assert_array_equal(got, np.cumsum(v, axis=1))
+
 # -- errors ------------------------------------------------------------------
 
 _ERRORS = {
@@ -406,7 +513,8 @@ def test_permuting_chain_source_is_linear():
 
 def test_cuda_source_compiles():
     """The CUDA source of sort, argsort, searchsorted and the scans, for a
-    float, an integer and a boolean input, compiles with nvcc (no GPU)."""
+    float, an integer and a boolean input, and of the single-pass scans in
+    each of their dtypes, compiles with nvcc (no GPU)."""
     import loopy as lp
     from polyarray.codegen import lower_program
     from test_cuda_codegen import NVCC, _nvcc
@@ -417,6 +525,10 @@ def test_cuda_source_compiles():
         x = pa.placeholder(f"x_{np.dtype(dt).name}", (3, 21), dt)
         outs += [pa.sort(x, axis=0), pa.argsort(x, descending=True), pa.cumsum(x, axis=1),
                  pa.cumprod(x), pa.searchsorted(pa.sort(x, axis=None), x)]
+    for dt in (np.float32, np.float64, np.int32, np.int64, np.uint32, np.uint64):
+        # the single-pass kernels: two of one dtype and one of each other
+        x = pa.placeholder(f"long_{np.dtype(dt).name}", (2, 5000), dt)
+        outs += [pa.cumsum(x, axis=1, dtype=dt), pa.cumprod(x, dtype=dt)]
     source = lower_program([o.node for o in outs], lp.CudaTarget()).source
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:

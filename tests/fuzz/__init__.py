@@ -28,7 +28,9 @@ case well defined:
   absolute error;
 * float sums and products only where no order can overflow (or a product
   underflow to 0): whether a result is 0, inf or NaN must not depend on the
-  order (``exactness.reduction_order_safe``);
+  order (``exactness.reduction_order_safe``); float running sums and
+  products (``cumsum``, ``cumprod``) also only where NumPy's sequential
+  rounding is well within the tolerance (``exactness.scan_rounding_safe``);
 * float values that decide something discrete (comparisons, truth tests,
   casts to integers, argmax/argmin, floor/rint/sign, ``//`` and ``%``) only
   where they are exact: every operation leading to them is exact in any

@@ -140,3 +140,34 @@ def partial_product_log2(val, axes) -> tuple:
     a = np.where(a > 0, a, 1.0)
     return (float(np.log2(np.maximum(a, 1.0)).sum(axis=axes).max(initial=0)),
             float(np.log2(np.minimum(a, 1.0)).sum(axis=axes).min(initial=0)))
+
+
+def scan_rounding_safe(op, val, axis, dtype, margin=0.25) -> bool:
+    """Whether NumPy's running ``sum`` or ``prod`` (``cumsum``/``cumprod``)
+    of ``val`` along ``axis`` (None: flattened) in float ``dtype`` stays
+    within ``margin`` of the comparison's tolerance of the exact one.
+    NumPy's loop adds in order, so its rounding grows with the row: a
+    float32 running sum of 4100 random values in [-2, 2] is off by up to
+    3e-6 of the largest partial sum, past float32's absolute tolerance
+    (1e-6 of the largest value) where a partial sum cancels to near 0.  A
+    target that combines in another order rounds otherwise; both are near
+    the exact sum only where NumPy's own error is well inside the
+    tolerance.  Integers are exact; so are scans of values whose every
+    partial result is exact (``float_e``'s "sum" and "prod" rules)."""
+    dtype = np.dtype(dtype)
+    x = np.asarray(val)
+    if dtype.kind != "f" or x.size == 0:
+        return True
+    from polyarray.testing import tolerance
+    wide = np.longdouble if dtype.itemsize >= 8 else np.float64
+    fn = np.cumsum if op == "sum" else np.cumprod
+    with np.errstate(all="ignore"):
+        cast = x.astype(dtype)
+        got = fn(cast, axis=axis)
+        exact = fn(cast.astype(wide), axis=axis)
+        fin = np.isfinite(got)
+        if not np.array_equal(fin, np.isfinite(exact)):
+            return False
+        rtol, atol = tolerance(got)
+        err = np.abs(got[fin].astype(wide) - exact[fin])
+        return bool(np.all(err <= margin * (rtol * np.abs(exact[fin]) + atol)))

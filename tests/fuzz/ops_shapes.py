@@ -1,4 +1,4 @@
-"""Op generators that change shapes: reductions and arg-reductions, gathers,
+"""Op generators that change shapes: reductions and arg-reductions, scans, gathers,
 layout views (slices, flips, transposes), reshape, broadcast, concatenate,
 matmul, and row reductions read back by their rows (the fused ``rows`` kernels).
 
@@ -12,7 +12,7 @@ import numpy as np
 
 from fuzz.builder import _entry_of, _is_int
 from fuzz.dtypes import DTYPES, FLOAT_DTYPES, INT_DTYPES, _tn
-from fuzz.exactness import reduction_order_safe
+from fuzz.exactness import reduction_order_safe, scan_rounding_safe
 
 
 def op_reduce(b):
@@ -39,6 +39,90 @@ def op_reduce(b):
     if not reduction_order_safe(op, a.val, axes, out):
         return None
     return b.apply(f"{a.var}.{op}(axis={ax!r}, keepdims={kd}{extra})", [a.var], rule)
+
+
+# scan dtypes of the single-pass kernel (CUDA, last axis, rows of >= 1024)
+SCAN_DTYPES = [np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64,
+                                     np.uint32, np.uint64)]
+
+
+def op_scan(b):
+    """A running sum or product: ``cumsum``, ``cumprod``, the array API's
+    ``cumulative_sum``/``cumulative_prod`` (sometimes with the initial
+    value), sometimes with ``dtype=``.  Float scans combine in another
+    order than NumPy's sequential loop, like a sum over the scanned axis:
+    the "sum"/"prod" rules, and only where no order can overflow (a product
+    that overflows to inf and meets a 0 is NaN in one order and 0 in the
+    other) and NumPy's own rounding is well within the tolerance
+    (``exactness.scan_rounding_safe``).  Integer scans are exact, wrapping
+    as NumPy's.  About a third scan a row of 1024..5000 values along the
+    last axis (``_long_scan_input``), which the CUDA target scans in one
+    single-pass kernel."""
+    long = b.coin(0.3)
+    fn = b.choice(["cumsum", "cumsum", "cumsum", "cumprod", "cumprod", "cumulative_sum",
+                   "cumulative_prod"])
+    op = "prod" if fn.endswith("prod") else "sum"
+    if long:
+        a = _long_scan_input(b, op)
+    else:
+        a = b.pick(lambda e: e.kind in "biuf")
+    if a is None:
+        return None
+    if long:
+        ax = -1 if a.ndim > 1 or b.coin(0.5) else b.choice([0, None])
+    elif a.ndim == 0:
+        ax = None
+    else:
+        ax = b.axis_arg(a, allow_tuple=False)
+        if ax is None and a.ndim > 1 and fn.startswith("cumulative"):
+            ax = -1         # the array API's scans flatten only 1-d arrays
+    extra, out = "", None
+    if b.coin(0.35 if long else 0.2):   # long: 32-bit scans too (small integers widen)
+        if long:
+            out = b.choice(SCAN_DTYPES if a.kind != "f" else FLOAT_DTYPES[1:])
+        else:
+            out = b.choice(INT_DTYPES + FLOAT_DTYPES) if a.kind != "f" else \
+                b.choice(FLOAT_DTYPES)
+        extra = f", dtype=xp.{_tn(out)}"
+    if fn.startswith("cumulative") and b.coin(0.6):
+        extra += ", include_initial=True"
+    code = f"xp.{fn}({a.var}, axis={ax!r}{extra})"
+    if out is None:                 # NumPy's own result dtype (small integers widen)
+        with np.errstate(all="ignore"):
+            out = getattr(np, fn)(np.zeros((1,) * max(a.ndim, 1), a.dtype), axis=0).dtype
+    axes = tuple(range(a.ndim)) if ax is None else (ax % a.ndim,)
+    if not reduction_order_safe(op, a.val, axes, out):
+        return None
+    if not scan_rounding_safe(op, a.val, ax, out):
+        return None
+    rule = (op, [], axes)
+    if out == np.float32 and a.dtype != np.float32:
+        rule = ("inexact",)
+    return b.apply(code, [a.var], rule)
+
+
+def _long_scan_input(b, op):
+    """An entry whose last axis holds 1024..5000 values (1-d, or 2-d of a
+    few rows): one already built, or a new placeholder of a scan dtype
+    (sometimes a narrow or bool one, which widens).  Float products get
+    factors near 1 (powers of two, sometimes jittered by 1e-3): other
+    values' running products overflow or underflow within a few hundred."""
+    a = b.pick(lambda e: e.ndim in (1, 2) and e.shape[-1] >= 1024 and e.kind in "biuf")
+    if a is not None and b.coin(0.5):
+        return a
+    n = b.choice([1024, 1025, 2047, 2048, 4096, 4100, 5000]) if b.coin(0.5) else \
+        int(b.rng.integers(1024, 5001))
+    shape = (n,) if b.coin(0.5) else (b.choice([1, 2, 3, 5]), n)
+    dtype = b.choice(SCAN_DTYPES * 3 + [np.dtype(np.int8), np.dtype(np.uint16),
+                                        np.dtype(np.bool_)])
+    values = None
+    if op == "prod" and dtype.kind == "f":
+        rng = b.rng
+        values = rng.choice([1.0, -1.0, 2.0, 0.5, 0.0, -0.0], shape,
+                            p=[0.6, 0.38, 0.008, 0.008, 0.002, 0.002])
+        if b.coin(0.5):
+            values = values * rng.uniform(0.999, 1.001, shape)
+    return b.add_placeholder(shape=shape, dtype=dtype, values=values)
 
 
 def op_argreduce(b):

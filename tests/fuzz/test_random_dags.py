@@ -106,6 +106,7 @@ def test_random_dag_covers_every_feature_the_fuzzer_must():
         "order statistic": r"xp\.(median|quantile|percentile|partition)\(",
         "histogram": r"xp\.(histogram|digitize)\(", "convolve": r"xp\.(convolve|correlate)\(",
         "gcd": r"xp\.(gcd|lcm)\(", "frexp": r"xp\.(frexp|ldexp)\(",
+        "scan": r"xp\.(cumsum|cumprod|cumulative_sum|cumulative_prod)\(",
     }
     multi, shared = 0, 0
     for seed in range(300):
@@ -189,3 +190,36 @@ def test_float_sums_and_products_end_alike_in_any_order():
                 axes = tuple(range(x.ndim)) if ax is None else tuple(
                     a % x.ndim for a in (ax if isinstance(ax, tuple) else (ax,)))
                 assert safe(m.group(2), x.val, axes, e.dtype), (seed, e.code)
+
+
+def test_float_scans_end_alike_and_round_within_tolerance():
+    """No float running sum or product whose 0, inf or NaN depends on the
+    order, nor one whose NumPy rounding (a sequential loop) comes near the
+    tolerance: a float32 running sum of 4100 random values in [-2, 2] is
+    off by up to 3e-6 of its largest value where a partial sum cancels."""
+    from fuzz.exactness import reduction_order_safe, scan_rounding_safe as safe
+    rng = np.random.default_rng(0)
+    rows = rng.uniform(-2, 2, (4, 4100))
+    assert not safe("sum", rows, -1, np.float32)
+    assert safe("sum", rows, -1, np.float64)
+    assert safe("sum", np.round(rows * 4) / 4, -1, np.float32)     # exact partial sums
+    assert safe("sum", rows[:, :16], None, np.float32)
+    assert safe("prod", np.full((2, 5000), 1.0001), -1, np.float64)
+    assert safe("sum", rows.astype(np.int64), -1, np.int64)
+    assert not safe("prod", np.array([3e38, 10.0, 0.0]), 0, np.float32)   # inf
+    pat = re.compile(r"xp\.(cumsum|cumprod|cumulative_sum|cumulative_prod)\((v\d+), "
+                     r"axis=(None|-?\d+)(, dtype=xp\.(\w+))?")
+    checked = 0
+    for seed in range(200):
+        case = make_case(seed)
+        by_var = {e.var: e for e in case.entries}
+        for e in case.entries:
+            m = pat.match(e.code)
+            if m and e.kind == "f":
+                x, ax = by_var[m.group(2)], eval(m.group(3))    # noqa: S307
+                op = "prod" if m.group(1).endswith("prod") else "sum"
+                axes = tuple(range(x.ndim)) if ax is None else (ax % x.ndim,)
+                assert reduction_order_safe(op, x.val, axes, e.dtype), (seed, e.code)
+                assert safe(op, x.val, ax, e.dtype), (seed, e.code)
+                checked += 1
+    assert checked >= 3

@@ -1,0 +1,82 @@
+"""Library calls that device targets compute with kernels of their own:
+the scans ``cumsum``/``cumprod`` (along the last axis, ``ops/scans.py``)
+and ``sort``/``argsort`` (of one row, ``ops/ordering.py``).  Each call
+becomes the kernels the policy chooses for it, before anything else sees
+the DAG:
+
+- ``Form.SCAN``: the single-pass scan kernel and the one that zeroes its
+  tile states (``emit/scan_kernels.py``), as raw-kernel nodes: one read and one
+  write of the values;
+- ``Form.RADIX_SORT``: a radix sort's passes (``emit/sort_kernels.py``),
+  raw-kernel nodes too;
+- ``Form.BLOCKED_SCAN`` / ``Form.MERGE_SORT``: the compositions every
+  target can run (``ops.scans.blocked_scan``, ``ops.ordering.merge_sort``,
+  which the frontend registers: ``ir.nodes.composition``), whose nodes
+  fuse with their neighbours as any others do.
+
+The numpy target never sees this: it runs NumPy's own ``cumsum`` and
+``sort``.
+"""
+from __future__ import annotations
+
+from polyarray.ir import nodes as N
+
+from ..policy import choose
+from ..policy.classify import Call
+from ..policy.rules import Form
+
+
+def _kernels(node, x, form):
+    """The nodes of ``form``'s kernels for call ``node`` on ``x``."""
+    if form == Form.SCAN:
+        from ..emit.scan_kernels import scan_nodes
+        return scan_nodes(node.op, x)
+    if form == Form.RADIX_SORT:
+        from ..emit.sort_kernels import sort_nodes
+        return sort_nodes(x, node.op == "argsort", node.param["descending"])
+    return N.composition(node.op, node.params, x)       # the frontend's, for any target
+
+
+def is_kernel_call(node) -> bool:
+    return isinstance(node, N.LibraryCallOutput) and node.op in N.SCAN_OPS | N.SORT_OPS
+
+
+def lowered_kernel_calls(outputs, device, thresholds):
+    """``(outputs, origin)``: ``outputs`` with every scan and sort call
+    replaced by its kernels' nodes (the same list where there is none), and
+    for each node made here the node of ``outputs``' DAG it computes (by
+    id; a call's kernels: the call), for what a kernel says it computes.
+    O(N), no recursion."""
+    order = N.topological_order(outputs)
+    if not any(map(is_kernel_call, order)):
+        return list(outputs), {}
+    new = {}
+
+    def get(n):
+        return new.get(id(n), n)
+    with N.collector_paused():
+        for node in order:
+            if is_kernel_call(node):
+                x = get(node.inputs[0])
+                choice = choose(Call(node.op, x.dtype.str, tuple(x.shape)), device, thresholds)
+                new[id(node)] = _kernels(node, x, choice.form)
+            elif any(id(c) in new for c in node.children()):
+                new[id(node)] = N.remade(node, get)
+    made = [get(o) for o in outputs]
+    return made, _origins(order, new, made)
+
+
+def _origins(order, new, made):
+    """{id(node made): original node}: each replacement stands for its
+    original, and a node below it that the DAG had not for the nearest
+    replacement above it (reverse topological order: parents first)."""
+    origin = {id(v): old for old in order if (v := new.get(id(old))) is not None}
+    known = {id(n) for n in order}
+    for node in reversed(N.topological_order(made)):
+        mine = origin.get(id(node))
+        if mine is None:
+            continue
+        for child in node.children():
+            if id(child) not in known and id(child) not in origin:
+                origin[id(child)] = mine
+    return origin
