@@ -146,6 +146,8 @@ class Thresholds:
     # H200, float32 cumsum, single-pass / blocked: 1 x 1024 12.0 / 28.6 us, 4096 x 1024
     # 26.4 / 43.0, 1024 x 4096 11.6 / 43.2, 64 x 65536 13.1 / 53.7
     SCAN_SINGLE_PASS: int = 1 << 10
+    SCAN_COLUMNS: int = 64       # ... along another axis, columns this long (and a warp wide)
+    #                              are the column scan's three kernels
     # Sorts of a row at least this long are radix passes (emit/sort_kernels.py) where the
     # target has them; shorter rows the merge sort (a kernel per level)
     RADIX_SORT_MIN: int = 1 << 10

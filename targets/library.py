@@ -91,9 +91,9 @@ ROUTINES = {
     "fft": _fft,
     "rfft": lambda x: (np.fft.rfft(x, axis=-1),),
     "irfft": lambda x, n: (np.fft.irfft(x, n=n, axis=-1, norm="forward"),),
-    # scans along the last axis, in the input's dtype (NumPy's own loop)
-    "cumsum": lambda x: (np.cumsum(x, axis=-1, dtype=x.dtype),),
-    "cumprod": lambda x: (np.cumprod(x, axis=-1, dtype=x.dtype),),
+    # scans, in the input's dtype (NumPy's own loop)
+    "cumsum": lambda x, axis: (np.cumsum(x, axis=axis, dtype=x.dtype),),
+    "cumprod": lambda x, axis: (np.cumprod(x, axis=axis, dtype=x.dtype),),
     # sorts of one row (stable; descending: the array API's, NaN first, ties in order)
     "sort": lambda x, descending: (np.flip(np.sort(x, axis=-1), -1) if descending
                                    else np.sort(x, axis=-1, kind="stable"),),

@@ -287,6 +287,114 @@ def scan_nodes(op, x) -> N.Node:
         ((x.shape, x.dtype.str),), (total,), (THREADS,), 0)
 
 
+# Scans along an axis that is not the last (columns of ``post`` values, ``pre``
+# such blocks): three kernels, no look-back.  A work-item per column of a tile
+# of COLUMN_ROWS rows (consecutive work-items read consecutive columns: coalesced):
+# ``NAME_totals`` combines its tile's rows; ``NAME_offsets`` scans the totals of
+# each column, a work-item per column; ``NAME_rows`` scans its tile's rows again
+# from the offset before it.  The values are read twice and written once.
+COLUMN_ROWS = 64
+_COLUMNS = r"""
+/* the tile t of block p, column c of work-item (blockIdx.x, threadIdx.x) */
+#define PA_TILE \
+    const long long b = blockIdx.x, ct = (post + THREADS - 1) / THREADS; \
+    const long long c = (b % ct) * THREADS + threadIdx.x, pt = b / ct; \
+    const long long t = pt % tiles, p = pt / tiles; \
+    const long long r0 = t * ROWS, rows = min((long long) ROWS, n - r0); \
+    if (c >= post) return; \
+    const T *in = x + (p * n + r0) * post + c;
+extern "C" __global__ void __launch_bounds__(THREADS) NAME_totals(
+    const T *x, T *totals, long long n, long long post, long long tiles)
+{
+    PA_TILE
+    T acc = in[0];
+#pragma unroll 8
+    for (long long r = 1; r < rows; ++r)
+        acc = COMBINE(acc, in[r * post]);
+    totals[(p * tiles + t) * post + c] = acc;
+}
+/* offsets[p, t, c]: the tiles before t combined (t >= 1) */
+extern "C" __global__ void __launch_bounds__(THREADS) NAME_offsets(
+    const T *totals, T *offsets, long long post, long long tiles, long long columns)
+{
+    const long long i = (long long) blockIdx.x * THREADS + threadIdx.x;
+    if (i >= columns)
+        return;
+    const long long p = i / post, c = i - p * post;
+    const T *tot = totals + p * tiles * post + c;
+    T *off = offsets + p * tiles * post + c;
+    T acc = tot[0];
+    for (long long t = 1; t < tiles; ++t) {
+        off[t * post] = acc;
+        acc = COMBINE(acc, tot[t * post]);
+    }
+}
+extern "C" __global__ void __launch_bounds__(THREADS) NAME_rows(
+    const T *x, const T *offsets, T *y, long long n, long long post, long long tiles)
+{
+    PA_TILE
+    T *out = y + (p * n + r0) * post + c;
+    T acc = t == 0 ? in[0] : COMBINE(offsets[(p * tiles + t) * post + c], in[0]);
+    out[0] = acc;
+#pragma unroll 8
+    for (long long r = 1; r < rows; ++r) {
+        acc = COMBINE(acc, in[r * post]);
+        out[r * post] = acc;
+    }
+}
+#undef PA_TILE
+"""
+
+
+def column_scan_nodes(op, x, axis) -> N.Node:
+    """The scan of ``x`` (a node, C order) along ``axis`` (not its last) as
+    the three column kernels' raw-kernel nodes."""
+    dtype = np.dtype(x.dtype)
+    ctype, wrap = _TYPES[dtype.name]
+    sign = _OPS[op]
+    pre, n = int(np.prod(x.shape[:axis])), x.shape[axis]
+    post = int(np.prod(x.shape[axis + 1:]))
+    tiles = -(-n // COLUMN_ROWS)
+    name = f"{PREFIX}columns_{op}_{dtype.name}"
+    combine = f"((T) ((W) (a) {sign} (W) (b)))" if wrap else f"((a) {sign} (b))"
+    defs = {"T": ctype, "W": wrap, "COMBINE(a, b)": combine, "THREADS": THREADS,
+            "ROWS": COLUMN_ROWS}
+    defs = {k: v for k, v in defs.items() if v is not None}
+    head = "".join(f"#define {k} {v}\n" for k, v in defs.items())
+    tail = "".join(f"#undef {k.split('(')[0]}\n" for k in defs)
+    body = _COLUMNS.replace("NAME", name)
+    # one source per kernel (a program appends each kernel's once): the
+    # source is split at the kernels, the tile macro kept with the two that use it
+    parts = body.split('extern "C"')
+    macro, kernels = parts[0], ['extern "C"' + k for k in parts[1:]]
+    kernels[-1] = kernels[-1].replace("#undef PA_TILE\n", "")
+
+    def spec(which, k, params, with_macro):
+        src = head + (macro if with_macro else "") + kernels[k] + \
+            ("#undef PA_TILE\n" if with_macro else "") + tail
+        return N.RawKernelSpec("cuda", f"{name}_{which}", src,
+                               parse_params(params.replace("T ", ctype + " "), "cuda",
+                                            f"{name}_{which}"))
+    dt = dtype.str
+    blocks = -(-post // THREADS) * tiles * pre
+    tot_shape = (pre * tiles * post,)
+    totals = N.RawKernelOutput.make(
+        tot_shape, dtype, spec("totals", 0, "const T *x, T *totals, long long n, "
+                               "long long post, long long tiles", True),
+        (x,), (("n", n), ("post", post), ("tiles", tiles)), ((tot_shape, dt),),
+        (blocks,), (THREADS,), 0)
+    offsets = N.RawKernelOutput.make(
+        tot_shape, dtype, spec("offsets", 1, "const T *totals, T *offsets, long long post, "
+                               "long long tiles, long long columns", False),
+        (totals,), (("post", post), ("tiles", tiles), ("columns", pre * post)),
+        ((tot_shape, dt),), (-(-(pre * post) // THREADS),), (THREADS,), 0)
+    return N.RawKernelOutput.make(
+        x.shape, dtype, spec("rows", 2, "const T *x, const T *offsets, T *y, long long n, "
+                             "long long post, long long tiles", True),
+        (x, offsets), (("n", n), ("post", post), ("tiles", tiles)), ((x.shape, dt),),
+        (blocks,), (THREADS,), 0)
+
+
 _C_DTYPES = {"float": "<f4", "double": "<f8", "int": "<i4", "unsigned int": "<u4",
              "long long": "<i8", "unsigned long long": "<u8", "short": "<i2",
              "unsigned short": "<u2", "signed char": "|i1", "unsigned char": "|u1"}

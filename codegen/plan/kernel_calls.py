@@ -6,7 +6,8 @@ the DAG:
 
 - ``Form.SCAN``: the single-pass scan kernel and the one that zeroes its
   tile states (``emit/scan_kernels.py``), as raw-kernel nodes: one read and one
-  write of the values;
+  write of the values; ``Form.COLUMN_SCAN``: the column scan's three
+  kernels (another axis than the last);
 - ``Form.RADIX_SORT``: a radix sort's passes (``emit/sort_kernels.py``),
   raw-kernel nodes too;
 - ``Form.BLOCKED_SCAN`` / ``Form.MERGE_SORT``: the compositions every
@@ -31,6 +32,9 @@ def _kernels(node, x, form):
     if form == Form.SCAN:
         from ..emit.scan_kernels import scan_nodes
         return scan_nodes(node.op, x)
+    if form == Form.COLUMN_SCAN:
+        from ..emit.scan_kernels import column_scan_nodes
+        return column_scan_nodes(node.op, x, node.param["axis"])
     if form == Form.RADIX_SORT:
         from ..emit.sort_kernels import sort_nodes
         return sort_nodes(x, node.op == "argsort", node.param["descending"])
@@ -58,7 +62,8 @@ def lowered_kernel_calls(outputs, device, thresholds):
         for node in order:
             if is_kernel_call(node):
                 x = get(node.inputs[0])
-                choice = choose(Call(node.op, x.dtype.str, tuple(x.shape)), device, thresholds)
+                choice = choose(Call(node.op, x.dtype.str, tuple(x.shape),
+                                     node.param.get("axis")), device, thresholds)
                 new[id(node)] = _kernels(node, x, choice.form)
             elif any(id(c) in new for c in node.children()):
                 new[id(node)] = N.remade(node, get)

@@ -137,6 +137,7 @@ class Call:
     op: str
     dtype: str
     shape: tuple
+    axis: int | None = None     # a scan's
 
 
 def reduction_class(spec, terms=1, read=None, shared_run=1) -> Reduction:

@@ -26,6 +26,7 @@ from module globals.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Callable
@@ -66,6 +67,7 @@ class Form(str, Enum):
     CUBLAS = "cublas"                   # a matrix product by cuBLAS on the device (nvmath-python)
     VKFFT = "vkfft"                     # ... by VkFFT on an OpenCL GPU (pyvkfft)
     SCAN = "single-pass scan"           # cumsum/cumprod: one kernel, decoupled look-back
+    COLUMN_SCAN = "column scan"         # ... along another axis: tiles' totals, offsets, rows
     BLOCKED_SCAN = "blocked scan"       # ... as reductions over blocks (ops/scans.py)
     RADIX_SORT = "radix sort"           # sort/argsort of a row: 8-bit passes
     MERGE_SORT = "merge sort"           # ... as merge levels of gathers (ops/ordering.py)
@@ -442,17 +444,25 @@ RULES = (
 
     # hand-written kernels: ours (the single-pass scan's two, emit/scan_kernels.py), then
     # pa.raw_kernel's: the user's code, grid and block
+    Rule("scan: columns in three kernels", Raw,
+         lambda c, d, t: c.name.startswith(SCAN_KERNEL_PREFIX + "columns_"), Form.COLUMN_SCAN),
     Rule("scan: single pass (decoupled look-back)", Raw,
          lambda c, d, t: c.name.startswith(SCAN_KERNEL_PREFIX), Form.SCAN),
     Rule("sort: radix passes", Raw, lambda c, d, t: c.name.startswith(SORT_KERNEL_PREFIX),
          Form.RADIX_SORT),
     Rule("raw: the user's kernel", Raw, lambda c, d, t: True, Form.RAW),
 
-    # scans along the last axis (cumsum, cumprod in the dtypes of emit/scan_kernels.py): one
-    # kernel where the target has it (CUDA) and rows are long; else the blocked scan
-    # of reductions, its nodes fused as any (plan/scans.py rewrites the calls)
+    # scans (cumsum, cumprod in the dtypes of emit/scan_kernels.py) where the target has
+    # the kernels (CUDA): along the last axis, one kernel for long rows; along another,
+    # three kernels for long enough, wide enough columns; else the blocked scan of
+    # reductions, its nodes fused as any (plan/kernel_calls.py rewrites the calls)
     Rule("scan: single pass (decoupled look-back)", Call, lambda c, d, t: d.single_pass_scan
-         and c.op in SCAN_OPS and c.shape[-1] >= t.SCAN_SINGLE_PASS, Form.SCAN),
+         and c.op in SCAN_OPS and c.axis == len(c.shape) - 1
+         and c.shape[-1] >= t.SCAN_SINGLE_PASS, Form.SCAN),
+    Rule("scan: columns in three kernels", Call, lambda c, d, t: d.single_pass_scan
+         and c.op in SCAN_OPS and c.axis is not None and c.axis < len(c.shape) - 1
+         and c.shape[c.axis] >= t.SCAN_COLUMNS and math.prod(c.shape[c.axis + 1:]) >= t.WARP,
+         Form.COLUMN_SCAN),
     Rule("scan: blocked reductions", Call, lambda c, d, t: c.op in SCAN_OPS,
          Form.BLOCKED_SCAN),
     # sorts of one row (sort, argsort): radix passes where the target has them (CUDA)

@@ -555,8 +555,8 @@ class RawKernelOutput(Node):
 FFT_OPS = frozenset({"fft", "rfft", "irfft"})
 
 
-# the library calls that are scans along the last axis (``cumsum``, ``cumprod``):
-# device targets lower them to kernels (``codegen/plan/scans.py``)
+# the library calls that are scans (``cumsum``, ``cumprod``; param ``axis``):
+# device targets lower them to kernels (``codegen/plan/kernel_calls.py``)
 SCAN_OPS = frozenset({"cumsum", "cumprod"})
 # ... and the sorts of one row (``sort``, ``argsort``; param ``descending``)
 SORT_OPS = frozenset({"sort", "argsort"})

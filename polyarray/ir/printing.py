@@ -101,7 +101,7 @@ class _Renderer(Mapper):
         args = [self.operand(a, depth) for a in node.inputs]
         args += [f"{k}={v!r}" for k, v in node.params]
         out = f"[{node.index}]" if len(node.outputs) > 1 else ""
-        if not N.library_family(node.op):       # a scan or sort: along the last axis
+        if node.op in N.SORT_OPS:               # a sort of one row: along the last axis
             args.append("axis=-1")
         return f"{N.library_name(node.op)}({', '.join(args)}){out}"
 

@@ -1,11 +1,12 @@
 """``cumsum``, ``cumprod`` and the array API's ``cumulative_sum`` /
 ``cumulative_prod`` nodes.
 
-A sum or product along the last axis in a dtype of ``CALL_DTYPES`` is the
-library call ``cumsum``/``cumprod`` (``ir.nodes.SCAN_OPS``): NumPy's own
+A sum or product in a dtype of ``CALL_DTYPES`` is the library call
+``cumsum``/``cumprod`` (``ir.nodes.SCAN_OPS``, param ``axis``): NumPy's own
 loop on the numpy target; on a device target the policy chooses its
-kernels (``codegen/plan/scans.py``): the single-pass scan where the target
-has it, else the blocked scan below, which every other scan is at once.
+kernels (``codegen/plan/kernel_calls.py``): CUDA's scan kernels where
+the target has them, else the blocked scan below, which every other scan
+is at once.
 
 Blocked scan: the scanned axis is cut into blocks of ``SCAN_BLOCK``; an in-block
 inclusive scan is one ``Reduce`` over ``where(b <= c, x[block, b], identity)``
@@ -49,15 +50,15 @@ def _scan(op, x, axis):
     n = x.shape[axis]
     if n <= 1:
         return x
-    if axis == x.ndim - 1 and op in ("sum", "prod") and x.dtype.name in CALL_DTYPES \
-            and x.size > 0:
-        return N.LibraryCallOutput.make(x.shape, x.dtype, "cum" + op, (), (x,),
+    if op in ("sum", "prod") and x.dtype.name in CALL_DTYPES and x.size > 0:
+        return N.LibraryCallOutput.make(x.shape, x.dtype, "cum" + op, (("axis", axis),), (x,),
                                         ((x.shape, x.dtype.str),), 0)
     return blocked_scan(op, x, axis)
 
 
 for _op in N.SCAN_OPS:
-    N.register_composition(_op, lambda params, x, op=_op[3:]: blocked_scan(op, x, x.ndim - 1))
+    N.register_composition(_op, lambda params, x, op=_op[3:]: blocked_scan(op, x,
+                                                                           params["axis"]))
 
 
 def blocked_scan(op, x, axis):

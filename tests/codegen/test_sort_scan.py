@@ -363,6 +363,19 @@ def test_long_scans(target):
         want["computed"] = np.cumsum(inputs["f32_2"] * 2 + 1, axis=1) - 3
         outs["initial"] = pa.cumulative_sum(xs["i64_1"], axis=1, include_initial=True)
         want["initial"] = np.cumulative_sum(inputs["i64_1"], axis=1, include_initial=True)
+        # columns (CUDA's column scan): ragged tiles of rows, a partial warp of columns
+        for k, (shape, axis) in enumerate((((300, 70), 0), ((3, 129, 40), 1),
+                                           ((65, 2, 33), 0))):
+            for dt in (np.float32, np.int64, np.uint32):
+                v = (rng.standard_normal(shape) if dt == np.float32 else
+                     rng.integers(0, 2**20, shape)).astype(dt)
+                c = pa.asarray(v)
+                outs[f"col{k}_{np.dtype(dt).name}"] = pa.cumsum(c, axis=axis, dtype=dt)
+                want[f"col{k}_{np.dtype(dt).name}"] = np.cumsum(v, axis=axis, dtype=dt)
+            if k == 0:
+                w = rng.uniform(0.99, 1.01, shape)
+                outs["colprod"] = pa.cumprod(pa.asarray(w), axis=0)
+                want["colprod"] = np.cumprod(w, axis=0)
     prog = pa.compile(outs, target=target)
     for call in range(2):
         got = prog(**inputs)
@@ -422,6 +435,10 @@ def test_scan_kernels_by_policy():
             pa.cumsum(long_, axis=0).node]
     forms = [k.form for k in lower_program(outs[:1], lp.CudaTarget()).kernels]
     assert forms == ["single-pass scan"] * 2, forms
+    cols = pa.placeholder("c", (current_thresholds().SCAN_COLUMNS, 32), np.float64)
+    forms = [k.form for k in lower_program([pa.cumsum(cols, axis=0).node],
+                                           lp.CudaTarget()).kernels]
+    assert forms == ["column scan"] * 3, forms
     for target in (lp.CudaTarget(), lp.PyOpenCLTarget()):
         for out in (outs[1:] if isinstance(target, lp.CudaTarget) else outs):
             kernels = lower_program([out], target).kernels
