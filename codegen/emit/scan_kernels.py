@@ -19,9 +19,13 @@ wrap (sums and products in the unsigned type of their width), NaN and inf
 propagate.  Floats are added in another order than NumPy's sequential
 loop (within the tolerances, as the blocked form).
 
+Scans along another axis than the last are three kernels without look-back
+(``column_scan_nodes``: the tiles' column totals, their scan per column, the
+rows again from their offsets).
+
 The kernels are raw-kernel nodes (``ir.nodes.RawKernelOutput``, built
 here), which ``plan/kernel_calls.py`` puts where the policy chooses
-``Form.SCAN`` and ``forms/raw.py`` launches; their source is in the
+``Form.SCAN`` (``Form.COLUMN_SCAN``) and ``forms/raw.py`` launches; their source is in the
 program's, marked, as a user's raw kernel's is.
 """
 from __future__ import annotations

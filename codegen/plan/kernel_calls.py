@@ -1,5 +1,5 @@
 """Library calls that device targets compute with kernels of their own:
-the scans ``cumsum``/``cumprod`` (along the last axis, ``ops/scans.py``)
+the scans ``cumsum``/``cumprod`` (along the axis of param ``axis``, ``ops/scans.py``)
 and ``sort``/``argsort`` (of one row, ``ops/ordering.py``).  Each call
 becomes the kernels the policy chooses for it, before anything else sees
 the DAG:
