@@ -17,33 +17,21 @@ module each, run in order by ``make_plan``:
 See docs/design/fusion.md."""
 from __future__ import annotations
 
-from polyarray.ir import nodes as N
-from ..thresholds import current_thresholds
-from .data import Group, Materialized, Plan, Unit, is_input, materialized_deps
-from .epilogue import fuse_epilogues
-from .fuse_rows import fuse_rows
-from .group import group
-from .materialize import inlined_shared_run, inlined_terms, materialize, transposed_buffer
+import importlib
+
+# Names load with their module on first use: ``pa.compile`` runs ``reroll``
+# and ``recurrence`` before the cache key, and a disk-cache hit needs no
+# other pass of the plan (nor the policy they import).
+_WHERE = {"make_plan": "make", "Group": "data", "Materialized": "data", "Plan": "data",
+          "Unit": "data", "is_input": "data", "materialized_deps": "data",
+          "inlined_shared_run": "materialize", "inlined_terms": "materialize",
+          "transposed_buffer": "materialize"}
 
 
-def make_plan(outputs, device=None, fusable=None, thresholds=None) -> Plan:
-    """``fusable(node, materialized, transposed)``: whether reduction or
-    contraction ``node`` stores an elementwise reader of its result (the
-    epilogue pass runs when it is given, or a ``device``: then for tiled
-    matmuls alone); ``thresholds``: the fusion limits (default:
-    ``current_thresholds()``)."""
-    t = current_thresholds() if thresholds is None else thresholds
-    order = N.topological_order(outputs)
-    mat, transposed = materialize(outputs, order, t)
-    groups = fuse_rows(group(order, mat), mat, outputs, t)
-    if fusable is None and device is not None:
-        from ..policy import stores_through_epilogue
-        fusable = lambda e, mat, transposed: stores_through_epilogue(e, device, t)  # noqa: E731
-    if fusable is not None:
-        groups = fuse_epilogues(groups, mat, outputs, lambda e: fusable(e, mat, transposed),
-                                order)
-    group_of = {id(u.node): gi for gi, g in enumerate(groups) for u in g.units}
-    return Plan(order, mat, groups, list(outputs), transposed=transposed, group_of=group_of)
+def __getattr__(name):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
 
 
 __all__ = ["Group", "Materialized", "Plan", "Unit", "inlined_shared_run", "inlined_terms",
