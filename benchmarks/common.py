@@ -61,11 +61,21 @@ def time_ours(b, prog, names, sets):
     return median_time(lambda: prog(**nxt()), prog.synchronize)
 
 
+def compile_bytecode():
+    """Compile polyarray's bytecode, as ``pip install`` does, before timing
+    new processes: one that may not write it (``PYTHONDONTWRITEBYTECODE``)
+    would otherwise compile each module it imports while timed."""
+    import compileall
+    for folder in ("polyarray", "codegen", "targets"):
+        compileall.compile_dir(os.path.join(ROOT, folder), quiet=1)
+
+
 def compile_in_new_processes(script, repeat=1):
     """Run ``script`` (which prints compile seconds and origin as JSON) in
     two new processes sharing an empty cache dir, ``repeat`` times (a new
     dir each time): ``(cold, disk hit)``, each the run of median seconds,
     with ``"runs"``: every run's seconds (a host's noise shows there)."""
+    compile_bytecode()
     colds, warms = [], []
     for _ in range(repeat):
         with tempfile.TemporaryDirectory() as d:

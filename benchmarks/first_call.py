@@ -135,6 +135,8 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--json")
     a = ap.parse_args(argv)
+    from .common import compile_bytecode
+    compile_bytecode()
     rows = []
     for case in a.cases.split(","):
         whos = ["polyarray"] + ([p for p in a.peers.split(",") if p]
