@@ -23,6 +23,7 @@ os.environ.setdefault("POLYARRAY_USE_TUNED", "0")
 
 from . import dask_chunks, shapes, training, workloads as w  # noqa: E402  (after the path is set)
 from .compile_profile import compile_rows       # noqa: E402
+from .first_call import first_calls             # noqa: E402
 from .bench import Bench                        # noqa: E402
 from .gathers import gathers                    # noqa: E402
 from .goals import judge, print_goals           # noqa: E402
@@ -34,6 +35,7 @@ ALL = [w.fused_chain, w.softmax, w.reductions, *TRAINING[:2], w.matmul, w.hermit
        w.compile_and_dispatch, TRAINING[2], TRAINING[3], w.opencl_vs_cuda, w.transpose, gathers]
 QUICK = {"gathers": [gathers], "dispatch": [w.compile_and_dispatch],
          "compile": [compile_rows, w.compile_and_dispatch],
+         "first": [first_calls],
          "schedules": [w.hermite, w.transpose, w.matmul],
          "training": TRAINING,
          "state": [training.logistic_regression_shared],
@@ -51,7 +53,7 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="smaller sizes (CI smoke run)")
     ap.add_argument("--json", default=None, help="write results here (default: none)")
     ap.add_argument("--only", default=None,
-                    help="run one group of workloads: dispatch, compile, schedules, training, "
+                    help="run one group of workloads: dispatch, compile, first, schedules, training, "
                          "peers, reductions, rest, shapes, dask")
     args = ap.parse_args(argv)
     b = Bench(args.device, args.quick)

@@ -17,6 +17,9 @@ Cases:
 * ``backprop``: the weight gradients of a two-layer tanh network, five
   matrix products (x 8192 x 1024, hidden 512, float32; JAX at "highest"
   matmul precision, as NumPy).
+
+``python -m benchmarks --only first`` prints backprop and heat2d as rows of
+the suite, JAX's first call as the peer.
 """
 from __future__ import annotations
 
@@ -125,6 +128,26 @@ def run_case(case, who, target, timeout):
     if r.returncode:
         return {"case": case, "who": who, "error": r.stderr.strip().splitlines()[-1:]}
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def first_calls(b):
+    """The suite's rows (``python -m benchmarks --only first``): the first
+    call of backprop and heat2d in a new process beside JAX's, where JAX is
+    installed (its first call is the peer; a missing peer is no row's
+    failure)."""
+    from .common import compile_bytecode
+    compile_bytecode()
+    for case, label in [("backprop", "19. first call: backprop (5 products)"),
+                        ("heat2d", "19. first call: heat2d (50 steps)")]:
+        ours = run_case(case, "polyarray", b.device, 300)
+        if "error" in ours or not ours["ok"]:
+            raise RuntimeError(f"{case}: {ours.get('error', 'result differs from NumPy')}")
+        jax = run_case(case, "jax", b.device, 300)
+        peers = {"jax.jit": jax["first_s"]} if "error" not in jax and jax["ok"] else {}
+        failed = {} if peers else {"jax.jit": str(jax.get("error", "wrong result"))[:80]}
+        b.row(label, ours["first_s"], peers, failed=failed,
+              note=f"pa.jit in a new process, empty cache, after a warm-up program; later calls "
+                   f"{ours['later_s'] * 1e3:.2f} ms")
 
 
 def main(argv=None):
