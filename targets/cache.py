@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import sys
 import pickle
 import tempfile
 import time
@@ -289,9 +290,14 @@ def code_version() -> str:
         _CODE_VERSION = _folder_digest(*(os.path.dirname(m.__file__) for m in (codegen, ir)))
     # the thresholds in force, where they differ from the measured ones (a
     # sweep or a test in ``using_thresholds``, POLYARRAY_OUTLINE_MIN): they
-    # make other code, so other keys (the thresholds module imports no loopy)
-    from polyarray.codegen.thresholds import current_thresholds
-    changed = current_thresholds().changes()
+    # make other code, so other keys (the thresholds module imports no loopy;
+    # until it is imported, or the variable set, none can differ: a disk hit
+    # skips the import, whose dataclass takes milliseconds to make)
+    changed = {}
+    if "POLYARRAY_OUTLINE_MIN" in os.environ or any(
+            m.endswith("codegen.thresholds") for m in list(sys.modules)):
+        from polyarray.codegen.thresholds import current_thresholds
+        changed = current_thresholds().changes()
     # which vendor libraries codegen may call (a product in cuBLAS or a kernel)
     from polyarray.codegen.emit.dialect import CUDA
     libraries = f"-{CUDA.vendor_blas}" if CUDA.vendor_blas else ""
