@@ -48,3 +48,76 @@ def worker_env(target=None, workers=1, cpu_device=False, cores=None) -> dict:
         threads = str(max(1, (cores or os.cpu_count() or 1) // max(1, workers)))
         env["POCL_CPU_MAX_CU_COUNT"] = env["POCL_MAX_PTHREAD_COUNT"] = threads
     return env
+
+
+def visible_gpus() -> list:
+    """The GPUs this process may use, as ``CUDA_VISIBLE_DEVICES`` entries:
+    that variable's list where it is set, else one per device the CUDA
+    driver counts (none without pycuda or a GPU)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [v.strip() for v in visible.split(",") if v.strip() and v.strip() != "-1"]
+    try:
+        import pycuda.driver as drv
+        drv.init()
+        return [str(i) for i in range(drv.Device.count())]
+    except Exception:       # noqa: BLE001  (no pycuda, no driver, no GPU)
+        return []
+
+
+def cuda_worker_specs(n_gpus=None, memory_limit="auto") -> dict:
+    """``SpecCluster`` worker specs: one single-threaded worker process per
+    GPU (the first ``n_gpus`` visible ones), each seeing only its own
+    (``CUDA_VISIBLE_DEVICES``) and running polyarray's CUDA target."""
+    from distributed import Nanny
+    gpus = visible_gpus()
+    if n_gpus is not None:
+        if n_gpus > len(gpus):
+            raise ValueError(f"local_cuda_cluster: {n_gpus} GPU(s) asked for, {len(gpus)} "
+                             f"visible ({', '.join(gpus) or 'none'})")
+        gpus = gpus[:n_gpus]
+    if not gpus:
+        raise RuntimeError("local_cuda_cluster: no CUDA GPU is visible to this process")
+    specs = {}
+    for gpu in gpus:
+        env = dict(worker_env("cuda"), CUDA_VISIBLE_DEVICES=gpu)
+        specs[f"gpu{gpu}"] = {"cls": Nanny, "options": {
+            "nthreads": 1, "env": env, "memory_limit": memory_limit,
+            "silence_logs": 40}}
+    return specs
+
+
+def local_cuda_cluster(n_gpus=None, memory_limit=None, keep_freed_memory=True,
+                       use_dask_cuda=True, **cluster_options):
+    """A local ``distributed`` cluster of one worker process per visible GPU
+    (``n_gpus``: the first ones; default: all), each pinned to its GPU with
+    ``CUDA_VISIBLE_DEVICES`` and polyarray's CUDA target; dask-cuda's
+    ``LocalCUDACluster`` where it is installed (``use_dask_cuda=False``:
+    ours).  ``memory_limit``: per worker (default: the machine's memory
+    shared by the workers).  Use it as ``with local_cuda_cluster() as c,
+    distributed.Client(c) as client: ...``."""
+    import dask
+    from distributed import Scheduler, SpecCluster
+    from distributed.system import MEMORY_LIMIT
+    gpus = visible_gpus()
+    count = len(gpus) if n_gpus is None else n_gpus
+    if memory_limit is None:
+        memory_limit = MEMORY_LIMIT // max(1, count)
+    with dask.config.set(spawn_config(keep_freed_memory)):
+        if use_dask_cuda:
+            try:
+                from dask_cuda import LocalCUDACluster
+            except ImportError:
+                pass
+            else:
+                if count > len(gpus):
+                    raise ValueError(f"local_cuda_cluster: {count} GPU(s) asked for, "
+                                     f"{len(gpus)} visible")
+                return LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(gpus[:count]),
+                                        threads_per_worker=1, memory_limit=memory_limit,
+                                        env=worker_env("cuda"),
+                                        **dict({"dashboard_address": None}, **cluster_options))
+        specs = cuda_worker_specs(count, memory_limit)
+        return SpecCluster(workers=specs, scheduler={
+            "cls": Scheduler, "options": {"dashboard_address": None}},
+            **dict({"silence_logs": 40}, **cluster_options))

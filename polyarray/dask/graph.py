@@ -28,6 +28,15 @@ LETTERS = string.ascii_lowercase + string.ascii_uppercase
 ONE_COMBINE_BYTES = 32 << 20
 
 
+def _meta_module(arrays):
+    """CuPy where a dask array's meta is a CuPy array, else NumPy."""
+    for a in arrays:
+        if type(getattr(a, "_meta", None)).__module__.split(".")[0] == "cupy":
+            import cupy
+            return cupy
+    return np
+
+
 def _entry_text(entry) -> str:
     kind, letters, shape, dtype, *fields = entry
     parts = [kind, letters, repr(tuple(shape)), np.dtype(dtype).str]
@@ -39,9 +48,11 @@ def _entry_text(entry) -> str:
 class Translator:
     """Outputs -> dask arrays; ``bindings``: placeholder node -> dask array."""
 
-    def __init__(self, outputs, bindings, target=None, split_every=None):
+    def __init__(self, outputs, bindings, target=None, split_every=None, out="host"):
         import dask.array as da
         self.da, self.target, self.split_every = da, target, split_every
+        self.out = "device" if out == "device" else "auto"
+        self.meta = _meta_module(bindings.values())
         self.leaves = Leaf()
         self.leaves.arrays.update(bindings)
         self._eff, self._dask = {}, {}
@@ -141,10 +152,15 @@ class Translator:
 
     def _stage(self, kind, entries, outputs, out_letters, extra="", fields=()):
         text = "\n".join([kind, repr(outputs), out_letters, extra, repr(self.target),
-                          repr(tuple(fields))] + [_entry_text(e) for e in entries])
+                          repr(tuple(fields)), self.out] + [_entry_text(e) for e in entries])
         key = hashlib.sha256(text.encode()).hexdigest()
         return tasks.Stage(key, kind, tuple(entries), tuple(outputs), out_letters,
-                           self.target, extra, tuple(fields))
+                           self.target, extra, tuple(fields), self.out)
+
+    def empty(self, ndim, dtype):
+        """Dask's meta for a result: CuPy's where a binding has CuPy chunks."""
+        module = np if np.dtype(dtype).names else self.meta
+        return module.empty((0,) * ndim, dtype)
 
     def _blockwise(self, stage, inputs, dtype, adjust=None):
         """(dask array, letter -> chunks) of ``stage`` over its inputs."""
@@ -160,7 +176,7 @@ class Translator:
         out = da.blockwise(partial(tasks.run_block, stage), stage.out_letters, *args,
                            name=name, dtype=dtype, adjust_chunks=adjust, new_axes=new_axes,
                            align_arrays=False, concatenate=True,
-                           meta=np.empty((0,) * len(stage.out_letters), dtype))
+                           meta=self.empty(len(stage.out_letters), dtype))
         return out, dict(chunkss, **{l: (1,) for l in new_axes})
 
     def _reduce(self, node):
@@ -239,27 +255,39 @@ class Translator:
         else:
             pdtype, rename = node.dtype, None
         mine = partials.map_blocks(tasks.pick, names=names, rename=rename, dtype=pdtype,
-                                   meta=np.empty((0,) * array.ndim, pdtype))
+                                   meta=self.empty(array.ndim, pdtype) if rename is None
+                                   else np.empty((0,) * array.ndim, pdtype))
         if op in ("argmax", "argmin"):
             mine = mine.map_blocks(
                 tasks.add_offsets, axes=axes, block_chunks=chunks,
                 full=tuple(array.shape[a] for a in axes), dtype=pdtype,
                 meta=np.empty((0,) * array.ndim, pdtype))
         if op == "moments":
-            aggregate, combine = partial(moments.aggregate, dtype=node.dtype), moments.combine
+            aggregate = partial(tasks.host_combine, fn=moments.aggregate, dtype=node.dtype)
+            combine = partial(tasks.host_combine, fn=moments.combine)
         else:
-            aggregate = partial(tasks.aggregate, op=op, dtype=node.dtype)
-            combine = partial(tasks.combine, op=op, dtype=None if rename else node.dtype)
+            aggregate = partial(tasks.aggregate, op=op, dtype=node.dtype, target=self.target)
+            combine = partial(tasks.combine, op=op, dtype=None if rename else node.dtype,
+                              target=self.target)
+        return self._combined(mine, axes, chunks, pdtype, node.dtype, aggregate, combine)
+
+    def _combined(self, partials, axes, chunks, pdtype, dtype, aggregate, combine):
+        """``da.reduction`` of per-block partials over ``axes``: host partials
+        combined with NumPy; device partials of the ops that combine
+        elementwise (not argmax/argmin, whose (value, index) records and
+        variance's moments are made on the host) by polyarray programs on
+        the device, ``tasks.FOLD_WIDTH`` at a time (kernel arguments)."""
         split = self.split_every
         if split is None:       # small partials: one combine (fewer tasks than dask's tree)
             kept = math.prod(max(c) for d, c in enumerate(chunks) if d not in axes)
             blocks = math.prod(len(chunks[a]) for a in axes)
             if blocks * kept * pdtype.itemsize <= ONE_COMBINE_BYTES:
                 split = {a: max(2, len(chunks[a])) for a in axes}
+        ndim = len(chunks) - len(axes)
         return self.da.reduction(
-            mine, tasks.identity, aggregate, combine=combine, axis=axes, keepdims=False,
-            dtype=node.dtype, split_every=split, concatenate=True,
-            meta=np.empty((0,) * node.ndim, node.dtype))
+            partials, tasks.identity, aggregate, combine=combine, axis=axes, keepdims=False,
+            dtype=dtype, split_every=split, concatenate=False,
+            meta=self.empty(ndim, dtype))
 
     def _einsum(self, node):
         ins, out = node.subscripts.split("->")
@@ -281,4 +309,8 @@ class Translator:
         if not contracted:
             return result
         axes = tuple(range(len(out), len(out) + len(contracted)))
-        return result.sum(axis=axes, dtype=node.dtype, split_every=self.split_every)
+        chunks = result.chunks
+        return self._combined(
+            result, axes, chunks, node.dtype, node.dtype,
+            partial(tasks.aggregate, op="sum", dtype=node.dtype, target=self.target),
+            partial(tasks.combine, op="sum", dtype=node.dtype, target=self.target))

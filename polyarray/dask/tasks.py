@@ -11,8 +11,11 @@ hits polyarray's disk cache, which all workers of a machine share
 """
 from __future__ import annotations
 
+import atexit
+import sys
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,8 +34,12 @@ _MAX_PROGRAMS = 512
 # thread-safe): the tasks of one process take turns on its device
 _LOCK = threading.RLock()
 # this process's counters (tests, benchmarks): programs compiled, tasks run,
-# seconds in them, and bytes of blocks in and results out (host <-> device)
-STATS = {"compiles": 0, "tasks": 0, "seconds": 0.0, "bytes_in": 0, "bytes_out": 0}
+# seconds in them, bytes of blocks in and results out, and the bytes that
+# crossed between host and device memory (uploads of host blocks to a device
+# program, downloads of its results or of device chunks to the host)
+STATS = {"compiles": 0, "tasks": 0, "seconds": 0.0, "bytes_in": 0, "bytes_out": 0,
+         "host_to_device": 0, "device_to_host": 0}
+_ZERO = dict(STATS)
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,7 @@ class Stage:
     target: str | None
     extra: str = ""
     fields: tuple = ()      # reduce: (record field, entry, part) per partial
+    out: str = "auto"       # "device": results stay on the device even for host blocks
 
 
 def _sizes(stage, blocks) -> dict:
@@ -102,9 +110,9 @@ def build(stage, sizes) -> list:
     return made
 
 
-def _program(stage, blocks):
+def _program(stage, blocks, target, out):
     shapes = tuple(np.shape(b) for b in blocks)
-    key = (stage.key, shapes, stage.target)
+    key = (stage.key, shapes, target, out)
     hit = _PROGRAMS.get(key)
     if hit is None:
         sizes = _sizes(stage, blocks)
@@ -114,7 +122,8 @@ def _program(stage, blocks):
             outs, reduced = _partials(stage, made)
         else:
             outs = [made[i] for i in stage.outputs]
-        prog = compile_program([Array(n) for n in outs], target=stage.target)
+        options = {"out": "device"} if out == "device" else {}
+        prog = compile_program([Array(n) for n in outs], target=target, **options)
         STATS["compiles"] += 1
         if len(_PROGRAMS) >= _MAX_PROGRAMS:
             del _PROGRAMS[next(iter(_PROGRAMS))]
@@ -122,46 +131,272 @@ def _program(stage, blocks):
     return hit
 
 
+# -- chunks: host NumPy arrays, or device arrays ------------------------------
+
+def chunk_kind(value):
+    """``"host"`` (a NumPy array or scalar), ``"cupy"`` (a CuPy array),
+    ``"cuda"`` (a pycuda GPUArray, polyarray's CUDA results, another
+    library's ``__cuda_array_interface__``/DLPack CUDA array), ``"opencl"``
+    (a pyopencl Array, polyarray's OpenCL results), or None (not an array)."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return "host"
+    module = type(value).__module__.split(".")[0]
+    if module == "cupy":
+        return "cupy"
+    ga = sys.modules.get("pycuda.gpuarray")
+    if ga is not None and isinstance(value, ga.GPUArray):
+        return "cuda"
+    cla = sys.modules.get("pyopencl.array")
+    if cla is not None and isinstance(value, cla.Array):
+        return "opencl"
+    from polyarray.targets.foreign import is_foreign_cuda
+    if is_foreign_cuda(value):
+        return "cuda"
+    return None
+
+
+DEVICE_KINDS = {"cupy": "cuda", "cuda": "cuda", "opencl": "opencl"}
+
+
+def _device_target(target, kinds):
+    """The target that runs a task on device chunks: the chunks' own (CUDA
+    arrays: cuda; pyopencl arrays: opencl) where ``target`` is None."""
+    if target is not None:
+        return target
+    for k in kinds:
+        if k in DEVICE_KINDS:
+            return DEVICE_KINDS[k]
+    from ..program import get_default_target
+    return get_default_target()
+
+
+def _c_order(value, dtype=None):
+    """A C-contiguous host array of ``value``'s shape (0-d stays 0-d:
+    ``np.ascontiguousarray`` would make it 1-d)."""
+    host = np.asarray(value, dtype=dtype)
+    return host if host.flags.c_contiguous else np.ascontiguousarray(host).reshape(host.shape)
+
+
+def _nbytes(value) -> int:
+    return int(np.prod(np.shape(value))) * np.dtype(value.dtype).itemsize
+
+
+def to_host(chunk):
+    """A chunk as a host NumPy array (a device chunk downloaded and counted
+    in ``device_to_host``)."""
+    kind = chunk_kind(chunk)
+    if kind == "host" or kind is None:
+        return chunk
+    if hasattr(chunk, "get"):           # pycuda, pyopencl, CuPy
+        host = chunk.get()
+    else:
+        from polyarray.targets.foreign import cuda_view
+        from polyarray.targets.foreign import to_host as view_to_host
+        host = view_to_host(cuda_view(chunk))
+    STATS["device_to_host"] += host.nbytes
+    return np.asarray(host)
+
+
+def upload(chunk, target=None):
+    """A host chunk as a device array of ``target`` (default: this process's
+    default target): a pycuda GPUArray from polyarray's CUDA memory pool, or
+    a pyopencl Array on the OpenCL target's queue; device chunks unchanged."""
+    kind = chunk_kind(chunk)
+    if kind in DEVICE_KINDS:
+        return chunk
+    host = _c_order(chunk)
+    name = _device_target(target, ())
+    with _LOCK:
+        _drain()
+        if name == "cuda":
+            from polyarray.targets.cuda.driver import driver, pool
+            driver()
+            import pycuda.gpuarray as ga
+            out = _owned(ga.to_gpu(host, allocator=pool().allocate))
+            _picklable(type(out))
+        elif name == "opencl":
+            import pyopencl.array as cla
+            from polyarray.targets import get_target
+            queue = get_target("opencl")._device(None)[3]
+            out = cla.to_device(queue, host)
+            _picklable(type(out))
+        else:
+            raise ValueError(f"pa.dask.to_device: the {name!r} target keeps its arrays on the "
+                             "host; give target='cuda' or 'opencl' (or set the workers' "
+                             "POLYARRAY_TARGET)")
+        STATS["host_to_device"] += host.nbytes
+    return out
+
+
+def _contiguous(block, kind):
+    """pyopencl Arrays must be C-contiguous to be bound (a dask view of
+    one, as ``x.T``, is not): such a block is copied through the host,
+    counted both ways.  CUDA arrays are copied on the device by the target."""
+    if kind == "opencl" and not block.flags.c_contiguous:
+        host = _c_order(to_host(block))
+        STATS["host_to_device"] += host.nbytes
+        import pyopencl.array as cla
+        return cla.to_device(block.queue, host)
+    return block
+
+
+def _like(result, kinds):
+    """A device result as the chunks' library gives them: CuPy where a
+    chunk was CuPy (zero-copy), else polyarray's own device array (made
+    picklable: ``_picklable``)."""
+    if "cupy" in kinds:
+        import cupy
+        return cupy.asarray(result)
+    _picklable(type(result))
+    return result
+
+
+def _picklable(cls):
+    """Pickling for polyarray's device chunks (pycuda and pyopencl arrays
+    have none): Dask sends a chunk that one worker made to another worker
+    (a reduction's partials, a contraction's blocks) through the host: the
+    chunk's bytes are downloaded by the sender and uploaded to the
+    receiver's device (both counted in ``STATS``)."""
+    import copyreg
+    if cls in copyreg.dispatch_table:
+        return
+    for c in cls.__mro__:       # and the library's own class (views, reshapes)
+        if c is cls or c.__module__.split(".")[0] in ("pycuda", "pyopencl"):
+            if c is not object and c not in copyreg.dispatch_table:
+                copyreg.pickle(c, _reduce_chunk)
+
+
+def _reduce_chunk(chunk):
+    target = "opencl" if chunk_kind(chunk) == "opencl" else "cuda"
+    return upload, (_c_order(to_host(chunk)), target)
+
+
+# Device chunks die where Dask drops them: in a thread of the worker's event
+# loop or the client's, where polyarray's CUDA context is not current, and
+# pycuda then cannot free their memory ("pooled_device_allocation in
+# out-of-thread context could not be cleaned up": a warning, and the block
+# is lost to the pool).  Each CUDA chunk made here is watched: when it dies,
+# its allocation is kept (``_GRAVE``) and freed with the context pushed, in
+# the next task or here at once where nothing else still holds it.
+_GRAVE: list = []
+
+
+def _owned(arr):
+    ga = sys.modules.get("pycuda.gpuarray")
+    if ga is not None and isinstance(arr, ga.GPUArray) and arr.gpudata is not None:
+        if not _GRAVE_STATE:
+            _GRAVE_STATE.append(True)
+            atexit.register(_drain)
+        weakref.finalize(arr, _bury, arr.gpudata)
+    return arr
+
+
+_GRAVE_STATE: list = []
+
+
+def _bury(allocation):
+    _GRAVE.append(allocation)
+    del allocation
+    _drain()
+
+
+def _drain():
+    """Free the watched allocations nothing else holds, with polyarray's
+    CUDA context pushed on this thread (any thread may call this)."""
+    if not _GRAVE:
+        return
+    try:
+        import pycuda.autoprimaryctx as primary
+        primary.context.push()
+    except Exception:       # noqa: BLE001  (no context left: nothing can be freed)
+        return
+    try:
+        keep = []
+        while _GRAVE:
+            try:
+                a = _GRAVE.pop()
+            except IndexError:
+                break
+            if sys.getrefcount(a) > 2:      # a view or the finalizer still holds it
+                keep.append(a)
+            del a
+        _GRAVE.extend(keep)
+    finally:
+        primary.context.pop()
+
+
 def checked_chunk(chunk, placeholder, block_info=None):
     """A chunk of the dask array bound to ``placeholder``, checked against
     what the array declares (its chunk's shape, its dtype): a producer that
     breaks them would otherwise be bound as another shape, or refused
-    naming an internal placeholder."""
+    naming an internal placeholder.  Host and device chunks pass as they are."""
     info, declared = block_info[0], block_info[None]
     where = tuple(info["chunk-location"])
-    got_shape, got_dtype = np.shape(chunk), getattr(chunk, "dtype", None)
     want_shape, want_dtype = tuple(declared["chunk-shape"]), np.dtype(declared["dtype"])
-    if got_shape != want_shape:
-        what = f"shape {got_shape}; the dask array declares {want_shape} for it"
-    elif got_dtype is None or native_dtype(np.dtype(got_dtype)) != native_dtype(want_dtype):
-        what = (f"dtype {getattr(got_dtype, 'name', type(chunk).__name__)}; the dask "
-                f"array declares {want_dtype.name}")
-    else:
+    what = bad_chunk(chunk, want_shape, want_dtype)
+    if what is None:
         return chunk
     raise ValueError(f"pa.dask.evaluate: chunk {where} of the dask array bound to placeholder "
                      f"{placeholder!r} has {what} (its producer must make the chunks and "
                      "dtype the array declares)")
 
 
+def bad_chunk(chunk, want_shape, want_dtype):
+    """What is wrong with a chunk (None: nothing)."""
+    if chunk_kind(chunk) is None:
+        return (f"type {type(chunk).__module__}.{type(chunk).__qualname__}, which is no "
+                "array (chunks must be NumPy arrays, or device arrays: CuPy, pycuda, "
+                "pyopencl, polyarray's device results; np.asarray makes a list one)")
+    got_shape, got_dtype = tuple(np.shape(chunk)), getattr(chunk, "dtype", None)
+    if got_shape != want_shape:
+        return f"shape {got_shape}; the dask array declares {want_shape} for it"
+    if got_dtype is None or native_dtype(np.dtype(got_dtype)) != native_dtype(want_dtype):
+        return (f"dtype {getattr(got_dtype, 'name', type(chunk).__name__)}; the dask "
+                f"array declares {want_dtype.name}")
+    return None
+
+
 def run_block(stage, *blocks):
-    """One blockwise task: the stage's program on these blocks (host NumPy
-    arrays in, host NumPy arrays out; intermediates stay on the device)."""
-    blocks = [np.asarray(b) for b in blocks]
+    """One blockwise task: the stage's program on these blocks.  Host
+    blocks in, host results out (intermediates stay on the device); where a
+    block is a device array (or the stage's ``out`` is "device"), the
+    program binds the device blocks where they are and its results stay on
+    the device."""
+    kinds = [chunk_kind(b) for b in blocks]
+    device = stage.out == "device" or any(k in DEVICE_KINDS for k in kinds)
+    if not device:
+        blocks = [np.asarray(b) for b in blocks]
+    target = _device_target(stage.target, kinds) if device else stage.target
+    blocks = [_contiguous(b, k) for b, k in zip(blocks, kinds)]
     with _LOCK:
         start = time.perf_counter()
-        prog, reduced = _program(stage, blocks)
+        if device:
+            _drain()
+        prog, reduced = _program(stage, blocks, target, "device" if device else "numpy")
         bindings = {name: blocks[int(name[2:])] for name in prog.placeholders}
         results = prog(**bindings)
         STATS["tasks"] += 1
         STATS["seconds"] += time.perf_counter() - start
-        STATS["bytes_in"] += sum(v.nbytes for v in bindings.values())
-        STATS["bytes_out"] += sum(r.nbytes for r in results)
+        sent = sum(_nbytes(v) for v in bindings.values() if chunk_kind(v) == "host")
+        got = sum(_nbytes(r) for r in results)
+        STATS["bytes_in"] += sum(_nbytes(v) for v in bindings.values())
+        STATS["bytes_out"] += got
+        if prog.target_name != "numpy":
+            STATS["host_to_device"] += sent
+            if not device:
+                STATS["device_to_host"] += got
+    if device:
+        results = [_like(_owned(r), kinds) for r in results]
     if stage.kind == "map":
         return results[0]
     if stage.kind == "einsum":
         r = results[0]
         return r.reshape(r.shape + (1,) * len(stage.extra))
     shape, count = reduced      # one record per block: the members' partials
+    if device:                  # device partials stay apart: {field: partial}
+        values = iter(results)
+        return {name: count if part == "count" else next(values).reshape(shape)
+                for name, _, part in stage.fields}
     dtypes = iter(r.dtype for r in results)
     record = np.dtype([(name, np.int64 if part == "count" else next(dtypes))
                        for name, _, part in stage.fields])
@@ -191,7 +426,22 @@ def _partials(stage, made):
 
 def pick(record, names=(), rename=None):
     """One member's partials from a block's record: a field, or the fields
-    ``names`` as a record of the fields ``rename``."""
+    ``names`` as a record of the fields ``rename``.  Device partials (a dict
+    of device arrays) stay on the device where one field is picked; records
+    of several (argmax's value and index, variance's moments) are made on
+    the host (small: one per block)."""
+    if isinstance(record, dict):
+        if rename is None:
+            return record[names[0]]
+        parts = {n: record[n] for n in names}
+        shape = next(np.shape(v) for v in parts.values() if not isinstance(v, int))
+        host = {n: v if isinstance(v, int) else to_host(v) for n, v in parts.items()}
+        dtype = np.dtype([(r, np.int64 if isinstance(host[n], int) else host[n].dtype)
+                          for n, r in zip(names, rename)])
+        out = np.empty(shape, dtype)
+        for n, r in zip(names, rename):
+            out[r] = host[n]
+        return out
     if rename is None:
         return np.ascontiguousarray(record[names[0]])
     out = np.empty(record.shape, np.dtype([(r, record.dtype[n]) for n, r in zip(names, rename)]))
@@ -254,8 +504,83 @@ _COMBINE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min,
 REDUCTIONS = tuple(_COMBINE) + ("argmax", "argmin")
 
 
-def combine(x, axis=None, keepdims=True, op="sum", dtype=None):
-    """Partials of one reduction combined on the host (small arrays)."""
+def _flat(x):
+    """The blocks of a nested list (``da.reduction`` with concatenate=False)."""
+    if isinstance(x, list):
+        return [b for part in x for b in _flat(part)]
+    return [x]
+
+
+def _host(x, axis):
+    """Nested blocks concatenated on the host along the reduced ``axis``."""
+    if not isinstance(x, list):
+        return x
+    from dask.array.core import _concatenate2
+    return _concatenate2(x, axes=sorted(axis if isinstance(axis, tuple) else (axis,)))
+
+
+# at most this many partials per combining program (kernel arguments)
+FOLD_WIDTH = 16
+_FOLDS: dict = {}
+
+
+def _fold_program(op, shape, dtype, k, target):
+    key = (op, shape, np.dtype(dtype).str, k, target)
+    prog = _FOLDS.get(key)
+    if prog is None:
+        from ..api import elementwise as E
+        from ..api.creation import placeholder
+        parts = [placeholder(f"p{i}", shape, dtype) for i in range(k)]
+        step = {"sum": lambda a, b: a + b, "prod": lambda a, b: a * b,
+                "max": E.maximum, "min": E.minimum, "any": E.logical_or,
+                "all": E.logical_and}[op]
+        acc = parts[0]
+        for b in parts[1:]:
+            acc = step(acc, b)
+        if acc.dtype != np.dtype(dtype):
+            acc = acc.astype(dtype)
+        prog = _FOLDS[key] = compile_program(acc, target=target, out="device")
+        STATS["compiles"] += 1
+    return prog
+
+
+def fold(blocks, op, dtype=None, target=None):
+    """Partials of one shape combined elementwise on the device by
+    polyarray programs (``FOLD_WIDTH`` at a time); the result is a device
+    array like the partials."""
+    kinds = [chunk_kind(b) for b in blocks]
+    target = _device_target(target, kinds)
+    dtype = np.dtype(dtype or blocks[0].dtype)
+    with _LOCK:
+        _drain()
+        start = time.perf_counter()
+        blocks = list(blocks)
+        for i, b in enumerate(blocks):
+            if chunk_kind(b) == "host":         # a host partial among device ones
+                STATS["host_to_device"] += _nbytes(b)
+                blocks[i] = _c_order(b, dtype)
+        while len(blocks) > 1 or np.dtype(blocks[0].dtype) != dtype:
+            head, blocks = blocks[:FOLD_WIDTH], blocks[FOLD_WIDTH:]
+            shape = tuple(np.shape(head[0]))
+            prog = _fold_program(op, shape, dtype, len(head), target)
+            blocks.insert(0, _owned(prog(**{f"p{i}": b for i, b in enumerate(head)})))
+            STATS["tasks"] += 1
+        STATS["seconds"] += time.perf_counter() - start
+    return _like(blocks[0], kinds)
+
+
+def _on_device(blocks) -> bool:
+    return any(chunk_kind(b) in DEVICE_KINDS for b in blocks)
+
+
+def combine(x, axis=None, keepdims=True, op="sum", dtype=None, target=None):
+    """Partials of one reduction combined: on the device where they are
+    device arrays (elementwise: they differ only in their position along
+    the reduced axes, each of length 1), else on the host."""
+    blocks = _flat(x)
+    if op not in ("argmax", "argmin") and _on_device(blocks):
+        return fold(blocks, op, dtype, target)
+    x = _host(x, axis)
     if op in ("argmax", "argmin"):
         return _best_pairs(x, axis, op)
     if op in ("sum", "prod"):
@@ -263,11 +588,70 @@ def combine(x, axis=None, keepdims=True, op="sum", dtype=None):
     return _COMBINE[op](x, axis=axis, keepdims=keepdims)
 
 
-def aggregate(x, axis=None, keepdims=False, op="sum", dtype=None):
+def aggregate(x, axis=None, keepdims=False, op="sum", dtype=None, target=None):
     """The last combine, as the reduction's dtype (argmax/argmin: the index)."""
-    out = combine(x, axis=axis, keepdims=True, op=op, dtype=dtype)
+    blocks = _flat(x)
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    if op not in ("argmax", "argmin") and _on_device(blocks):
+        out = fold(blocks, op, dtype, target)
+        if not keepdims:
+            out = out.reshape(tuple(n for d, n in enumerate(out.shape) if d not in axes))
+        return out
+    out = combine(_host(x, axis), axis=axis, keepdims=True, op=op, dtype=dtype)
     if op in ("argmax", "argmin"):
         out = out["i"]
     if not keepdims:
         out = np.squeeze(out, axis=axis)
     return np.asarray(out, dtype=dtype)
+
+
+def host_combine(x, axis=None, keepdims=True, fn=None, **options):
+    """``fn`` (a host combine: ``moments``) on the partials concatenated here."""
+    return fn(_host(x, axis), axis=axis, keepdims=keepdims, **options)
+
+
+def to_output(chunk, out="host", target=None):
+    """A result chunk as ``evaluate``'s ``out`` asks: host (downloaded where
+    it is a device array) or device (uploaded where it is a host one)."""
+    return to_host(chunk) if out == "host" else upload(chunk, target)
+
+
+_CONCATS: dict = {}
+
+
+def concatenate(arrays, axis=0):
+    """Device chunks joined along ``axis`` on their device (a polyarray
+    program; dask's ``concatenate`` for them: ``compute()``, rechunking)."""
+    arrays = list(arrays)
+    if len(arrays) == 1:
+        return arrays[0]
+    kinds = [chunk_kind(a) for a in arrays]
+    target = _device_target(None, kinds)
+    shapes = tuple(tuple(np.shape(a)) for a in arrays)
+    dtype = np.result_type(*[np.dtype(a.dtype) for a in arrays])
+    axis = axis % len(shapes[0])
+    key = (shapes, dtype.str, axis, target)
+    with _LOCK:
+        _drain()
+        prog = _CONCATS.get(key)
+        if prog is None:
+            from ..api.creation import placeholder
+            from ..api.shapes import concatenate as join
+            parts = [placeholder(f"p{i}", s, dtype) for i, s in enumerate(shapes)]
+            prog = _CONCATS[key] = compile_program(join(parts, axis=axis), target=target,
+                                                   out="device")
+        for a in arrays:
+            if chunk_kind(a) == "host":
+                STATS["host_to_device"] += _nbytes(a)
+        result = _owned(prog(**{f"p{i}": a for i, a in enumerate(arrays)}))
+    return _like(result, kinds)
+
+
+def register_concatenate():
+    """Register ``concatenate`` with dask for pycuda's and pyopencl's arrays
+    (called by dask the first time it concatenates one)."""
+    from dask.array.dispatch import concatenate_lookup
+    for module, name in (("pycuda.gpuarray", "GPUArray"), ("pyopencl.array", "Array")):
+        mod = sys.modules.get(module)
+        if mod is not None:
+            concatenate_lookup.register(getattr(mod, name), concatenate)

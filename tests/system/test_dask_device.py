@@ -1,0 +1,282 @@
+"""pa.dask with device-resident chunks: chunks that are device arrays
+(``pa.dask.to_device``, CuPy) are bound where they are and what is made
+from them stays on the device (``pa.dask.stats`` counts every byte that
+crosses between host and device), chunks that are no arrays are refused
+before anything runs, device memory is freed without pycuda's warnings,
+and the one-worker-per-GPU cluster pins its workers."""
+import gc
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import polyarray as pa
+from helpers import assert_same
+
+da = pytest.importorskip("dask.array", reason="dask is in the dask extra (pip install "
+                         "'polyarray[dask]')")
+
+rng = np.random.default_rng(23)
+X = rng.standard_normal((7, 6)).astype(np.float32)
+W = rng.standard_normal((6, 5)).astype(np.float32)
+V = rng.standard_normal(40 * 3).astype(np.float32)
+x = pa.placeholder("x", X.shape, np.float32)
+w = pa.placeholder("w", W.shape, np.float32)
+v = pa.placeholder("v", V.shape, np.float32)
+# elementwise, reductions over each axis and all (40 blocks of v: the device
+# combine runs in several programs), a contraction over two blocks
+OUTS = (pa.exp(x) * 2.0 - x / 3.0, pa.sum(x * x, axis=0), pa.max(x, axis=1), pa.sum(v),
+        pa.min(v * 2.0), x @ w, pa.mean(x, axis=0))
+
+
+def host_inputs():
+    return {"x": da.from_array(X, chunks=(4, 3)), "w": da.from_array(W, chunks=(3, 5)),
+            "v": da.from_array(V, chunks=3)}
+
+
+def on_device(target):
+    """The inputs as device chunks, made and kept now (their upload counted
+    before the test's counters start)."""
+    return {k: pa.dask.to_device(a, target=target).persist(scheduler="sync")
+            for k, a in host_inputs().items()}
+
+
+def as_host(chunk):
+    return np.asarray(chunk.get() if hasattr(chunk, "get") else chunk)
+
+
+def reference(outs=OUTS):
+    prog = pa.compile(outs, target="numpy")
+    return prog(**{k: a for k, a in dict(x=X, w=W, v=V).items() if k in prog.placeholders})
+
+
+def is_device(chunk):
+    from polyarray.dask.tasks import DEVICE_KINDS, chunk_kind
+    return chunk_kind(chunk) in DEVICE_KINDS
+
+
+def test_device_chunks_stay_on_the_device(device_target):
+    """Device chunks in, out="device": not one byte crosses to or from the
+    host, every result is a device array, and the values are NumPy's."""
+    inputs = on_device(device_target)
+    assert is_device(inputs["v"].blocks[5].compute(scheduler="sync"))
+    pa.dask.stats(reset=True)
+    outs = pa.dask.evaluate(OUTS, target=device_target, out="device", **inputs)
+    kept = [o.persist(scheduler="sync") for o in outs]
+    got = da.compute(*kept, scheduler="sync")       # joined on the device
+    crossed = pa.dask.stats(reset=True)
+    assert crossed["tasks"] > 0
+    assert crossed["host_to_device"] == 0 and crossed["device_to_host"] == 0, crossed
+    for k, block in enumerate(kept):
+        first = block.blocks[(0,) * block.ndim] if block.ndim else block
+        assert is_device(first.compute(scheduler="sync")), k
+    for k, (g, r) in enumerate(zip(got, reference())):
+        assert is_device(g), k
+        assert_same(as_host(g), r, f"output {k}")
+
+
+def test_device_chunks_give_host_results_by_default(device_target):
+    """out="host" (the default): the results are downloaded once, and that
+    is all that crosses (the inputs are not uploaded again)."""
+    inputs = on_device(device_target)
+    pa.dask.stats(reset=True)
+    got = da.compute(*pa.dask.evaluate(OUTS, target=device_target, **inputs),
+                     scheduler="sync")
+    crossed = pa.dask.stats(reset=True)
+    assert crossed["host_to_device"] == 0, crossed
+    assert crossed["device_to_host"] == sum(np.asarray(g).nbytes for g in got), crossed
+    for k, (g, r) in enumerate(zip(got, reference())):
+        assert isinstance(g, np.ndarray), k
+        assert_same(g, r, f"output {k}")
+
+
+def test_host_chunks_with_device_results(device_target):
+    """Host chunks, out="device": each input chunk is uploaded once by the
+    task that reads it (v by two stages: twice), nothing comes back."""
+    pa.dask.stats(reset=True)
+    got = da.compute(*pa.dask.evaluate(OUTS, target=device_target, out="device",
+                                       **host_inputs()), scheduler="sync")
+    crossed = pa.dask.stats(reset=True)
+    assert crossed["device_to_host"] == 0, crossed
+    # x is read by five stages (elementwise, sum, max, mean, the product),
+    # w by the product of each of x's two row blocks, v by two reductions
+    assert crossed["host_to_device"] == 5 * X.nbytes + 2 * W.nbytes + 2 * V.nbytes, crossed
+    for k, (g, r) in enumerate(zip(got, reference())):
+        assert is_device(g), k
+        assert_same(as_host(g), r, f"output {k}")
+
+
+def test_argmax_and_variance_of_device_chunks(device_target):
+    """argmax's (value, index) and variance's (count, sum, M2) partials are
+    combined on the host: correct, and their bytes are counted."""
+    inputs = on_device(device_target)
+    outs = (pa.argmax(x, axis=0), pa.argmin(v), pa.var(x, axis=1), pa.std(v))
+    pa.dask.stats(reset=True)
+    got = da.compute(*pa.dask.evaluate(outs, target=device_target, out="device",
+                                       x=inputs["x"], v=inputs["v"]), scheduler="sync")
+    assert pa.dask.stats()["device_to_host"] > 0
+    for k, (g, r) in enumerate(zip(got, reference(outs))):
+        assert_same(as_host(g), r, f"output {k}")
+
+
+def test_cupy_chunks_are_read_in_place():
+    """dask.array with CuPy chunks (the usual GPU dask array): bound in
+    place, results CuPy arrays, nothing through the host."""
+    cupy = pytest.importorskip("cupy", reason="CuPy (a CUDA GPU's library) is not installed")
+    ok, why = pa.targets.availability("cuda")
+    if not ok:
+        pytest.skip(f"cuda: {why}")
+    inputs = {k: a.map_blocks(cupy.asarray, dtype=a.dtype,
+                              meta=cupy.empty((0,) * a.ndim, a.dtype)).persist(scheduler="sync")
+              for k, a in host_inputs().items()}
+    pa.dask.stats(reset=True)
+    got = da.compute(*pa.dask.evaluate(OUTS, target="cuda", out="device", **inputs),
+                     scheduler="sync")
+    crossed = pa.dask.stats(reset=True)
+    assert crossed["host_to_device"] == 0 and crossed["device_to_host"] == 0, crossed
+    for k, (g, r) in enumerate(zip(got, reference())):
+        assert isinstance(g, cupy.ndarray), (k, type(g))
+        assert_same(cupy.asnumpy(g), r, f"output {k}")
+
+
+def test_cuda_chunks_are_freed_without_warnings():
+    """Device chunks made in dask's worker threads and dropped in this
+    thread (where polyarray's CUDA context is not pushed) are freed there,
+    without pycuda's "out-of-thread context" warning, and their memory goes
+    back to the pool."""
+    ok, why = pa.targets.availability("cuda")
+    if not ok:
+        pytest.skip(f"cuda: {why}")
+    import threading
+    from polyarray.dask import tasks
+    big = rng.standard_normal(1 << 22).astype(np.float32)
+    p = pa.placeholder("p", big.shape, np.float32)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            chunks = pa.dask.to_device(da.from_array(big, chunks=1 << 19), target="cuda")
+            out = pa.dask.evaluate(pa.exp(p) * 2.0, target="cuda", out="device", p=chunks)
+            kept = out.persist(scheduler="threads")     # made in dask's pool threads
+            first = kept.blocks[0].compute(scheduler="sync")
+            assert_same(as_host(first), np.exp(big[:1 << 19]) * np.float32(2.0))
+
+            def drop():          # the last references go in a thread of its own
+                nonlocal kept, chunks, first, out
+                kept = chunks = first = out = None
+                gc.collect()
+            t = threading.Thread(target=drop)
+            t.start()
+            t.join()
+        tasks._drain()
+    texts = [str(s.message) for s in seen]
+    assert not [t for t in texts if "out-of-thread" in t], texts[:3]
+    assert not tasks._GRAVE
+
+
+def test_chunks_that_are_no_arrays_are_refused_before_anything_runs():
+    """A chunk written into the graph (not made by a task) that is a list,
+    or of another dtype or shape, is refused by evaluate, naming the chunk,
+    what is wrong and what to do; one made by a task when it is made."""
+    good = np.zeros(3, np.float32)
+    p = pa.placeholder("p", (6,), np.float32)
+    for bad, what in (([1.0, 2.0, 3.0], r"type builtins.list, which is no array .*"
+                       r"np.asarray makes a list one"),
+                      (np.zeros(3, np.float64), "dtype float64; the dask array declares "
+                       "float32"),
+                      (np.zeros(2, np.float32), r"shape \(2,\); the dask array declares "
+                       r"\(3,\)")):
+        arr = da.Array({("lit", 0): good, ("lit", 1): bad}, "lit", chunks=((3, 3),),
+                       dtype=np.float32, meta=np.empty((0,), np.float32))
+        with pytest.raises(ValueError, match=r"chunk \(1,\) of the dask array bound to "
+                                             r"placeholder 'p' has " + what):
+            pa.dask.evaluate(p * 2.0, target="numpy", p=arr)
+    made = da.from_array(np.zeros(6, np.float32), chunks=3).map_blocks(
+        lambda b: b.tolist(), dtype=np.float32, meta=np.empty((0,), np.float32))
+    with pytest.raises(ValueError, match=r"chunk \(\d,\) .* placeholder 'p' has type "
+                                         r"builtins.list, which is no array"):
+        pa.dask.evaluate(p * 2.0, target="numpy", p=made).compute(scheduler="sync")
+
+
+def test_out_is_checked():
+    with pytest.raises(ValueError, match="out must be 'host' or 'device'"):
+        pa.dask.evaluate(x * 2.0, out="gpu", x=host_inputs()["x"])
+    with pytest.raises(ValueError, match="needs a device target"):
+        pa.dask.evaluate(x * 2.0, target="numpy", out="device", x=host_inputs()["x"])
+
+
+def test_cuda_workers_are_pinned_one_per_gpu(monkeypatch):
+    """The worker specs: one single-threaded worker per visible GPU, each
+    seeing only its own; more GPUs than visible, or none, is an error."""
+    pytest.importorskip("distributed", reason="distributed is in the dask extra")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    specs = pa.dask.cluster.cuda_worker_specs()
+    assert sorted(specs) == ["gpu3", "gpu5"]
+    for gpu, spec in (("3", specs["gpu3"]), ("5", specs["gpu5"])):
+        assert spec["options"]["env"] == {"POLYARRAY_TARGET": "cuda",
+                                          "CUDA_VISIBLE_DEVICES": gpu}
+        assert spec["options"]["nthreads"] == 1
+    assert list(pa.dask.cluster.cuda_worker_specs(1)) == ["gpu3"]
+    with pytest.raises(ValueError, match="3 GPU"):
+        pa.dask.cluster.cuda_worker_specs(3)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(RuntimeError, match="no CUDA GPU is visible"):
+        pa.dask.cluster.cuda_worker_specs()
+
+
+def test_local_cuda_cluster_runs_device_chunks():
+    """On the GPUs there are: one worker per GPU, each with its own
+    CUDA_VISIBLE_DEVICES; device-resident chunks evaluated there, the
+    partials combined on the device, only the result downloaded."""
+    distributed = pytest.importorskip("distributed", reason="distributed is in the dask "
+                                      "extra")
+    ok, why = pa.targets.availability("cuda")
+    if not ok:
+        pytest.skip(f"cuda: {why}")
+    gpus = pa.dask.cluster.visible_gpus()
+    with pa.dask.cluster.local_cuda_cluster() as cluster, distributed.Client(cluster) as c:
+        seen = c.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES"))
+        assert sorted(seen.values()) == sorted(gpus)
+        chunks = c.persist(pa.dask.to_device(da.from_array(V, chunks=3)))
+        distributed.wait(chunks)
+        c.run(pa.dask.stats, reset=True)
+        s, e = pa.dask.evaluate((pa.sum(v * v), pa.exp(v)), v=chunks)
+        got_s, got_e = c.compute([s, e], sync=True)
+        crossed = c.run(pa.dask.stats)
+    assert_same(np.asarray(got_s), np.sum(V * V))
+    assert_same(got_e, np.exp(V))
+    assert sum(w["host_to_device"] for w in crossed.values()) == 0, crossed
+    assert sum(w["device_to_host"] for w in crossed.values()) == V.nbytes + 4, crossed
+
+
+def test_a_worker_killed_mid_computation_over_device_chunks(tmp_path):
+    """Device chunks on a distributed cluster of two worker processes
+    (OpenCL on the CPU): one worker dies while it makes its chunks, Dask
+    reruns what it held on the other, and the result is still right;
+    partials made on one worker and combined on the other travel through
+    the host (pickled: downloaded, then uploaded)."""
+    distributed = pytest.importorskip("distributed", reason="distributed is in the dask "
+                                      "extra")
+    ok, why = pa.targets.availability("opencl")
+    if not ok:
+        pytest.skip(f"opencl: {why}")
+    flag = str(tmp_path / "killed")
+
+    def die_once(block, block_info=None):
+        if block_info[0]["chunk-location"] == (2,) and not os.path.exists(flag):
+            open(flag, "w").close()
+            os._exit(1)
+        return block
+
+    values = np.arange(60, dtype=np.float32)
+    p = pa.placeholder("p", (60,), np.float32)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=50) as cluster, \
+            distributed.Client(cluster) as client:
+        chunks = pa.dask.to_device(da.from_array(values, chunks=10).map_blocks(
+            die_once, dtype=np.float32), target="opencl")
+        s, e = pa.dask.evaluate((pa.sum(p * 2.0), pa.exp(p / 60.0)), target="opencl", p=chunks)
+        got_s, got_e = client.compute([s, e], sync=True)
+    assert os.path.exists(flag)
+    assert_same(np.asarray(got_s), np.sum(values * np.float32(2.0)))
+    assert_same(got_e, np.exp(values / np.float32(60.0)))
