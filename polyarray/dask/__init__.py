@@ -124,7 +124,7 @@ def _check_chunks(name, value):
     for key in flatten(value.__dask_keys__()):
         chunk = layer.mapping.get(key)
         chunk = getattr(chunk, "value", chunk)      # a DataNode's value
-        if _is_task(chunk):
+        if not _is_data(chunk):     # a task, a key, a Future: checked when it is made
             continue
         index = tuple(key[1:])
         want = tuple(c[i] for c, i in zip(value.chunks, index))
@@ -136,13 +136,22 @@ def _check_chunks(name, value):
                 "shape and dtype the array declares)")
 
 
-def _is_task(value) -> bool:
-    try:
-        from dask._task_spec import GraphNode
-    except ImportError:         # an older dask: tasks are tuples
-        return isinstance(value, tuple) and value and callable(value[0])
-    return isinstance(value, GraphNode) and not hasattr(value, "value") or (
-        isinstance(value, tuple) and bool(value) and callable(value[0]))
+def _is_data(value) -> bool:
+    """A chunk written into the graph as a value: an array, a scalar, or a
+    (nested) list of numbers (the mistake ``bad_chunk`` names)."""
+    from . import tasks
+    if isinstance(value, (np.ndarray, np.generic)) or tasks.chunk_kind(value) is not None:
+        return True
+    if isinstance(value, list):
+        stack = list(value)
+        while stack:
+            e = stack.pop()
+            if isinstance(e, list):
+                stack.extend(e)
+            elif not isinstance(e, (bool, int, float, complex, np.generic)):
+                return False
+        return True
+    return False
 
 
 def evaluate(outputs, /, target=None, split_every=None, out="host", **bindings):

@@ -15,7 +15,6 @@ import atexit
 import sys
 import threading
 import time
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -187,6 +186,9 @@ def to_host(chunk):
     kind = chunk_kind(chunk)
     if kind == "host" or kind is None:
         return chunk
+    if kind == "cuda" and hasattr(chunk, "gpudata"):
+        from polyarray.targets.cuda.driver import driver
+        driver()            # pycuda copies need the context current in this thread
     if hasattr(chunk, "get"):           # pycuda, pyopencl, CuPy
         host = chunk.get()
     else:
@@ -209,10 +211,10 @@ def upload(chunk, target=None):
     with _LOCK:
         _drain()
         if name == "cuda":
-            from polyarray.targets.cuda.driver import driver, pool
+            from polyarray.targets.cuda.driver import driver
             driver()
             import pycuda.gpuarray as ga
-            out = _owned(ga.to_gpu(host, allocator=pool().allocate))
+            out = _owned(ga.to_gpu(host, allocator=_allocate))
             _picklable(type(out))
         elif name == "opencl":
             import pyopencl.array as cla
@@ -271,44 +273,49 @@ def _reduce_chunk(chunk):
     return upload, (_c_order(to_host(chunk)), target)
 
 
-# Device chunks die where Dask drops them: in a thread of the worker's event
-# loop or the client's, where polyarray's CUDA context is not current, and
-# pycuda then cannot free their memory ("pooled_device_allocation in
-# out-of-thread context could not be cleaned up": a warning, and the block
-# is lost to the pool).  Each CUDA chunk made here is watched: when it dies,
-# its allocation is kept (``_GRAVE``) and freed with the context pushed, in
-# the next task or here at once where nothing else still holds it.
+# Dask handles device chunks in threads of its own (a worker's event loop, the
+# client's, its pool threads, the garbage collector's), where polyarray's CUDA
+# context may not be current.  pycuda frees a pooled block only with the
+# context current in the freeing thread: elsewhere it warned
+# ("pooled_device_allocation in out-of-thread context could not be cleaned
+# up") or, in a thread with no context at all, aborted the worker process
+# ("explicit_context_dependent failed: invalid device context").  So a CUDA
+# chunk made here holds its block through a ``_Block`` (an int: the device
+# pointer, as pycuda and the kernels read it), which, when the chunk dies in
+# any thread, hands the block to ``_GRAVE`` and frees it there with the
+# context pushed (``_drain``).  Dask's copies of a chunk (``copy()``) come
+# from ``_allocate``: the same kind of block, the context made current first.
 _GRAVE: list = []
+_EXIT_HOOK: list = []
 
 
-def _owned(arr):
-    ga = sys.modules.get("pycuda.gpuarray")
-    if ga is not None and isinstance(arr, ga.GPUArray) and arr.gpudata is not None:
-        if not _GRAVE_STATE:
-            _GRAVE_STATE.append(True)
-            atexit.register(_drain)
-        weakref.finalize(arr, _bury, arr.gpudata)
-    return arr
+class _Block(int):
+    """A pooled device block, as its device pointer, freed with the context
+    pushed in whichever thread drops it."""
 
+    def __new__(cls, allocation):
+        block = int.__new__(cls, int(allocation))
+        block.allocation = allocation
+        return block
 
-_GRAVE_STATE: list = []
-
-
-def _bury(allocation):
-    _GRAVE.append(allocation)
-    del allocation
-    _drain()
+    def __del__(self):
+        allocation = self.__dict__.pop("allocation", None)
+        if allocation is None:
+            return
+        _GRAVE.append(allocation)
+        del allocation
+        _drain()
 
 
 def _drain():
-    """Free the watched allocations nothing else holds, with polyarray's
-    CUDA context pushed on this thread (any thread may call this)."""
+    """Free the blocks in ``_GRAVE`` that nothing else holds, with
+    polyarray's CUDA context pushed on this thread (any thread)."""
     if not _GRAVE:
         return
     try:
         import pycuda.autoprimaryctx as primary
         primary.context.push()
-    except Exception:       # noqa: BLE001  (no context left: nothing can be freed)
+    except Exception:       # noqa: BLE001  (no context left: kept until exit)
         return
     try:
         keep = []
@@ -317,12 +324,58 @@ def _drain():
                 a = _GRAVE.pop()
             except IndexError:
                 break
-            if sys.getrefcount(a) > 2:      # a view or the finalizer still holds it
+            if sys.getrefcount(a) > 2:      # still in use elsewhere: later
                 keep.append(a)
             del a
         _GRAVE.extend(keep)
     finally:
         primary.context.pop()
+
+
+def _allocate(nbytes):
+    from polyarray.targets.cuda.driver import driver, pool
+    driver()                # the context current in this thread
+    return _Block(pool().allocate(nbytes))
+
+
+def _owned(arr):
+    """A CUDA chunk made here: its block freed in any thread, its copies
+    from the pool (``_Block``)."""
+    ga = sys.modules.get("pycuda.gpuarray")
+    if ga is not None and isinstance(arr, ga.GPUArray):
+        if arr.gpudata is not None and not isinstance(arr.gpudata, int):
+            arr.gpudata = _Block(arr.gpudata)
+        arr.allocator = _allocate
+        _exit_hook()
+    return arr
+
+
+def _exit_hook():
+    if not _EXIT_HOOK:          # registered after the driver's: runs before it
+        _EXIT_HOOK.append(True)
+        atexit.register(_at_exit)
+
+
+def _at_exit():
+    """At exit, before the CUDA driver's own handler: the programs this
+    process compiled and the blocks it holds are dropped with the context
+    pushed on the exiting thread, and the context stays pushed there, so
+    that the blocks freed later, at teardown, are freed with it (pycuda
+    warned once per block where the process's tasks ran in other threads)."""
+    _PROGRAMS.clear()
+    _FOLDS.clear()
+    _CONCATS.clear()
+    if "pycuda.autoprimaryctx" not in sys.modules:
+        return
+    try:
+        import gc
+
+        import pycuda.autoprimaryctx as primary
+        primary.context.push()          # not popped: the process is ending
+        gc.collect()
+        _drain()
+    except Exception:       # noqa: BLE001  (no context left: nothing to free)
+        pass
 
 
 def checked_chunk(chunk, placeholder, block_info=None):
@@ -381,6 +434,8 @@ def run_block(stage, *blocks):
         got = sum(_nbytes(r) for r in results)
         STATS["bytes_in"] += sum(_nbytes(v) for v in bindings.values())
         STATS["bytes_out"] += got
+        if prog.target_name == "cuda":
+            _exit_hook()
         if prog.target_name != "numpy":
             STATS["host_to_device"] += sent
             if not device:

@@ -47,10 +47,27 @@ def _pop_at_exit():
     pushed popped."""
     pool = STATE.get("pool")
     if pool is not None:
+        # the held blocks are freed with the context current in this thread:
+        # where CUDA was first used in another thread (a dask worker's task
+        # thread), pycuda could not free them here ("pooled_device_allocation
+        # in out-of-thread context could not be cleaned up", once per block)
+        borrowed = None
+        if not getattr(_THREAD, "current", False):
+            try:
+                import pycuda.autoprimaryctx as primary
+                primary.context.push()
+                borrowed = primary.context
+            except Exception:   # noqa: BLE001  (the context is gone: nothing to free)
+                pass
         try:
             pool.stop_holding()
         except Exception:       # noqa: BLE001  (nothing left to free)
             pass
+        if borrowed is not None:
+            try:
+                borrowed.pop()
+            except Exception:   # noqa: BLE001
+                pass
     pushed = getattr(_THREAD, "pushed", None)
     if pushed is not None:
         pushed.pop()

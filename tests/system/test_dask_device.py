@@ -140,38 +140,44 @@ def test_cupy_chunks_are_read_in_place():
         assert_same(cupy.asnumpy(g), r, f"output {k}")
 
 
-def test_cuda_chunks_are_freed_without_warnings():
-    """Device chunks made in dask's worker threads and dropped in this
-    thread (where polyarray's CUDA context is not pushed) are freed there,
-    without pycuda's "out-of-thread context" warning, and their memory goes
-    back to the pool."""
+def test_cuda_chunks_are_copied_and_freed_in_any_thread():
+    """Device chunks made in dask's pool threads, copied by dask in this
+    thread and dropped in another one (neither had polyarray's CUDA context
+    current): no "invalid device context", no pycuda "out-of-thread
+    context" warning, and their memory goes back to the pool."""
     ok, why = pa.targets.availability("cuda")
     if not ok:
         pytest.skip(f"cuda: {why}")
     import threading
-    from polyarray.dask import tasks
+    from polyarray.targets.cuda.driver import pool
     big = rng.standard_normal(1 << 22).astype(np.float32)
     p = pa.placeholder("p", big.shape, np.float32)
+    active, got = [], []
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         for _ in range(3):
             chunks = pa.dask.to_device(da.from_array(big, chunks=1 << 19), target="cuda")
             out = pa.dask.evaluate(pa.exp(p) * 2.0, target="cuda", out="device", p=chunks)
             kept = out.persist(scheduler="threads")     # made in dask's pool threads
-            first = kept.blocks[0].compute(scheduler="sync")
-            assert_same(as_host(first), np.exp(big[:1 << 19]) * np.float32(2.0))
 
-            def drop():          # the last references go in a thread of its own
-                nonlocal kept, chunks, first, out
-                kept = chunks = first = out = None
+            def copy_and_drop():     # dask copies a kept chunk it returns (chunk.copy())
+                nonlocal kept, chunks, out
+                try:
+                    got.append(as_host(kept.blocks[0].compute(scheduler="sync")))
+                except Exception as e:      # noqa: BLE001  (asserted below)
+                    got.append(e)
+                kept = chunks = out = None
                 gc.collect()
-            t = threading.Thread(target=drop)
+            t = threading.Thread(target=copy_and_drop)
             t.start()
             t.join()
-        tasks._drain()
+            active.append(pool().active_blocks)
+    for g in got:
+        assert isinstance(g, np.ndarray), g
+        assert_same(g, np.exp(big[:1 << 19]) * np.float32(2.0))
+    assert active[-1] <= active[0], active        # the chunks went back to the pool
     texts = [str(s.message) for s in seen]
-    assert not [t for t in texts if "out-of-thread" in t], texts[:3]
-    assert not tasks._GRAVE
+    assert not [t for t in texts if "out-of-thread" in t or "context" in t], texts[:3]
 
 
 def test_chunks_that_are_no_arrays_are_refused_before_anything_runs():
@@ -280,3 +286,30 @@ def test_a_worker_killed_mid_computation_over_device_chunks(tmp_path):
     assert os.path.exists(flag)
     assert_same(np.asarray(got_s), np.sum(values * np.float32(2.0)))
     assert_same(got_e, np.exp(values / np.float32(60.0)))
+
+
+def test_no_cuda_cleanup_warnings_when_a_dask_process_exits():
+    """CUDA first used in dask's pool threads (as on a worker), then the
+    process exits from its main thread: the memory pool's blocks, the
+    programs' buffers and the chunks are freed without pycuda's
+    "out-of-thread context" warnings (they came once per pooled block)."""
+    ok, why = pa.targets.availability("cuda")
+    if not ok:
+        pytest.skip(f"cuda: {why}")
+    import subprocess
+    import sys
+    from helpers import subprocess_env
+    code = ("import numpy as np, dask, dask.array as da, polyarray as pa\n"
+            "p = pa.placeholder('p', (1 << 20,), np.float32)\n"
+            "x = da.from_array(np.ones(1 << 20, np.float32), chunks=1 << 16)\n"
+            "for out in ('host', 'device'):\n"
+            "    r = pa.dask.evaluate((pa.exp(p) * 2.0, pa.sum(p)), target='cuda', out=out,"
+            " p=x)\n"
+            "    kept = dask.persist(*r, scheduler='threads')\n"
+            "    print(out, float(np.asarray(kept[1].compute(scheduler='sync').get()"
+            " if out == 'device' else kept[1].compute())))\n")
+    run = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True,
+                         text=True, env=subprocess_env(), timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+    assert run.stdout.split() == ["host", "1048576.0", "device", "1048576.0"], run.stdout
+    assert "out-of-thread" not in run.stderr, run.stderr[-3000:]
