@@ -5,7 +5,17 @@
         --n-log 28 --chunk-log 25 --sum-side 32768                         # one H100
     python -m benchmarks.dask_chunks --device cuda --workers 1,2 --cases chain,sum,matmul \\
         --n-log 28 --chunk-log 25 --sum-side 32768 --matmul-side 16384 --no-peer-matmul
+    python -m benchmarks.dask_chunks --device cuda --workers 1 --cases chain,sum \
+        --n-log 28 --chunk-log 25 --sum-side 32768 --device-resident --no-sync
     python -m benchmarks --only dask                                       # the quick row
+
+``--device-resident``: the inputs are device chunks on the workers
+(``pa.dask.to_device``; the peer: ``dask.array`` with CuPy chunks, made by
+``map_blocks(cupy.asarray)``) and the outputs stay device chunks
+(``out="device"``), so nothing crosses between host and device while it is
+timed (the row says what crossed, from ``pa.dask.stats``).  With several
+worker counts (``--workers 1,2,4``) the scaling (the time on the fewest
+workers over the time on N) is printed for ours and the peer.
 
 Each case is timed three ways in one run: polyarray programs per chunk on
 the cluster, the same computation as plain ``dask.array`` (NumPy chunks) on
@@ -114,6 +124,11 @@ def placed(client, array):
     return array
 
 
+def same(block):
+    """A chunk as it is (host or device)."""
+    return block
+
+
 def persist_once(client, make, inputs):
     """The cluster computes ``make(**inputs)`` and keeps it.  It reads fresh
     aliases of the inputs (a no-op task per chunk), so its keys are new:
@@ -121,7 +136,8 @@ def persist_once(client, make, inputs):
     import uuid
     import dask.array as da
     from distributed import wait
-    alias = {k: da.map_blocks(np.asarray, v, dtype=v.dtype, name=f"alias-{uuid.uuid4()}")
+    alias = {k: da.map_blocks(same, v, dtype=v.dtype, name=f"alias-{uuid.uuid4()}",
+                              meta=v._meta)
              for k, v in inputs.items()}
     futures = client.persist(make(**alias))
     wait(futures)
@@ -140,7 +156,35 @@ def crossed(client, make, inputs):
     persist_once(client, make, inputs)
     after = client.run(pa.dask.stats)
     return tuple(sum(after[w][k] - before[w][k] for w in after)
-                 for k in ("bytes_in", "bytes_out", "tasks", "seconds"))
+                 for k in ("host_to_device", "device_to_host", "tasks", "seconds"))
+
+
+def resident(client, raw, args):
+    """(ours, the peer's): ``raw``'s chunks on the workers as polyarray
+    device chunks and as CuPy chunks where ``--device-resident``; else the
+    host chunks for both."""
+    if not args.device_resident:
+        x = placed(client, raw)
+        return x, x
+    ours = placed(client, pa.dask.to_device(raw, target=args.device))
+    if args.no_peer:        # host chunks: the values to check against
+        return ours, placed(client, raw)
+    import cupy
+    peer = placed(client, raw.map_blocks(cupy.asarray, dtype=raw.dtype,
+                                         meta=cupy.empty((0,) * raw.ndim, raw.dtype)))
+    return ours, peer
+
+
+def to_numpy(block):
+    return block.get() if hasattr(block, "get") else np.asarray(block)
+
+
+def check_close_resident(client, ours, peer, name, rtol=1e-4):
+    """``check_close`` of device chunks (both brought to the host)."""
+    import dask.array as da
+    kw = dict(dtype=ours.dtype, meta=np.empty((0,) * ours.ndim, ours.dtype))
+    check_close(client, da.map_blocks(to_numpy, ours, **kw),
+                da.map_blocks(to_numpy, peer, **kw), name, rtol)
 
 
 def check_close(client, ours, peer, name, rtol=1e-4):
@@ -166,13 +210,16 @@ def case_chain(b, client, args):
     import dask.array as da
     n, c = 1 << args.n_log, 1 << args.chunk_log
     raw = da.random.default_rng(0).random(n, dtype=np.float32, chunks=c) * 2 - 1
-    x = placed(client, raw)
+    x, xp = resident(client, raw, args)
     px = pa.placeholder("x", (n,), np.float32)
-    ours = lambda x: pa.dask.evaluate(chain10_pa(px), x=x, target=b.device)  # noqa: E731
+    out = "device" if args.device_resident else "host"
+    ours = lambda x: pa.dask.evaluate(chain10_pa(px), x=x, target=b.device,   # noqa: E731
+                                      out=out)
     peer = lambda x: chain10(da, x)                                            # noqa: E731
-    check_close(client, ours(x), peer(x), "chain")
+    (check_close_resident if args.device_resident else check_close)(
+        client, ours(x), peer(xp), "chain")
     return (f"10-op chain 2^{args.n_log} f32, 2^{args.chunk_log} chunks", ours, peer,
-            chain10_pa(px), {"x": x}, dict(nbytes=8 * n), {"x": raw})
+            chain10_pa(px), {"x": x}, dict(nbytes=8 * n), {"x": raw}, {"x": xp})
 
 
 def case_sum(b, client, args):
@@ -180,13 +227,16 @@ def case_sum(b, client, args):
     s = args.sum_side
     rows = max(1, (1 << args.chunk_log) // s)
     raw = da.random.default_rng(1).random((s, s), dtype=np.float32, chunks=(rows, s))
-    x = placed(client, raw)
+    x, xp = resident(client, raw, args)
     px = pa.placeholder("x", (s, s), np.float32)
-    ours = lambda x: pa.dask.evaluate(pa.sum(px), x=x, target=b.device)    # noqa: E731
+    out = "device" if args.device_resident else "host"
+    ours = lambda x: pa.dask.evaluate(pa.sum(px), x=x, target=b.device,    # noqa: E731
+                                      out=out)
     peer = lambda x: x.sum()                                               # noqa: E731
-    check_close(client, ours(x), peer(x), "sum", rtol=1e-3)
+    (check_close_resident if args.device_resident else check_close)(
+        client, ours(x), peer(xp), "sum", rtol=1e-3)
     return (f"sum {s}^2 f32, {rows}-row chunks", ours, peer, pa.sum(px), {"x": x},
-            dict(nbytes=4 * s * s), {"x": raw})
+            dict(nbytes=4 * s * s), {"x": raw}, {"x": xp})
 
 
 def case_matmul(b, client, args):
@@ -194,13 +244,16 @@ def case_matmul(b, client, args):
     s, c = args.matmul_side, args.matmul_side // 2
     rng = da.random.default_rng(2)
     raw = [rng.random((s, s), dtype=np.float32, chunks=(c, c)) - 0.5 for _ in range(2)]
-    a, m = (placed(client, r) for r in raw)
+    (a, ap), (m, mp) = (resident(client, r, args) for r in raw)
     pa_, pm = pa.placeholder("a", (s, s), np.float32), pa.placeholder("m", (s, s), np.float32)
-    ours = lambda a, m: pa.dask.evaluate(pa_ @ pm, a=a, m=m, target=b.device)  # noqa: E731
+    out = "device" if args.device_resident else "host"
+    ours = lambda a, m: pa.dask.evaluate(pa_ @ pm, a=a, m=m, target=b.device,  # noqa: E731
+                                         out=out)
     peer = None if args.no_peer_matmul else (lambda a, m: a @ m)
-    check_close(client, ours(a, m), a @ m, "matmul", rtol=1e-3)
+    (check_close_resident if args.device_resident else check_close)(
+        client, ours(a, m), ap @ mp, "matmul", rtol=1e-3)
     return (f"matmul {s}^2 f32, {c}^2 blocks", ours, peer, pa_ @ pm, {"a": a, "m": m},
-            dict(flops=2 * s ** 3), dict(zip("am", raw)))
+            dict(flops=2 * s ** 3), dict(zip("am", raw)), {"a": ap, "m": mp})
 
 
 CASES = {"chain": case_chain, "sum": case_sum, "matmul": case_matmul}
@@ -240,7 +293,8 @@ def run(b, args, workers):
         print(f"  [{time.perf_counter() - t_start:7.1f} s] {what}", file=sys.stderr, flush=True)
     try:
         for case in args.cases.split(","):
-            name, ours, peer, expr, inputs, size, recipes = CASES[case](b, client, args)
+            name, ours, peer, expr, inputs, size, recipes, peer_inputs = CASES[case](
+                b, client, args)
             stage(f"{case}: inputs placed and checked against dask.array")
             t_ours = persist_time(client, ours, inputs, args.repeat)
             stage(f"{case}: ours {t_ours * 1e3:.2f} ms")
@@ -248,9 +302,10 @@ def run(b, args, workers):
             stage(f"{case}: {n_tasks} tasks; {in_tasks * 1e3:.2f} ms inside our tasks' programs "
                   f"(uploads, kernels, downloads), all workers")
             peers = {}
+            peer_name = "dask.array+cupy" if args.device_resident else "dask.array"
             if peer is not None and not args.no_peer:
-                peers["dask.array"] = persist_time(client, peer, inputs, args.repeat)
-                stage(f"{case}: dask.array {peers['dask.array'] * 1e3:.2f} ms")
+                peers[peer_name] = persist_time(client, peer, peer_inputs, args.repeat)
+                stage(f"{case}: {peer_name} {peers[peer_name] * 1e3:.2f} ms")
             # the same values made here (the same graph and seeds), not gathered
             # from the workers: a 4 GiB input concatenated on a worker killed it
             host = {k: v.compute(scheduler="threads") for k, v in recipes.items()}
@@ -258,8 +313,11 @@ def run(b, args, workers):
             stage(f"{case}: one program {t_host * 1e3:.2f} ms host in/out, "
                   f"{t_dev * 1e3:.2f} ms device-resident")
             local = {k: da.from_array(v, chunks=inputs[k].chunks) for k, v in host.items()}
+            if args.device_resident:
+                local = {k: pa.dask.to_device(v, target=b.device).persist(scheduler="sync")
+                         for k, v in local.items()}
             t_sync = float("nan") if args.no_sync else median_time(
-                lambda: ours(**local).persist(scheduler="sync"), lambda: None,
+                lambda local=local: ours(**local).persist(scheduler="sync"), lambda: None,
                 repeat=args.repeat)
             del host, local
             stage(f"{case}: chunked in this process {t_sync * 1e3:.2f} ms")
@@ -283,6 +341,9 @@ def run(b, args, workers):
                            f"{'met' if goal >= 0.8 else 'NOT met'} (>= 0.8); {n_tasks} "
                            f"polyarray tasks moved {b_in / 2**20:.0f} MiB to and "
                            f"{b_out / 2**20:.0f} MiB from the devices"
+                           + ("; inputs and outputs device-resident (ours: pa.dask.to_device "
+                              "chunks, out='device'; the peer: CuPy chunks)"
+                              if args.device_resident else "")
                            + ("" if b.gpu else f"; the machine's floor (device-resident on "
                               f"all cores) {t_dev * 1e3:.2f} ms: ours at "
                               f"{t_dev / t_ours:.2f} of it"))
@@ -290,7 +351,7 @@ def run(b, args, workers):
                      keep_memory=not args.no_keep_memory, one_program_host_s=t_host, one_program_device_s=t_dev,
                      one_program_on_a_worker_s=t_worker, chunked_in_process_sync_s=t_sync,
                      bytes_to_devices=b_in, bytes_from_devices=b_out, tasks=n_tasks)
-            ours_s[case] = t_ours
+            ours_s[case] = (t_ours, peers.get(peer_name))
             print(f"{r['workload']}: ours {t_ours * 1e3:.2f} ms; {r['note']}", flush=True)
     finally:
         client.close()
@@ -328,6 +389,10 @@ def parse(argv):
     ap.add_argument("--no-keep-memory", action="store_true",
                     help="workers with distributed's memory trimming (every chunk faulted "
                          "in anew), not pa.dask.cluster.KEEP_FREED_MEMORY")
+    ap.add_argument("--device-resident", action="store_true",
+                    help="inputs and outputs as device chunks on the workers (ours: "
+                         "pa.dask.to_device, out='device'; the peer: dask.array with CuPy "
+                         "chunks)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", default=None, help="write the rows here")
     return ap.parse_args(argv)
@@ -347,13 +412,16 @@ def main(argv=None):
                        "command": " ".join(["python -m benchmarks.dask_chunks"]
                                            + list(argv or sys.argv[1:])),
                        "rows": b.rows}, f, indent=1)
-    if len(counts) > 1:
-        base = min(counts)
-        for w in counts:
-            for case, t in by_count[w].items():
-                eff = by_count[base][case] * base / (t * w)
-                print(f"scaling {case}: {base} -> {w} workers: {by_count[base][case] / t:.2f}x "
-                      f"faster, efficiency {eff:.2f}")
+    base = min(counts)
+    for w in counts:
+        for case, (t, t_peer) in by_count[w].items():
+            b0, p0 = by_count[base][case]
+            peer = (f"; the peer ({'dask.array+cupy' if args.device_resident else 'dask.array'})"
+                    f" {p0 / t_peer:.2f}x" if t_peer and p0 else "")
+            print(f"scaling {case}: time on {base} worker(s) / time on {w}: ours {b0 / t:.2f}x "
+                  f"(efficiency {b0 * base / (t * w):.2f}){peer}")
+    if counts == [1]:
+        print("scaling: one worker only (one GPU): no scaling measured")
 
 
 if __name__ == "__main__":
