@@ -362,20 +362,18 @@ def _at_exit():
     pushed on the exiting thread, and the context stays pushed there, so
     that the blocks freed later, at teardown, are freed with it (pycuda
     warned once per block where the process's tasks ran in other threads)."""
+    if "pycuda.autoprimaryctx" in sys.modules:
+        try:
+            import pycuda.autoprimaryctx as primary
+            primary.context.push()      # not popped: the process is ending
+        except Exception:   # noqa: BLE001  (no context left: nothing can be freed)
+            return
     _PROGRAMS.clear()
     _FOLDS.clear()
     _CONCATS.clear()
-    if "pycuda.autoprimaryctx" not in sys.modules:
-        return
-    try:
-        import gc
-
-        import pycuda.autoprimaryctx as primary
-        primary.context.push()          # not popped: the process is ending
-        gc.collect()
-        _drain()
-    except Exception:       # noqa: BLE001  (no context left: nothing to free)
-        pass
+    import gc
+    gc.collect()
+    _drain()
 
 
 def checked_chunk(chunk, placeholder, block_info=None):
