@@ -151,6 +151,9 @@ class Thresholds:
     # Sorts of a row at least this long are radix passes (emit/sort_kernels.py) where the
     # target has them; shorter rows the merge sort (a kernel per level)
     RADIX_SORT_MIN: int = 1 << 10
+    # ... whose rows at least this long have 64-bit tile states (a count and its flag
+    # bits; 32 bits hold counts below 2^30)
+    RADIX_WIDE_STATES: int = 1 << 30
     GROUP_ROW: int = 64          # rows at least this long get a work-group each (GPU)
     # Work-group size and unrolling, measured on an H100 for softmax over (4096, 1024)
     # float32 (read + write over copy bandwidth): 128 work-items with every pass

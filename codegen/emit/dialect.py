@@ -34,8 +34,8 @@ class Dialect:
                                 # nvmath-python is installed: targets/cuda/blas.py), or None
     single_pass_scan: bool      # scans as one kernel with decoupled look-back (CUDA:
                                 # emit/scan_kernels.py; its tile states are inline PTX)
-    radix_sort: bool            # sorts of a row as radix passes (CUDA: emit/sort_kernels.py,
-                                # warp match_any)
+    radix_sort: bool            # sorts of a row as a radix sort (CUDA: emit/sort_kernels.py,
+                                # onesweep passes)
     loopy_macros: tuple         # macros loopy defines that a raw kernel must not see
     extern_c: bool              # raw kernels in ``extern "C"`` (as PyCUDA's SourceModule)
     float_as_bits: str          # a float's bits as a 32-bit unsigned integer, and back

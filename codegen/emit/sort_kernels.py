@@ -1,26 +1,40 @@
 """Radix sort (``sort``, ``argsort`` of one row) on CUDA: least significant
-digit first, 8 bits a pass, each pass stable, as CUB's ``DeviceRadixSort``.
+digit first, 8 bits a pass, each pass stable, as CUB's onesweep
+``DeviceRadixSort`` (Adinets and Merrill, "Onesweep: A Faster Least
+Significant Digit Radix Sort for GPUs", 2022).
 
 Keys are the values' bits mapped to unsigned integers in NumPy's order
 (floats: the sign bit flipped, negatives' other bits too; NaN last; signed
-integers: the sign bit flipped); ``descending`` complements them.  A pass
-over digit ``shift``:
+integers: the sign bit flipped); ``descending`` complements them.  The
+kernels:
 
-1. ``hist``: each tile of ``TILE`` keys counts its digits, into
-   ``counts[digit * tiles + tile]``;
-2. the single-pass scan (``scan_kernels.py``) of ``counts``: where each
-   tile's keys of each digit start in the output;
-3. ``scatter``: each tile ranks its keys within their digits in index
-   order (each warp its own keys, finding a round's lanes of each digit by
-   or-ing bits in shared memory, with a running count per digit; then the
-   warps' counts), places them in shared memory by digit,
-   then writes each digit's run to its place: writes in runs, not one by
-   one.
+1. ``init`` zeroes the histograms and the passes' tile counters (the head
+   of one buffer of 32-bit words; it also declares the passes' key and
+   position buffers, two of each, used in turn);
+2. ``hist`` counts the digits of every pass in one read of the values
+   (each block in shared memory, then added to the global counts) and
+   zeroes the first pass's tile states;
+3. a ``pass`` kernel per digit: a tile of ``ITEMS x THREADS`` keys takes
+   the next tile id from its pass's counter (so every tile before it has
+   started), ranks its keys within their digits in index order (each warp
+   its own keys, finding a round's lanes of each digit by or-ing bits in
+   shared memory, with a running count per digit; then the warps'
+   counts), publishes its count of each digit, and looks back over the
+   tiles before it (work-item ``d`` for digit ``d``) until one has
+   published its inclusive count (decoupled look-back: Merrill and
+   Garland, 2016; flag and count in one word); the digit's place in the
+   output is then the pass's histogram scanned (the keys of lower digits)
+   plus the keys of the digit in earlier tiles.  It places the keys in
+   shared memory by digit, then writes each digit's run to its place:
+   writes in runs, not one by one.  It also zeroes the tile states the
+   next pass uses (two sets, used in turn).
 
 The first pass reads the input values and encodes them as it reads; the
 last one writes the sorted values decoded (``sort``) or the positions as
 int64 (``argsort``).  Between passes the keys are unsigned integers and
-the positions ``uint32`` (so rows of fewer than 2^31 values).
+the positions ``uint32`` (so rows of fewer than 2^31 values).  A tile
+state is 32 bits (two flag bits, a count below 2^30) for rows of fewer
+than ``RADIX_WIDE_STATES`` values (``thresholds.py``), else 64.
 
 ``argsort``'s keys make ``-0.0`` and ``0.0`` one key and every NaN one
 key, so equal values keep their index order, as NumPy's stable argsort.
@@ -33,11 +47,12 @@ from __future__ import annotations
 import numpy as np
 
 from polyarray.ir import nodes as N
-from .scan_kernels import parse_params, scan_nodes
+from .scan_kernels import parse_params
 
 PREFIX = "pa_radix_"            # the kernels' names (pa_: no user's raw kernel has it)
 
 THREADS = 256                   # work-items per tile: one per digit (8 bits)
+HIST_BLOCKS = 1024              # at most this many blocks count the digits
 
 # dtype -> (value C type, key C type)
 _TYPES = {"bool": ("unsigned char", "unsigned char"), "int8": ("signed char", "unsigned char"),
@@ -48,11 +63,22 @@ _TYPES = {"bool": ("unsigned char", "unsigned char"), "int8": ("signed char", "u
           "float32": ("float", "unsigned int"), "float64": ("double", "unsigned long long")}
 
 
+# keys per work-item of a pass, by the bytes of a key and its position: a tile's
+# keys and positions in at most 32 KiB of shared memory (10 KiB more for the
+# ranks' counts and the digits' places; 48 KiB in all)
+ITEMS = ((4, 16), (8, 16), (12, 8))
+HIST_ITEMS = 4                  # keys a work-item of ``hist`` reads at once
+
+
 def items(dtype, with_index) -> int:
-    """Keys per work-item: a tile's keys and positions in at most 24 KiB of
-    shared memory (the counts take 18 KiB more; 48 KiB in all)."""
+    """Keys per work-item of a pass."""
     per = np.dtype(dtype).itemsize + (4 if with_index else 0)
-    return 16 if per <= 4 else 8
+    return next(k for most, k in ITEMS if per <= most)
+
+
+def parts(passes) -> int:
+    """Copies of the digit counts in a block of ``hist`` (32 KiB, at most 8)."""
+    return min(8, 8192 // (256 * passes))
 
 
 def _encode(dtype, with_index) -> str:
@@ -77,96 +103,167 @@ def _encode(dtype, with_index) -> str:
 
 
 # each kernel's source has its own helpers (one source per kernel: a program
-# appends each kernel's once); PA_NS names their namespace
+# appends each kernel's once); PA_NS names their namespace.  The words'
+# buffer: PASSES x 256 digit counts, a tile counter per pass (HEAD words in
+# all), then two sets of tiles x 256 tile states
 _HELPERS = r"""
 namespace PA_NS {
 ENCODE
 __device__ __forceinline__ KT pa_key(VT v) { return DESCENDING ? (KT) ~pa_encode(v) : pa_encode(v); }
 __device__ __forceinline__ VT pa_value(KT k) { return pa_decode(DESCENDING ? (KT) ~k : k); }
+#if WIDE
+typedef unsigned long long pa_state;        /* two flag bits above the count */
+#else
+typedef unsigned int pa_state;
+#endif
+#define PA_FLAG_SHIFT (8 * sizeof(pa_state) - 2)
+#define PA_AGGREGATE ((pa_state) 1 << PA_FLAG_SHIFT)    /* the tile's count */
+#define PA_PREFIX ((pa_state) 2 << PA_FLAG_SHIFT)       /* ... and the tiles' before it */
+#define PA_COUNT(s) ((unsigned int) ((s) & (PA_AGGREGATE - 1)))
 }
-#define PA_DIGIT(k) ((unsigned int) ((k) >> shift) & 255u)
+"""
+
+_INIT = r"""
+/* the digit counts and the tile counters zeroed; the key and position
+   buffers are declared here, written by the passes */
+extern "C" __global__ void NAME(const VT *x, unsigned int *words, KT *keys_a, KT *keys_b,
+                                unsigned int *idx_a, unsigned int *idx_b, long long count)
+{
+    const long long i = (long long) blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count)
+        words[i] = 0u;
+}
 """
 
 _HIST = r"""
-/* counts[digit * tiles + tile]: how many of the tile's keys have each digit */
+/* words[pass * 256 + digit] += how many keys have the digit in the pass
+   (each block counts in PARTS copies, lane % PARTS its copy: fewer lanes
+   add to one word at once); the first pass's tile states zeroed */
 extern "C" __global__ void __launch_bounds__(THREADS) NAME(
-    const VT *x, const KT *keys, unsigned int *counts, long long n, int shift, int first,
-    long long tiles)
+    const VT *x, const unsigned int *words_in, unsigned int *done, long long n,
+    long long states)
 {
     using namespace PA_NS;
-    __shared__ unsigned int h[256];
-    const int t = threadIdx.x;
-    h[t] = 0u;
+    unsigned int *words = (unsigned int *) words_in;
+    __shared__ unsigned int h[PASSES][256][PARTS];
+    const int t = threadIdx.x, part = t % PARTS;
+    for (int i = t; i < PASSES * 256 * PARTS; i += THREADS)
+        (&h[0][0][0])[i] = 0u;
+    pa_state *state = (pa_state *) (words + HEAD);
+    for (long long j = (long long) blockIdx.x * THREADS + t; j < states;
+         j += (long long) gridDim.x * THREADS)
+        state[j] = 0;
     __syncthreads();
-    const long long base = (long long) blockIdx.x * (ITEMS * THREADS);
+    const long long stride = (long long) gridDim.x * THREADS;
+    for (long long j0 = (long long) blockIdx.x * THREADS + t; j0 < n; j0 += HIST_ITEMS * stride) {
+        KT k[HIST_ITEMS];
 #pragma unroll
-    for (int i = 0; i < ITEMS; ++i) {
-        long long j = base + i * THREADS + t;
-        if (j < n)
-            atomicAdd(&h[PA_DIGIT(first ? pa_key(x[j]) : keys[j])], 1u);
+        for (int i = 0; i < HIST_ITEMS; ++i)
+            if (j0 + i * stride < n)
+                k[i] = pa_key(x[j0 + i * stride]);
+#pragma unroll
+        for (int i = 0; i < HIST_ITEMS; ++i)
+            if (j0 + i * stride < n) {
+#pragma unroll
+                for (int p = 0; p < PASSES; ++p)
+                    atomicAdd(&h[p][(unsigned int) (k[i] >> (8 * p)) & 255u][part], 1u);
+            }
     }
     __syncthreads();
-    counts[(long long) t * tiles + blockIdx.x] = h[t];
+    for (int p = 0; p < PASSES; ++p) {
+        unsigned int c = 0u;
+#pragma unroll
+        for (int q = 0; q < PARTS; ++q)
+            c += h[p][t][q];
+        if (c)
+            atomicAdd(&words[p * 256 + t], c);
+    }
 }
 """
 
-_SCATTER = r"""
-/* the tile's keys (and positions) moved to their places by digit ``shift``;
-   incl: the inclusive scan of counts.  Warp w holds the tile's keys
+_PASS = r"""
+/* one pass over digit ``shift`` (pass shift / 8): keys (and positions) from
+   ``keys`` (``idx``; the first pass: ``x``) to ``keys_to`` (``idx_to``; the
+   last: ``out``, the values or positions).  Warp w holds the tile's keys
    [w * 32 * ITEMS, (w + 1) * 32 * ITEMS), key i * 32 + lane of them in
    register i: it ranks them within their digits in index order by itself
-   (a round of 32 at a time, a running count per digit), then the warps' counts
-   give each key its place in the tile, sorted by digit */
+   (a round of 32 at a time, a running count per digit), then the warps'
+   counts give each key its place in the tile, sorted by digit */
 extern "C" __global__ void __launch_bounds__(THREADS) NAME(
-    const VT *x, const KT *keys, const unsigned int *idx, const unsigned int *counts,
-    const unsigned int *incl, KT *keys_out, unsigned int *idx_out, long long *pos_out,
-    long long n, int shift, int first, int last, long long tiles)
+    const VT *x, const KT *keys, const unsigned int *idx, const unsigned int *words_in,
+    const KT *keys_to_in, const unsigned int *idx_to_in, const unsigned int *ready,
+    OT *out, long long n, int shift, int first, int last, long long tiles)
 {
     using namespace PA_NS;
-    __shared__ KT skeys[ITEMS * THREADS];
+    unsigned int *words = (unsigned int *) words_in;
+    KT *keys_to = (KT *) keys_to_in;
+    unsigned int *idx_to = (unsigned int *) idx_to_in;
+    const int pass = shift >> 3;
+    pa_state *state = (pa_state *) (words + HEAD) + (long long) (pass & 1) * tiles * 256;
+    pa_state *next = (pa_state *) (words + HEAD) + (long long) (~pass & 1) * tiles * 256;
+    /* the round's lanes of each digit while ranking, then the tile's keys by digit */
+    __shared__ union {
+        unsigned int peers[THREADS / 32][256];
+        struct {
+            KT keys[ITEMS * THREADS];
 #if ARGSORT
-    __shared__ unsigned int sidx[ITEMS * THREADS];
+            unsigned int idx[ITEMS * THREADS];
+#endif
+        } tile;
+    } sm;
+    KT *skeys = sm.tile.keys;
+#if ARGSORT
+    unsigned int *sidx = sm.tile.idx;
 #endif
     __shared__ long long where[256];            /* a digit's place in the output, less
                                                    its place in the tile */
     __shared__ unsigned int warp_count[THREADS / 32][256];   /* then: the warp's first place */
-    __shared__ unsigned int warp_peers[THREADS / 32][256];   /* a round's lanes of a digit */
-    __shared__ unsigned int warp_total[THREADS / 32];
+    __shared__ unsigned int warp_total[2][THREADS / 32];
+    __shared__ long long s_tile;
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
-    const long long tile = blockIdx.x, base = tile * (ITEMS * THREADS);
-    const long long mine = base + (long long) warp * (32 * ITEMS) + lane;
+    if (t == 0)
+        s_tile = (long long) atomicAdd(&words[PASSES * 256 + pass], 1u);
     for (int w = 0; w < THREADS / 32; ++w) {
         warp_count[w][t] = 0u;
-        warp_peers[w][t] = 0u;
+        sm.peers[w][t] = 0u;
     }
+    __syncthreads();
+    const long long tile = s_tile, base = tile * (ITEMS * THREADS);
+    if (!last)
+        next[tile * 256 + t] = 0;               /* the next pass's state of this tile */
+    const long long mine = base + (long long) warp * (32 * ITEMS) + lane;
     KT k[ITEMS];
     unsigned int rank[ITEMS];
 #if ARGSORT
     unsigned int id[ITEMS];
 #endif
+    if (first) {                                /* the values, encoded */
 #pragma unroll
-    for (int i = 0; i < ITEMS; ++i) {
-        const long long j = mine + 32 * i;
-        k[i] = 0;
+        for (int i = 0; i < ITEMS; ++i) {
+            const long long j = mine + 32 * i;
+            k[i] = j < n ? pa_key(x[j]) : (KT) 0;
 #if ARGSORT
-        id[i] = 0u;
+            id[i] = (unsigned int) j;
 #endif
-        if (j < n) {
-            k[i] = first ? pa_key(x[j]) : keys[j];
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+            const long long j = mine + 32 * i;
+            k[i] = j < n ? keys[j] : (KT) 0;
 #if ARGSORT
-            id[i] = first ? (unsigned int) j : idx[j];
+            id[i] = j < n ? idx[j] : 0u;
 #endif
         }
     }
-    __syncthreads();
     const unsigned int below = (1u << lane) - 1u;
-    unsigned int *seen = warp_count[warp], *lanes = warp_peers[warp];
+    unsigned int *seen = warp_count[warp], *lanes = sm.peers[warp];
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
         /* the lanes with this lane's digit: bits or-ed in shared memory (CUB's
            WARP_MATCH_ATOMIC_OR; match_any takes longer the more digits differ) */
         const int valid = mine + 32 * i < n;
-        const unsigned int d = valid ? PA_DIGIT(k[i]) : 0u;
+        const unsigned int d = valid ? (unsigned int) (k[i] >> shift) & 255u : 0u;
         if (valid)
             atomicOr(&lanes[d], 1u << lane);
         __syncwarp();
@@ -180,22 +277,51 @@ extern "C" __global__ void __launch_bounds__(THREADS) NAME(
         }
         __syncwarp();
     }
-    /* the tile's count of each digit (work-item t: digit t) and each warp's first
-       place for it: after the tile's earlier digits and the earlier warps' keys */
-    const unsigned int c = counts[(long long) t * tiles + tile];
-    unsigned int s = c;
-    for (int d = 1; d < 32; d <<= 1) {
-        unsigned int o = __shfl_up_sync(0xffffffffu, s, d);
-        if (lane >= d)
-            s += o;
-    }
-    if (lane == 31)
-        warp_total[warp] = s;
     __syncthreads();
-    for (int w = 0; w < warp; ++w)
-        s += warp_total[w];
+    /* the tile's count of digit t, published; the tiles' before it */
+    unsigned int c = 0u;
+    for (int w = 0; w < THREADS / 32; ++w)
+        c += warp_count[w][t];
+    pa_state *mystate = state + tile * 256 + t;
+    unsigned int earlier = 0u;                  /* keys of digit t in earlier tiles */
+    if (tile == 0)
+        *(volatile pa_state *) mystate = PA_PREFIX | (pa_state) c;
+    else {
+        *(volatile pa_state *) mystate = PA_AGGREGATE | (pa_state) c;
+        for (long long j = tile - 1; ; --j) {
+            pa_state s;
+            do
+                s = *(volatile pa_state *) (state + j * 256 + t);
+            while ((s >> PA_FLAG_SHIFT) == 0);
+            earlier += PA_COUNT(s);
+            if (s & PA_PREFIX)
+                break;
+        }
+        *(volatile pa_state *) mystate = PA_PREFIX | (pa_state) (earlier + c);
+    }
+    /* the keys of lower digits (the pass's histogram scanned) and the tile's
+       keys of lower digits: two scans over the block, a digit per work-item */
+    unsigned int s = c, b = words[pass * 256 + t];
+    for (int d = 1; d < 32; d <<= 1) {
+        const unsigned int o = __shfl_up_sync(0xffffffffu, s, d);
+        const unsigned int ob = __shfl_up_sync(0xffffffffu, b, d);
+        if (lane >= d) {
+            s += o;
+            b += ob;
+        }
+    }
+    if (lane == 31) {
+        warp_total[0][warp] = s;
+        warp_total[1][warp] = b;
+    }
+    __syncthreads();
+    for (int w = 0; w < warp; ++w) {
+        s += warp_total[0][w];
+        b += warp_total[1][w];
+    }
     unsigned int place = s - c;                 /* the digit's first place in the tile */
-    where[t] = (long long) (incl[(long long) t * tiles + tile] - c) - (long long) place;
+    const unsigned int lower = b - words[pass * 256 + t];
+    where[t] = (long long) lower + (long long) earlier - (long long) place;
     for (int w = 0; w < THREADS / 32; ++w) {
         const unsigned int here = warp_count[w][t];
         warp_count[w][t] = place;
@@ -205,7 +331,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) NAME(
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
         if (mine + 32 * i < n) {
-            const unsigned int p = seen[PA_DIGIT(k[i])] + rank[i];
+            const unsigned int p = seen[(unsigned int) (k[i] >> shift) & 255u] + rank[i];
             skeys[p] = k[i];
 #if ARGSORT
             sidx[p] = id[i];
@@ -217,43 +343,63 @@ extern "C" __global__ void __launch_bounds__(THREADS) NAME(
     const long long count = min((long long) (ITEMS * THREADS), n - base);
     for (int p = t; p < count; p += THREADS) {
         const KT key = skeys[p];
-        const long long to = where[PA_DIGIT(key)] + p;
+        const long long to = where[(unsigned int) (key >> shift) & 255u] + p;
 #if ARGSORT
         if (last)
-            pos_out[to] = (long long) sidx[p];
+            out[to] = (long long) sidx[p];
         else {
-            keys_out[to] = key;
-            idx_out[to] = sidx[p];
+            keys_to[to] = key;
+            idx_to[to] = sidx[p];
         }
 #else
         if (last)
-            ((VT *) keys_out)[to] = pa_value(key);
+            out[to] = pa_value(key);
         else
-            keys_out[to] = key;
+            keys_to[to] = key;
 #endif
     }
 }
 """
 
+_KERNELS = {"init": _INIT, "hist": _HIST, "pass": _PASS}
+
 
 def kernel_name(dtype, with_index, descending) -> str:
-    """``<name>_hist`` and ``<name>_scatter`` are the kernels."""
+    """``<name>_init``, ``<name>_hist`` and ``<name>_pass`` (``_wide``) are the kernels."""
     return (f"{PREFIX}{'arg' if with_index else ''}sort{'_desc' if descending else ''}_"
             f"{np.dtype(dtype).name}")
 
 
-def sort_source(dtype, with_index, descending, kernel) -> str:
-    """The CUDA source of kernel ``kernel`` ("hist" or "scatter")."""
+def _head(passes) -> int:
+    """The words before the tile states: the counts, a counter per pass (even:
+    64-bit states aligned)."""
+    return passes * 256 + 32
+
+
+def sort_source(dtype, with_index, descending, kernel, wide=False) -> str:
+    """The CUDA source of kernel ``kernel`` ("init", "hist" or "pass")."""
     dtype = np.dtype(dtype)
     vt, kt = _TYPES[dtype.name]
-    name = f"{kernel_name(dtype, with_index, descending)}_{kernel}"
-    defs = {"VT": vt, "KT": kt, "ITEMS": items(dtype, with_index), "THREADS": THREADS,
-            "ARGSORT": int(with_index), "DESCENDING": int(descending),
-            "PA_NS": name + "_helpers"}
+    name = f"{kernel_name(dtype, with_index, descending)}_{kernel}" + ("_wide" if wide else "")
+    defs = {"VT": vt, "KT": kt, "OT": "long long" if with_index else vt,
+            "ITEMS": items(dtype, with_index), "THREADS": THREADS, "PASSES": dtype.itemsize,
+            "PARTS": parts(dtype.itemsize), "HIST_ITEMS": HIST_ITEMS,
+            "HEAD": _head(dtype.itemsize), "WIDE": int(wide), "ARGSORT": int(with_index),
+            "DESCENDING": int(descending), "PA_NS": name + "_helpers"}
+    body = (_HELPERS.replace("ENCODE", _encode(dtype, with_index)) if kernel != "init" else "") \
+        + _KERNELS[kernel].replace("NAME", name)
+    macros = ("PA_FLAG_SHIFT", "PA_AGGREGATE", "PA_PREFIX", "PA_COUNT") if kernel != "init" \
+        else ()
+    return defines(defs, body, macros)
+
+
+def defines(defs, body, more=()) -> str:
+    """``body`` between the ``#define``s of ``defs`` (name -> value; None: left
+    out; a name may be a macro's ``NAME(args)``) and their ``#undef``s, and
+    those of the macros ``more`` that ``body`` defines."""
+    defs = {k: v for k, v in defs.items() if v is not None}
     head = "".join(f"#define {k} {v}\n" for k, v in defs.items())
-    tail = "".join(f"#undef {k}\n" for k in defs) + "#undef PA_DIGIT\n"
-    body = _HELPERS.replace("ENCODE", _encode(dtype, with_index)) + \
-        {"hist": _HIST, "scatter": _SCATTER}[kernel].replace("NAME", name)
+    tail = "".join(f"#undef {k.split('(')[0]}\n" for k in (*defs, *more))
     return head + body + tail
 
 
@@ -261,53 +407,59 @@ def _spec(name, source, params):
     return N.RawKernelSpec("cuda", name, source, parse_params(params, "cuda", name))
 
 
-def sort_nodes(x, with_index, descending) -> N.Node:
+def sort_nodes(x, with_index, descending, wide=False) -> N.Node:
     """``sort`` (or ``argsort``, int64 positions) of the 1-row node ``x``
-    along its last axis, ascending or ``descending``, as the passes'
-    raw-kernel nodes."""
+    along its last axis, ascending or ``descending``, as the raw-kernel
+    nodes of the digits' counts and the passes; ``wide``: 64-bit tile states."""
     n = x.size
     dtype = x.dtype
     vt, kt = _TYPES[dtype.name]
+    ot = "long long" if with_index else vt
+    out_dt = np.dtype(np.int64) if with_index else np.dtype(dtype)
     name = kernel_name(dtype, with_index, descending)
-    tile = items(dtype, with_index) * THREADS
-    tiles = -(-n // tile)
-    hist = _spec(name + "_hist", sort_source(dtype, with_index, descending, "hist"),
-                 f"const {vt} *x, const {kt} *keys, unsigned int *counts, long long n, "
-                 "int shift, int first, long long tiles")
-    scatter = _spec(name + "_scatter", sort_source(dtype, with_index, descending, "scatter"),
-                    f"const {vt} *x, const {kt} *keys, const unsigned int *idx, "
-                    "const unsigned int *counts, const unsigned int *incl, "
-                    f"{kt} *keys_out, unsigned int *idx_out, long long *pos_out, long long n, "
-                    "int shift, int first, int last, long long tiles")
-    u32 = np.dtype(np.uint32)
-    key_dt = np.dtype(np.uint8 if dtype == np.bool_ else f"u{dtype.itemsize}")
     passes = dtype.itemsize
+    tiles = -(-n // (items(dtype, with_index) * THREADS))
+    states = tiles * 256                        # per pass
+    head = _head(passes)
+    words = head + 2 * states * (2 if wide else 1)
+    u32 = np.dtype(np.uint32).str
+    key_dt = np.dtype(np.uint8 if dtype == np.bool_ else f"u{dtype.itemsize}").str
+    src = {k: sort_source(dtype, with_index, descending, k, wide and k != "init")
+           for k in _KERNELS}
+    suffix = "_wide" if wide else ""
+    # the words, then two buffers of keys and two of positions (those a pass uses)
+    flat, one = (n,), (1,)
+    outs = (((words,), u32), (flat if passes > 1 else one, key_dt),
+            (flat if passes > 2 else one, key_dt),
+            (flat if with_index and passes > 1 else one, u32),
+            (flat if with_index and passes > 2 else one, u32))
+    init = _spec(name + "_init", src["init"],
+                 f"const {vt} *x, unsigned int *words, {kt} *keys_a, {kt} *keys_b, "
+                 "unsigned int *idx_a, unsigned int *idx_b, long long count")
+    w, keys_a, keys_b, idx_a, idx_b = (
+        N.RawKernelOutput.make(outs[i][0], np.dtype(outs[i][1]), init, (x,), (("count", head),),
+                               outs, (-(-head // THREADS),), (THREADS,), i) for i in range(5))
+    hist = _spec(name + "_hist" + suffix, src["hist"],
+                 f"const {vt} *x, const unsigned int *words_in, unsigned int *done, "
+                 "long long n, long long states")
+    ready = N.RawKernelOutput.make(one, np.dtype(u32), hist, (x, w),
+                                   (("n", n), ("states", states)), ((one, u32),),
+                                   (max(1, min(HIST_BLOCKS, tiles)),), (THREADS,), 0)
+    sweep = _spec(name + "_pass" + suffix, src["pass"],
+                  f"const {vt} *x, const {kt} *keys, const unsigned int *idx, "
+                  f"const unsigned int *words_in, const {kt} *keys_to_in, "
+                  f"const unsigned int *idx_to_in, const unsigned int *ready, {ot} *out, "
+                  "long long n, int shift, int first, int last, long long tiles")
     keys = idx = x                  # the first pass reads x alone
-    flat = (n,)
     for k in range(passes):
         first, last = int(k == 0), int(k == passes - 1)
-        scalars = (("n", n), ("shift", 8 * k), ("first", first), ("tiles", tiles))
-        counts = N.RawKernelOutput.make((256 * tiles,), u32, hist, (x, keys), scalars,
-                                        (((256 * tiles,), u32.str),), (tiles,), (THREADS,), 0)
-        incl = scan_nodes("cumsum", counts)
-        out_keys = (flat, (dtype if with_index is False and last else key_dt).str)
-        out_idx = (flat if with_index and not last else (1,), u32.str)
-        out_pos = (flat if with_index and last else (1,), np.dtype(np.int64).str)
-        if with_index and last:
-            out_keys = ((1,), key_dt.str)
-        outs = (out_keys, out_idx, out_pos)
-        launch = (x, keys, idx, counts, incl)
-        scalars = (("n", n), ("shift", 8 * k), ("first", first), ("last", last),
-                   ("tiles", tiles))
-
-        def output(i):
-            shape, dt = outs[i]
-            return N.RawKernelOutput.make(shape, np.dtype(dt), scatter, launch, scalars, outs,
-                                          (tiles,), (THREADS,), i)
-        if last:
-            result = output(2) if with_index else output(0)
-            return N.Reshape.make(x.shape, result.dtype, result) if x.shape != flat \
-                else result
-        keys = output(0)
-        idx = output(1) if with_index else x
-    raise AssertionError("no pass")
+        keys_to, idx_to = ((x, x) if last else
+                           (keys_a, idx_a if with_index else x) if k % 2 == 0 else
+                           (keys_b, idx_b if with_index else x))
+        shape = flat if last else one
+        ready = N.RawKernelOutput.make(
+            shape, out_dt, sweep, (x, keys, idx, w, keys_to, idx_to, ready),
+            (("n", n), ("shift", 8 * k), ("first", first), ("last", last), ("tiles", tiles)),
+            ((shape, out_dt.str),), (tiles,), (THREADS,), 0)
+        keys, idx = keys_to, idx_to
+    return N.Reshape.make(x.shape, ready.dtype, ready) if x.shape != flat else ready

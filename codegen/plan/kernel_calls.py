@@ -8,8 +8,8 @@ the DAG:
   tile states (``emit/scan_kernels.py``), as raw-kernel nodes: one read and one
   write of the values; ``Form.COLUMN_SCAN``: the column scan's three
   kernels (another axis than the last);
-- ``Form.RADIX_SORT``: a radix sort's passes (``emit/sort_kernels.py``),
-  raw-kernel nodes too;
+- ``Form.RADIX_SORT``: a radix sort (``emit/sort_kernels.py``: the digits'
+  counts, then a onesweep kernel per pass), raw-kernel nodes too;
 - ``Form.BLOCKED_SCAN`` / ``Form.MERGE_SORT``: the compositions every
   target can run (``ops.scans.blocked_scan``, ``ops.ordering.merge_sort``,
   which the frontend registers: ``ir.nodes.composition``), whose nodes
@@ -27,7 +27,7 @@ from ..policy.classify import Call
 from ..policy.rules import Form
 
 
-def _kernels(node, x, form):
+def _kernels(node, x, form, thresholds):
     """The nodes of ``form``'s kernels for call ``node`` on ``x``."""
     if form == Form.SCAN:
         from ..emit.scan_kernels import scan_nodes
@@ -37,7 +37,8 @@ def _kernels(node, x, form):
         return column_scan_nodes(node.op, x, node.param["axis"])
     if form == Form.RADIX_SORT:
         from ..emit.sort_kernels import sort_nodes
-        return sort_nodes(x, node.op == "argsort", node.param["descending"])
+        return sort_nodes(x, node.op == "argsort", node.param["descending"],
+                          x.size >= thresholds.RADIX_WIDE_STATES)
     return N.composition(node.op, node.params, x)       # the frontend's, for any target
 
 
@@ -64,7 +65,7 @@ def lowered_kernel_calls(outputs, device, thresholds):
                 x = get(node.inputs[0])
                 choice = choose(Call(node.op, x.dtype.str, tuple(x.shape),
                                      node.param.get("axis")), device, thresholds)
-                new[id(node)] = _kernels(node, x, choice.form)
+                new[id(node)] = _kernels(node, x, choice.form, thresholds)
             elif any(id(c) in new for c in node.children()):
                 new[id(node)] = N.remade(node, get)
     made = [get(o) for o in outputs]

@@ -448,8 +448,8 @@ RULES = (
          lambda c, d, t: c.name.startswith(SCAN_KERNEL_PREFIX + "columns_"), Form.COLUMN_SCAN),
     Rule("scan: single pass (decoupled look-back)", Raw,
          lambda c, d, t: c.name.startswith(SCAN_KERNEL_PREFIX), Form.SCAN),
-    Rule("sort: radix passes", Raw, lambda c, d, t: c.name.startswith(SORT_KERNEL_PREFIX),
-         Form.RADIX_SORT),
+    Rule("sort: radix, counts then a onesweep pass a byte", Raw,
+         lambda c, d, t: c.name.startswith(SORT_KERNEL_PREFIX), Form.RADIX_SORT),
     Rule("raw: the user's kernel", Raw, lambda c, d, t: True, Form.RAW),
 
     # scans (cumsum, cumprod in the dtypes of emit/scan_kernels.py) where the target has
@@ -465,9 +465,12 @@ RULES = (
          Form.COLUMN_SCAN),
     Rule("scan: blocked reductions", Call, lambda c, d, t: c.op in SCAN_OPS,
          Form.BLOCKED_SCAN),
-    # sorts of one row (sort, argsort): radix passes where the target has them (CUDA)
-    # and the row is long (below 2^31 values: uint32 positions); else the merge sort
-    Rule("sort: radix passes", Call, lambda c, d, t: d.radix_sort and c.op in SORT_OPS
+    # sorts of one row (sort, argsort): the radix sort where the target has it (CUDA:
+    # every pass's digits counted in one read, then a kernel per 8-bit pass whose tiles
+    # find their places by decoupled look-back) and the row is long (below 2^31 values:
+    # uint32 positions); else the merge sort
+    Rule("sort: radix, counts then a onesweep pass a byte", Call,
+         lambda c, d, t: d.radix_sort and c.op in SORT_OPS
          and t.RADIX_SORT_MIN <= c.shape[-1] < 1 << 31, Form.RADIX_SORT),
     Rule("sort: merge levels", Call, lambda c, d, t: c.op in SORT_OPS, Form.MERGE_SORT),
 

@@ -421,6 +421,42 @@ def test_long_sorts(target):
             _same_exactly(got[k], w, f"{k} (call {call + 1})")
 
 
+def test_radix_sort_wide_states(target):
+    """Rows sorted with 64-bit tile states (CUDA: ``RADIX_WIDE_STATES``
+    lowered to 0; the other targets sort as always) equal NumPy's."""
+    from polyarray.codegen.policy import using_thresholds
+    rng = np.random.default_rng(5)
+    inputs = {"f": rng.standard_normal(90001).astype(np.float32),
+              "i": rng.integers(-2**62, 2**62, 20011),
+              "h": rng.integers(-9, 9, 30003).astype(np.int16)}
+    xs = _place(inputs)
+    outs = {}
+    for k, x in xs.items():
+        outs[k + "_s"], outs[k + "_a"] = pa.sort(x), pa.argsort(x, descending=True)
+    with using_thresholds(RADIX_WIDE_STATES=0):
+        prog = pa.compile(outs, target=target)
+    if target == "cuda":
+        assert prog.source.count("_pass_wide(") == 6
+    got = prog(**inputs)
+    for k, v in inputs.items():
+        _same_exactly(got[k + "_s"], np.sort(v), k)
+        _same_exactly(got[k + "_a"], _descending_argsort(v), k)
+
+
+def test_radix_sort_kernels():
+    """CUDA's radix sort of a row: the counts zeroed, every pass's digits
+    counted in one read, then one kernel per 8-bit pass."""
+    import loopy as lp
+    from polyarray.codegen import lower_program
+    for dt, passes in ((np.float32, 4), (np.int64, 8), (np.bool_, 1)):
+        x = pa.placeholder("x", (5000,), dt)
+        for y in (pa.sort(x), pa.argsort(x)):
+            kernels = lower_program([y.node], lp.CudaTarget()).kernels
+            assert [k.form for k in kernels] == ["radix sort"] * (2 + passes)
+            kinds = [k.name.rsplit("_", 1)[-1] for k in kernels]
+            assert kinds == ["init", "hist"] + ["pass"] * passes, kinds
+
+
 def test_scan_kernels_by_policy():
     """CUDA: rows of at least ``SCAN_SINGLE_PASS`` values are the
     single-pass kernel (and the one zeroing its states), shorter rows and
@@ -542,12 +578,22 @@ def test_cuda_source_compiles():
         x = pa.placeholder(f"x_{np.dtype(dt).name}", (3, 21), dt)
         outs += [pa.sort(x, axis=0), pa.argsort(x, descending=True), pa.cumsum(x, axis=1),
                  pa.cumprod(x), pa.searchsorted(pa.sort(x, axis=None), x)]
+    for dt in (np.float32, np.int64, np.bool_, np.uint16):
+        # the radix sorts' kernels
+        x = pa.placeholder(f"row_{np.dtype(dt).name}", (3000,), dt)
+        outs += [pa.sort(x), pa.argsort(x, descending=True)]
     for dt in (np.float32, np.float64, np.int32, np.int64, np.uint32, np.uint64):
         # the single-pass kernels: two of one dtype and one of each other
         x = pa.placeholder(f"long_{np.dtype(dt).name}", (2, 5000), dt)
         outs += [pa.cumsum(x, axis=1, dtype=dt), pa.cumprod(x, dtype=dt)]
     source = lower_program([o.node for o in outs], lp.CudaTarget()).source
+    from polyarray.codegen.policy import using_thresholds
+    with using_thresholds(RADIX_WIDE_STATES=0):         # 64-bit tile states
+        wide = pa.placeholder("wide", (3000,), np.float64)
+        wide_source = lower_program([pa.argsort(wide).node], lp.CudaTarget()).source
+    assert wide_source.count("_pass_wide(") == 1
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
-        result = _nvcc(source, tmp, "sort_scan")
-    assert result.returncode == 0, result.stderr[-3000:]
+        for name, text in (("sort_scan", source), ("wide", wide_source)):
+            result = _nvcc(text, tmp, name)
+            assert result.returncode == 0, result.stderr[-3000:]
