@@ -240,6 +240,17 @@ extern "C" __global__ void __launch_bounds__(THREADS) NAME(
 """
 
 
+def defines(defs, body, more=()) -> str:
+    """``body`` between the ``#define``s of ``defs`` (name -> value; None: left
+    out; a name may be a macro's ``NAME(args)``) and their ``#undef``s, and
+    those of the macros ``more`` that ``body`` defines: our kernels' sources
+    (``sort_kernels.py`` too) leave no macro behind."""
+    defs = {k: v for k, v in defs.items() if v is not None}
+    head = "".join(f"#define {k} {v}\n" for k, v in defs.items())
+    tail = "".join(f"#undef {k.split('(')[0]}\n" for k in (*defs, *more))
+    return head + body + tail
+
+
 def kernel_name(op, dtype) -> str:
     return f"{PREFIX}{op}_{np.dtype(dtype).name}"
 
@@ -254,10 +265,7 @@ def scan_source(op, dtype) -> str:
     defs = {"T": ctype, "W": wrap, "COMBINE(a, b)": combine, "ITEMS": ITEMS[dtype.itemsize],
             "THREADS": THREADS, "NAME": name, "PA_NS": name + "_helpers",
             "PACKED": dtype.itemsize}
-    defs = {k: v for k, v in defs.items() if v is not None}
-    head = "".join(f"#define {k} {v}\n" for k, v in defs.items())
-    tail = "".join(f"#undef {k.split('(')[0]}\n" for k in defs)
-    return head + _SCAN + tail
+    return defines(defs, _SCAN)
 
 
 def tiles_per_row(n, dtype) -> int:
@@ -363,9 +371,6 @@ def column_scan_nodes(op, x, axis) -> N.Node:
     combine = f"((T) ((W) (a) {sign} (W) (b)))" if wrap else f"((a) {sign} (b))"
     defs = {"T": ctype, "W": wrap, "COMBINE(a, b)": combine, "THREADS": THREADS,
             "ROWS": COLUMN_ROWS}
-    defs = {k: v for k, v in defs.items() if v is not None}
-    head = "".join(f"#define {k} {v}\n" for k, v in defs.items())
-    tail = "".join(f"#undef {k.split('(')[0]}\n" for k in defs)
     body = _COLUMNS.replace("NAME", name)
     # one source per kernel (a program appends each kernel's once): the
     # source is split at the kernels, the tile macro kept with the two that use it
@@ -374,8 +379,8 @@ def column_scan_nodes(op, x, axis) -> N.Node:
     kernels[-1] = kernels[-1].replace("#undef PA_TILE\n", "")
 
     def spec(which, k, params, with_macro):
-        src = head + (macro if with_macro else "") + kernels[k] + \
-            ("#undef PA_TILE\n" if with_macro else "") + tail
+        src = defines(defs, (macro if with_macro else "") + kernels[k],
+                      ("PA_TILE",) if with_macro else ())
         return N.RawKernelSpec("cuda", f"{name}_{which}", src,
                                parse_params(params.replace("T ", ctype + " "), "cuda",
                                             f"{name}_{which}"))

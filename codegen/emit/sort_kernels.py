@@ -47,7 +47,7 @@ from __future__ import annotations
 import numpy as np
 
 from polyarray.ir import nodes as N
-from .scan_kernels import parse_params
+from .scan_kernels import defines, parse_params
 
 PREFIX = "pa_radix_"            # the kernels' names (pa_: no user's raw kernel has it)
 
@@ -391,16 +391,6 @@ def sort_source(dtype, with_index, descending, kernel, wide=False) -> str:
     macros = ("PA_FLAG_SHIFT", "PA_AGGREGATE", "PA_PREFIX", "PA_COUNT") if kernel != "init" \
         else ()
     return defines(defs, body, macros)
-
-
-def defines(defs, body, more=()) -> str:
-    """``body`` between the ``#define``s of ``defs`` (name -> value; None: left
-    out; a name may be a macro's ``NAME(args)``) and their ``#undef``s, and
-    those of the macros ``more`` that ``body`` defines."""
-    defs = {k: v for k, v in defs.items() if v is not None}
-    head = "".join(f"#define {k} {v}\n" for k, v in defs.items())
-    tail = "".join(f"#undef {k.split('(')[0]}\n" for k in (*defs, *more))
-    return head + body + tail
 
 
 def _spec(name, source, params):
