@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from polyarray.ir import nodes as N
+from polyarray.ir.raw_params import parse_params
 
 PREFIX = "pa_scan_"             # the kernels' names (pa_: no user's raw kernel has it)
 
@@ -402,22 +403,3 @@ def column_scan_nodes(op, x, axis) -> N.Node:
                              "long long post, long long tiles", True),
         (x, offsets), (("n", n), ("post", post), ("tiles", tiles)), ((x.shape, dt),),
         (blocks,), (THREADS,), 0)
-
-
-_C_DTYPES = {"float": "<f4", "double": "<f8", "int": "<i4", "unsigned int": "<u4",
-             "long long": "<i8", "unsigned long long": "<u8", "short": "<i2",
-             "unsigned short": "<u2", "signed char": "|i1", "unsigned char": "|u1"}
-
-
-def parse_params(text, language, name) -> tuple:
-    """``((role, name, C type, dtype str), ...)`` of our kernels' parameter
-    lists, as ``pa.raw_kernel`` reads a user's: a pointer to const is an
-    input, another pointer an output, anything else a scalar."""
-    params = []
-    for part in text.split(","):
-        words = part.replace("*", " * ").split()
-        pointer = "*" in words
-        ctype = " ".join(w for w in words[:-1] if w not in ("const", "*"))
-        role = ("in" if "const" in words else "out") if pointer else "scalar"
-        params.append((role, words[-1], ctype, _C_DTYPES[ctype]))
-    return tuple(params)

@@ -47,7 +47,8 @@ from __future__ import annotations
 import numpy as np
 
 from polyarray.ir import nodes as N
-from .scan_kernels import defines, parse_params
+from polyarray.ir.raw_params import parse_params
+from .scan_kernels import defines
 
 PREFIX = "pa_radix_"            # the kernels' names (pa_: no user's raw kernel has it)
 

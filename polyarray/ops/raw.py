@@ -12,28 +12,12 @@ import re
 import numpy as np
 
 from polyarray.ir import nodes as N
+from polyarray.ir.raw_params import C_IDENTIFIER, parse_params
 from .creation import _normalize_shape, as_node
 
 LANGUAGES = ("cuda", "opencl")
 
-# C type -> NumPy dtype, per language (CUDA: LP64 Linux, as nvcc's host side)
-_COMMON = {"float": "float32", "double": "float64", "int": "int32", "unsigned int": "uint32",
-           "unsigned": "uint32", "short": "int16", "unsigned short": "uint16",
-           "char": "int8", "signed char": "int8", "unsigned char": "uint8",
-           "long long": "int64", "unsigned long long": "uint64", "int8_t": "int8",
-           "uint8_t": "uint8", "int16_t": "int16", "uint16_t": "uint16", "int32_t": "int32",
-           "uint32_t": "uint32", "int64_t": "int64", "uint64_t": "uint64"}
-C_TYPES = {
-    "cuda": {**_COMMON, "long": "int64", "unsigned long": "uint64", "size_t": "uint64",
-             "ptrdiff_t": "int64", "bool": "bool"},
-    "opencl": {**_COMMON, "long": "int64", "unsigned long": "uint64", "uchar": "uint8",
-               "ushort": "uint16", "uint": "uint32", "ulong": "uint64"},
-}
-# words that say where a pointer points or how it may be used, not what it holds
-_QUALIFIERS = {"__global", "global", "__restrict__", "__restrict", "restrict", "volatile",
-               "__constant", "constant", "__private", "private", "struct"}
 _RESERVED = re.compile(r"(k\d+_|pa_|p\d|lid$|gid$|bIdx$|tIdx$)")
-_IDENT = re.compile(r"[A-Za-z_]\w*\Z")
 
 
 def _strip_comments(source):
@@ -58,44 +42,6 @@ def signature(source, name, language):
     return found[0]
 
 
-def parse_params(text, language, kname):
-    """``((role, name, C type, dtype str), ...)`` of a C parameter list: a
-    pointer to const (or ``__constant``) is an input array, another pointer
-    an output array, anything else a scalar."""
-    params = []
-    for k, raw in enumerate(p.strip() for p in text.split(",")):
-        if not raw or raw == "void" and k == 0:
-            continue
-        before, star, after = raw.replace("*", " * ", 1).partition("*")
-        if "*" in after or "[" in raw:
-            raise ValueError(f"raw kernel {kname!r}: parameter {raw!r}: only plain pointers "
-                             "and scalars can be parameters")
-        words = before.split()
-        name_words = after.split() if star else words[-1:]
-        if not star:
-            words = words[:-1]
-        name = name_words[-1] if name_words else ""
-        if not _IDENT.match(name):
-            raise ValueError(f"raw kernel {kname!r}: cannot read parameter {raw!r} "
-                             "(expected 'type name' or 'type *name')")
-        if {"__local", "local"} & set(words):
-            raise ValueError(f"raw kernel {kname!r}: parameter {name!r} is local memory; "
-                             "declare local arrays inside the kernel")
-        const = "const" in words or "__constant" in words or "constant" in words
-        ctype = " ".join(w for w in words if w not in _QUALIFIERS and w != "const")
-        table = C_TYPES[language]
-        if ctype not in table:
-            raise TypeError(f"raw kernel {kname!r}: parameter {name!r} has type {ctype!r}, "
-                            f"which polyarray cannot pass ({language} types it knows: "
-                            f"{', '.join(sorted(table))})")
-        role = ("in" if const else "out") if star else "scalar"
-        params.append((role, name, ctype, np.dtype(table[ctype]).str))
-    names = [p[1] for p in params]
-    if len(set(names)) != len(names):
-        raise ValueError(f"raw kernel {kname!r}: two parameters have one name: {names}")
-    return tuple(params)
-
-
 def make_spec(source, name, language, params=None, reference=None) -> N.RawKernelSpec:
     """The kernel's description, checked: the language, the name (a C
     identifier that no generated name can be), the parameters (read from
@@ -105,7 +51,7 @@ def make_spec(source, name, language, params=None, reference=None) -> N.RawKerne
                          f"got {language!r}")
     if not isinstance(source, str) or not isinstance(name, str):
         raise TypeError("pa.raw_kernel(source, name): both must be strings")
-    if not _IDENT.match(name) or _RESERVED.match(name):
+    if not C_IDENTIFIER.match(name) or _RESERVED.match(name):
         raise ValueError(f"raw kernel name {name!r} must be a C identifier that does not "
                          "start with k<digits>_, pa_ or p<digit> (polyarray's own names)")
     if not re.search(r"\b" + re.escape(name) + r"\b", _strip_comments(source)):
