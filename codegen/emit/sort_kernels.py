@@ -157,17 +157,17 @@ extern "C" __global__ void __launch_bounds__(THREADS) NAME(
     __syncthreads();
     const long long stride = (long long) gridDim.x * THREADS;
     for (long long j0 = (long long) blockIdx.x * THREADS + t; j0 < n; j0 += HIST_ITEMS * stride) {
-        KT k[HIST_ITEMS];
+        VT v[HIST_ITEMS];                       /* the loads first */
 #pragma unroll
         for (int i = 0; i < HIST_ITEMS; ++i)
-            if (j0 + i * stride < n)
-                k[i] = pa_key(x[j0 + i * stride]);
+            v[i] = j0 + i * stride < n ? x[j0 + i * stride] : (VT) 0;
 #pragma unroll
         for (int i = 0; i < HIST_ITEMS; ++i)
             if (j0 + i * stride < n) {
+                const KT k = pa_key(v[i]);
 #pragma unroll
                 for (int p = 0; p < PASSES; ++p)
-                    atomicAdd(&h[p][(unsigned int) (k[i] >> (8 * p)) & 255u][part], 1u);
+                    atomicAdd(&h[p][(unsigned int) (k >> (8 * p)) & 255u][part], 1u);
             }
     }
     __syncthreads();
@@ -238,22 +238,29 @@ extern "C" __global__ void __launch_bounds__(THREADS) NAME(
 #if ARGSORT
     unsigned int id[ITEMS];
 #endif
+    /* the loads first, all of them, then the work on them: a load used at once
+       would wait for memory before the next is issued.  A key past n is never
+       ranked nor placed */
+    const int full = base + ITEMS * THREADS <= n;
     if (first) {                                /* the values, encoded */
+        VT v[ITEMS];
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i)
+            v[i] = full || mine + 32 * i < n ? x[mine + 32 * i] : (VT) 0;
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
-            const long long j = mine + 32 * i;
-            k[i] = j < n ? pa_key(x[j]) : (KT) 0;
+            k[i] = pa_key(v[i]);
 #if ARGSORT
-            id[i] = (unsigned int) j;
+            id[i] = (unsigned int) (mine + 32 * i);
 #endif
         }
     } else {
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
             const long long j = mine + 32 * i;
-            k[i] = j < n ? keys[j] : (KT) 0;
+            k[i] = full || j < n ? keys[j] : (KT) 0;
 #if ARGSORT
-            id[i] = j < n ? idx[j] : 0u;
+            id[i] = full || j < n ? idx[j] : 0u;
 #endif
         }
     }
