@@ -3,7 +3,7 @@
 
 Contractions of every shape the issue names (square f32 including ragged
 sizes, rectangular and split-K, Gram matrices of one buffer, batched, f64,
-a fused MLP layer), matrix-vector products in both orientations, reductions
+a fused MLP layer, an attention head), matrix-vector products in both orientations, reductions
 of every aspect ratio, argmax, and reductions over broadcasts.  Each row is
 checked against NumPy first and then timed beside its peers on the same
 rotating inputs (cuBLAS through CuPy and torch with TF32 off for GEMMs,
@@ -51,6 +51,7 @@ SCANS = [(((1 << 26,), 0, "float32"), ((1 << 20,), 0, "float32")),
          (((4096, 4096), 0, "float32"), ((512, 512), 0, "float32"))]
 BODIES = (8192, 512)
 POINTS = ((1000000, 64, 8), (62500, 64, 8))           # points, centres, dimensions
+ATTENTION = [((4096, 64), (512, 64))]                   # (n, d): Q, K, V all n x d
 PA, NP = Ns("polyarray", pa), Ns("numpy", np)
 
 
@@ -253,8 +254,30 @@ def broadcast_reductions(b):
             peers="broadcast", nbytes=4 * (npts + nc) * dim + 8 * npts)
 
 
+def attention_ns(ns, q, k, v):
+    """``softmax(q @ k.T / 8) @ v`` as NumPy code writes it."""
+    s = (q @ k.T) / 8.0
+    e = ns.exp(s - ns.max(s, 1, keepdims=True))
+    return e / ns.sum(e, 1, keepdims=True) @ v
+
+
+def attention(b):
+    """The chain of an attention head: two products with a row softmax
+    between them (the n x n scores are what a chain of kernels writes and
+    reads again)."""
+    for n, d in pick(b, ATTENTION):
+        names = ["q", "k", "v"]
+        ph = [pa.placeholder(nm, (n, d), np.float32) for nm in names]
+        sets = input_sets(b, lambda: tuple(normal(b, (n, d)) for _ in names), 12 * n * d)
+        want = attention_ns(NP, *sets[0])
+        measure(b, "attention", f"softmax(q @ k.T / 8) @ v, q k v {n}x{d} f32",
+                lambda: attention_ns(PA, *ph), names, attention_ns, sets, want,
+                peers="attention", flops=4 * n * n * d, rtol=1e-4,
+                note="'of hw': the two products' FMAs over the float32 FMA peak")
+
+
 WORKLOADS = dict(zip(FAMILIES, [square, rectangular, gram, batched, f64, fused, gemv, sums,
-                                argmax, broadcast_reductions, scans, sorts]))
+                                argmax, broadcast_reductions, scans, sorts, attention]))
 
 
 def selected():

@@ -175,11 +175,15 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     dialect = dialect_of(target)        # the C it is written in, asked once
     t0 = clock()
     from .plan.half import singles_for_halves
+    from .plan.attention import fused_attention
     from .plan.kernel_calls import lowered_kernel_calls
     device = _device(dialect, cpu, max_work_group)
     program_order = N.topological_order(outputs)    # what KernelInfo.nodes index
-    # scans and sorts as the kernels the policy chooses for them
-    outputs, origin = lowered_kernel_calls(outputs, device, thresholds)
+    # attention chains, then scans and sorts, as the kernels the policy chooses for them
+    # (``between`` keeps the nodes the first pass made alive: ``first`` is keyed by id)
+    between, first = fused_attention(outputs, device, thresholds)
+    outputs, origin = lowered_kernel_calls(between, device, thresholds)
+    origin = {k: first.get(id(v), v) for k, v in origin.items()} | first
     # float16 computed in float32; its large products as the BLAS's half products
     outputs, halves = singles_for_halves(
         outputs, thresholds if dialect.vendor_blas == "cublas" else None)
@@ -215,7 +219,7 @@ def _device(dialect, cpu, max_work_group):
     return Device(cpu, max_work_group, fp64_mma=dialect.fp64_mma,
                   vendor_solvers=dialect.vendor_solvers, vendor_fft=dialect.vendor_fft,
                   vendor_blas=dialect.vendor_blas, single_pass_scan=dialect.single_pass_scan,
-                  radix_sort=dialect.radix_sort)
+                  radix_sort=dialect.radix_sort, flash_attention=dialect.flash_attention)
 
 
 def _plan(outputs, device, t):

@@ -154,6 +154,13 @@ class Thresholds:
     # ... whose rows at least this long have 64-bit tile states (a count and its flag
     # bits; 32 bits hold counts below 2^30)
     RADIX_WIDE_STATES: int = 1 << 30
+    # Attention chains (softmax(scale(Q @ K^T)) @ V, plan/attention.py) are one kernel that keeps
+    # the scores on chip (emit/attention_kernels.py) where the target has it and there are at
+    # least ATTENTION_MIN_KEYS keys; the keys are cut into ranges side by side (and a kernel
+    # adds them) until the work-groups reach FILL_GROUPS, no range shorter than
+    # ATTENTION_MIN_RANGE keys
+    ATTENTION_MIN_KEYS: int = 64
+    ATTENTION_MIN_RANGE: int = 512
     GROUP_ROW: int = 64          # rows at least this long get a work-group each (GPU)
     # Work-group size and unrolling, measured on an H100 for softmax over (4096, 1024)
     # float32 (read + write over copy bandwidth): 128 work-items with every pass

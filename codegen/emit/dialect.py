@@ -36,6 +36,8 @@ class Dialect:
                                 # emit/scan_kernels.py; its tile states are inline PTX)
     radix_sort: bool            # sorts of a row as a radix sort (CUDA: emit/sort_kernels.py,
                                 # onesweep passes)
+    flash_attention: bool       # softmax(Q K^T) V as one kernel (CUDA: emit/attention_kernels.py,
+                                # warp shuffles; plan/attention.py finds the chain)
     loopy_macros: tuple         # macros loopy defines that a raw kernel must not see
     extern_c: bool              # raw kernels in ``extern "C"`` (as PyCUDA's SourceModule)
     float_as_bits: str          # a float's bits as a 32-bit unsigned integer, and back
@@ -67,6 +69,7 @@ class OpenCLDialect(Dialect):
     vendor_blas = None          # CLBlast (pyclblast) is not installable here
     single_pass_scan = False    # OpenCL 1.2 promises no forward progress between groups
     radix_sort = False          # (its scans are single-pass ones)
+    flash_attention = False     # the chain stays the generated kernels
     loopy_macros = ("lid", "gid")
     extern_c = False
     float_as_bits, bits_as_float = "as_uint", "as_float"
@@ -94,6 +97,7 @@ class CudaDialect(Dialect):
     vendor_fft = "cufft"
     single_pass_scan = True
     radix_sort = True
+    flash_attention = True
     loopy_macros = ("bIdx", "tIdx")
     extern_c = True
     float_as_bits, bits_as_float = "__float_as_uint", "__uint_as_float"

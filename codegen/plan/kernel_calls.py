@@ -69,10 +69,10 @@ def lowered_kernel_calls(outputs, device, thresholds):
             elif any(id(c) in new for c in node.children()):
                 new[id(node)] = N.remade(node, get)
     made = [get(o) for o in outputs]
-    return made, _origins(order, new, made)
+    return made, origins(order, new, made)
 
 
-def _origins(order, new, made):
+def origins(order, new, made):
     """{id(node made): original node}: each replacement stands for its
     original, and a node below it that the DAG had not for the nearest
     replacement above it (reverse topological order: parents first)."""

@@ -129,6 +129,19 @@ class Raw:
 
 
 @dataclass(frozen=True)
+class Attention:
+    """``softmax(scale(Q @ K^T)) @ V`` found on the DAG (``plan/attention.py``):
+    ``batch`` products of ``n`` query rows by ``m`` keys of ``d`` values,
+    ``dv`` output columns, in ``dtype`` (a dtype str)."""
+    batch: int
+    n: int
+    m: int
+    d: int
+    dv: int
+    dtype: str
+
+
+@dataclass(frozen=True)
 class Call:
     """A library routine (``pa.linalg``'s factorizations and solves,
     ``pa.fft``'s transforms):
@@ -252,5 +265,5 @@ def rows_class(shape, scheduled=False) -> Rows:
     return Rows(math.prod(shape[:-1]), shape[-1], scheduled)
 
 
-__all__ = ["Contraction", "Subscripts", "letter_sizes", "stored_layout", "parse_subscripts", "product_class", "Elementwise", "Reduction", "Rows", "Steps", "contraction_class",
+__all__ = ["Attention", "Contraction", "Subscripts", "letter_sizes", "stored_layout", "parse_subscripts", "product_class", "Elementwise", "Reduction", "Rows", "Steps", "contraction_class",
            "read_buffer", "reduction_class", "rows_class"]

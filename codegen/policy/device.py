@@ -22,3 +22,4 @@ class Device:
     vendor_blas: str | None = None      # the matrix products' library ("cublas"), if any
     single_pass_scan: bool = False      # scans as one decoupled look-back kernel (CUDA)
     radix_sort: bool = False            # sorts of a row as radix passes (CUDA)
+    flash_attention: bool = False       # softmax(Q K^T) V as one kernel (CUDA)

@@ -32,13 +32,14 @@ from enum import Enum
 from typing import Callable
 
 from polyarray.ir.nodes import FFT_OPS, SCAN_OPS, SORT_OPS
-from .classify import Call, Contraction, Elementwise, Raw, Reduction, Rows, Steps
+from .classify import Attention, Call, Contraction, Elementwise, Raw, Reduction, Rows, Steps
 from .device import Device
 from ..lowering.index import ceil_div, pow2_floor
 from ..thresholds import Thresholds, current_thresholds
 
 from ..emit.scan_kernels import PREFIX as SCAN_KERNEL_PREFIX
 from ..emit.sort_kernels import PREFIX as SORT_KERNEL_PREFIX
+from ..emit.attention_kernels import PREFIX as ATTENTION_KERNEL_PREFIX, config_for
 
 
 class Form(str, Enum):
@@ -71,6 +72,9 @@ class Form(str, Enum):
     BLOCKED_SCAN = "blocked scan"       # ... as reductions over blocks (ops/scans.py)
     RADIX_SORT = "radix sort"           # sort/argsort of a row: 8-bit passes
     MERGE_SORT = "merge sort"           # ... as merge levels of gathers (ops/ordering.py)
+    FLASH_ATTENTION = "flash attention"     # softmax(Q K^T) V, the scores kept on chip
+    ATTENTION_COMBINE = "attention ranges combined"     # ... its key ranges added
+    ATTENTION_GENERATED = "attention as generated"      # ... the products and rows as any
 
     __str__ = str.__str__
     __format__ = str.__format__
@@ -312,6 +316,27 @@ def _stacked_rows(c, t):
     return pow2_floor(min(t.STACKED_ROWS, t.STACKED_LOCAL_BYTES // c.stacked))
 
 
+def _attention_config(c):
+    """(TY, TM, TN) of the attention kernel's tiles that fit its shared
+    memory (``emit/attention_kernels.py``), or None."""
+    itemsize = 8 if c.dtype == "<f8" else 4
+    return config_for(itemsize, c.d, c.dv)
+
+
+def _flash(c, d, t):
+    return d.flash_attention and c.dtype in ("<f4", "<f8") and c.m >= t.ATTENTION_MIN_KEYS \
+        and c.n >= 1 and 1 <= c.batch <= t.MAX_GRID_YZ and _attention_config(c) is not None
+
+
+def _flash_params(c, d, t):
+    """The tiles, and the key ranges side by side: enough for FILL_GROUPS
+    work-groups, none shorter than ATTENTION_MIN_RANGE keys."""
+    config = _attention_config(c)
+    tiles = c.batch * ceil_div(c.n, config[0] * config[1])
+    splits = max(1, min(t.FILL_GROUPS // tiles, c.m // t.ATTENTION_MIN_RANGE))
+    return dict(config=config, splits=splits)
+
+
 def _as_reduction(c):
     return c.reduction
 
@@ -450,6 +475,11 @@ RULES = (
          lambda c, d, t: c.name.startswith(SCAN_KERNEL_PREFIX), Form.SCAN),
     Rule("sort: radix, counts then a onesweep pass a byte", Raw,
          lambda c, d, t: c.name.startswith(SORT_KERNEL_PREFIX), Form.RADIX_SORT),
+    Rule("attention: key ranges combined", Raw,
+         lambda c, d, t: c.name.startswith(ATTENTION_KERNEL_PREFIX)
+         and c.name.endswith("_combine"), Form.ATTENTION_COMBINE),
+    Rule("attention: one kernel, scores on chip (online softmax)", Raw,
+         lambda c, d, t: c.name.startswith(ATTENTION_KERNEL_PREFIX), Form.FLASH_ATTENTION),
     Rule("raw: the user's kernel", Raw, lambda c, d, t: True, Form.RAW),
 
     # scans (cumsum, cumprod in the dtypes of emit/scan_kernels.py) where the target has
@@ -473,6 +503,14 @@ RULES = (
          lambda c, d, t: d.radix_sort and c.op in SORT_OPS
          and t.RADIX_SORT_MIN <= c.shape[-1] < 1 << 31, Form.RADIX_SORT),
     Rule("sort: merge levels", Call, lambda c, d, t: c.op in SORT_OPS, Form.MERGE_SORT),
+
+    # softmax(scale(Q @ K^T)) @ V (plan/attention.py finds it): one kernel that keeps the
+    # scores on chip where the target has it (CUDA), float32/float64, heads that fit its
+    # tiles; else the products and the softmax's rows as generated kernels, as written
+    Rule("attention: one kernel, scores on chip (online softmax)", Attention, _flash,
+         Form.FLASH_ATTENTION, _flash_params),
+    Rule("attention: the products and rows as generated", Attention, lambda c, d, t: True,
+         Form.ATTENTION_GENERATED),
 
     # transforms (pa.fft): cuFFT on CUDA, VkFFT on an OpenCL GPU (without
     # nvmath-python or pyvkfft the target says so and runs the host's), else
