@@ -199,8 +199,8 @@ def test_digest_follows_the_c_text():
     same = pa.elementwise_kernel("T x", "T y", "y = x + 1", "dig", reference=lambda x: x + 1)
     assert a(x).node is same(x).node        # the same C and the same reference's code
     assert a(x).node is not b(x).node and a(x).node.digest != b(x).node.digest
-    # one C kernel with another reference is another function (found in review:
-    # the latest reference used to change the meaning of arrays built before)
+    # one C kernel with another reference is another function (the
+    # latest reference once changed the meaning of arrays built before)
     other = pa.elementwise_kernel("T x", "T y", "y = x + 1", "dig", reference=lambda x: x + 5)
     built = a(x)
     assert other(x).node is not built.node

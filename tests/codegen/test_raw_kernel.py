@@ -385,7 +385,7 @@ def test_cuda_runs_raw_kernels():
 
 @pytest.mark.skipif(not targets.availability("opencl")[0], reason="no OpenCL device")
 def test_opencl_builtin_name_is_explained():
-    """Found in review: PoCL takes ``mix`` as its built-in, and pyopencl's
+    """PoCL takes ``mix`` as its built-in, and pyopencl's
     bare INVALID_KERNEL_NAME named neither the kernel nor the cause.  Other
     OpenCL compilers may refuse the source, or accept it: then the result
     must be right."""

@@ -182,8 +182,8 @@ def test_profile_reads_shared_variables_and_updates_none(target, nm):
     assert_same(w.get_value(), np.float32([1, 2, 3]))
 
 
-def test_review_findings_state_is_kept(target, nm):
-    """Found in review: (1) with device outputs a failed check still applied
+def test_shared_state_is_kept_where_a_call_fails_or_checks(target, nm):
+    """(1) with device outputs a failed check once still applied
     the update; (2) a placeholder made before a shared variable of its name
     was taken over; (3) prog.check applied the updates; (4) on numpy an
     output that is also the update's value was the variable's storage."""
