@@ -464,17 +464,18 @@ def _trace_constants(outputs):
     selections of such data (NPBench's mandelbrot2: 40 scatters of computed
     indices) would otherwise be a device program of a kernel per step."""
     _LOG.debug("pa.jit: results of no argument, computed by NumPy as constants")
-    nodes = list(dict.fromkeys(a.node for a in outputs))
+    before = [a.node for a in outputs]      # (an array returned twice is rebound once)
+    nodes = list(dict.fromkeys(before))
     values = _compile([Array(n) for n in nodes], target="numpy")()
     if len(nodes) == 1:
         values = [values]
     leaves = {id(n): _data_leaf(np.asarray(v).reshape(n.shape)) for n, v in zip(nodes, values)}
     constants = []
-    for a in outputs:
+    for a, node in zip(outputs, before):
         if type(a) is Array or not hasattr(a, "_root"):
-            a._node = leaves[id(a.node)]            # (the array keeps its marks)
+            a._node = leaves[id(node)]              # (the array keeps its marks)
         else:                                       # a view: its values, as data
-            a = Array(leaves[id(a.node)])
+            a = Array(leaves[id(node)])
         constants.append(a)
     return constants
 

@@ -143,6 +143,22 @@ def test_results_of_no_argument_are_constants_of_the_trace(target):
     assert trace.program is not None and not trace.program.kernels
 
 
+
+def _constant_twice(u, n):
+    t = np.where(4 >= 2.0, np.arange(3.0) // 2, 2)
+    return t, t, t.T
+
+
+def test_a_constant_result_returned_twice_and_as_a_view(target):
+    """A result of no argument returned twice beside its view: each is the
+    constant's value (the second of the same array raised KeyError once its
+    node had been rebound to the constant)."""
+    f = pa.jit(_constant_twice, target=target)
+    u = np.array([-3.0, -0.25])
+    for _ in range(2):
+        for g, e in zip(f(u, 3), _constant_twice(u, 3)):
+            assert_same(np.asarray(g), e)
+
 def test_a_device_result_captured_by_a_traced_function(device_target):
     """A device result (``out="device"``) that a traced function reads
     through ``pa.asarray`` gives its values: a host copy on OpenCL, whose
