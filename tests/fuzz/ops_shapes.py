@@ -390,3 +390,50 @@ def op_setitem(b):
         second = f", t.__setitem__(({other},), t[{key}])"
     code = f"(lambda t: (t.__setitem__(({key},), {value}){second}, t)[-1])(xp.array({a.var}[...]))"
     return b.apply(code, deps)
+
+
+def op_attention(b):
+    """``softmax(scale(Q @ K^T)) @ V`` as NumPy code writes it, and near
+    misses of it: the chain the CUDA target runs as one kernel
+    (``codegen/plan/attention.py``) where every condition holds, and the
+    variants that must keep the generated kernels (the maximum or the sum
+    along the other axis, no maximum, a shift inside ``exp``, a scale that
+    is no constant factor: a sum).  The scores, the probabilities and the output
+    are three entries, so later ops may read or return the inner two (the
+    chain is then computed as written).  Keys of 64 to 700 rows, heads of
+    16 to 64, batch axes sometimes; one case in ten has an inf or a NaN in
+    the queries.  Queries and keys are sixteenths in [-1, 1], so the
+    scores are exact in float32 (NumPy's own rounding of scores near 100,
+    which ``exp`` turns into relative errors of 1e-5 in the weights, would
+    otherwise exceed the tolerance whatever order a product sums in)."""
+    dt = np.dtype(b.choice([np.float32, np.float32, np.float64]))
+    batch = b.choice([(), (), (2,), (2, 3)])
+    n, m, d = b.choice([1, 17, 64, 130, 300]), b.choice([64, 65, 200, 700]), \
+        b.choice([16, 24, 32, 64])
+    dv = b.choice([d, d, 8, 40])
+    q_val = b.rng.integers(-16, 17, batch + (n, d)) / 16.0
+    if b.coin(0.1):
+        q_val.flat[int(b.rng.integers(q_val.size))] = b.choice([np.inf, -np.inf, np.nan])
+    q = b.add_placeholder(shape=batch + (n, d), dtype=dt, values=q_val)
+    rows = b.coin(0.7)                  # K as rows (m, d), else given as K^T (d, m)
+    k_shape = batch + ((m, d) if rows else (d, m))
+    k = b.add_placeholder(shape=k_shape, dtype=dt, values=b.rng.integers(-16, 17, k_shape) / 16.0)
+    v = b.add_placeholder(shape=batch + (m, dv), dtype=dt,
+                          values=b.rng.uniform(-1, 1, batch + (m, dv)))
+    kt = (f"{k.var}.T" if not batch else f"xp.swapaxes({k.var}, -1, -2)") if rows else k.var
+    product = f"({q.var} @ {kt})"
+    scaled = b.choice([f"{product} / 8.0", f"{product} * 0.125", f"0.125 * {product}",
+                       product, f"{product} * -0.3", f"{product} / {math.sqrt(d)!r}",
+                       f"{product} + {product}"])      # the last: no scale
+    s = b.apply(f"({scaled})", [q.var, k.var], ("inexact",))
+    if s is None:
+        return None
+    axis = -1 if b.coin(0.8) else -2
+    shift = b.choice([f"{s.var} - {s.var}.max(axis={axis}, keepdims=True)"] * 4 +
+                     [f"{s.var}", f"{s.var} - {s.var}.max(axis=-1, keepdims=True) + 1.0"])
+    total = -1 if b.coin(0.85) else -2
+    p = b.apply(f"(xp.exp({shift}) / xp.exp({shift}).sum(axis={total}, keepdims=True))",
+                [s.var], ("inexact",))
+    if p is None:
+        return None
+    return b.apply(f"({p.var} @ {v.var})", [p.var, v.var], ("inexact",))
