@@ -743,3 +743,14 @@ def test_a_kernel_reading_many_buffers_is_one_element_per_work_item_on_gpus():
     assert rule == "gpu: elements per item" and args <= most
     rule, args = last(120)
     assert rule == "gpu: flat" and args > most
+
+
+def test_the_policy_page_shows_the_table_as_describe_prints_it():
+    """docs/design/policy.md holds ``print(policy.describe())``: a row added,
+    renamed or moved in ``RULES`` shows on the page that maps them."""
+    import os
+    from polyarray.codegen import policy
+    page = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "design", "policy.md")
+    with open(page) as f:
+        text = f.read()
+    assert policy.describe() in text, "regenerate the table in docs/design/policy.md"
