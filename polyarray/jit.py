@@ -39,7 +39,6 @@ import contextlib
 import functools
 import inspect
 import logging
-import sys
 import time
 
 import numpy as np
@@ -53,6 +52,7 @@ from .program import compile as _compile, get_default_target
 from .codegen import TooManyKernels, kernel_budget
 from .reevaluation import _small_on_host
 from .tracing import Session, TooManyPrograms
+from .targets.foreign import driver_library as _driver_library
 
 _LOG = logging.getLogger("polyarray.jit")
 
@@ -78,18 +78,6 @@ def _kind(value):
         return library
     from polyarray.targets.foreign import is_foreign_cuda
     return "cuda" if is_foreign_cuda(value) else None
-
-
-def _driver_library(value):
-    """'pycuda' for a pycuda GPUArray, 'opencl' for a pyopencl Array (device
-    results of our own programs are subclasses of these), else None."""
-    ga = sys.modules.get("pycuda.gpuarray")
-    if ga is not None and isinstance(value, ga.GPUArray):
-        return "pycuda"
-    cla = sys.modules.get("pyopencl.array")
-    if cla is not None and isinstance(value, cla.Array):
-        return "opencl"
-    return None
 
 
 def _flatten(value, path, leaves, static):

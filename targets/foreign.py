@@ -106,6 +106,20 @@ def host_array_of(value):
     return None
 
 
+def driver_library(value):
+    """'pycuda' for a pycuda GPUArray, 'opencl' for a pyopencl Array (device
+    results of our own programs are subclasses of these), else None; neither
+    driver is imported to ask."""
+    import sys
+    ga = sys.modules.get("pycuda.gpuarray")
+    if ga is not None and isinstance(value, ga.GPUArray):
+        return "pycuda"
+    cla = sys.modules.get("pyopencl.array")
+    if cla is not None and isinstance(value, cla.Array):
+        return "opencl"
+    return None
+
+
 def is_foreign_cuda(value) -> bool:
     """Does ``value`` look like another library's CUDA array?  (Cheap: no
     capsule is made.)"""

@@ -142,16 +142,11 @@ def chunk_kind(value):
     module = type(value).__module__.split(".")[0]
     if module == "cupy":
         return "cupy"
-    ga = sys.modules.get("pycuda.gpuarray")
-    if ga is not None and isinstance(value, ga.GPUArray):
-        return "cuda"
-    cla = sys.modules.get("pyopencl.array")
-    if cla is not None and isinstance(value, cla.Array):
-        return "opencl"
-    from polyarray.targets.foreign import is_foreign_cuda
-    if is_foreign_cuda(value):
-        return "cuda"
-    return None
+    from polyarray.targets.foreign import driver_library, is_foreign_cuda
+    library = driver_library(value)
+    if library is not None:
+        return "cuda" if library == "pycuda" else library
+    return "cuda" if is_foreign_cuda(value) else None
 
 
 DEVICE_KINDS = {"cupy": "cuda", "cuda": "cuda", "opencl": "opencl"}
