@@ -282,6 +282,7 @@ def _reduce_chunk(chunk):
 # from ``_allocate``: the same kind of block, the context made current first.
 _GRAVE: list = []
 _EXIT_HOOK: list = []
+_CONTEXT: list = []
 
 
 class _Block(int):
@@ -302,14 +303,23 @@ class _Block(int):
         _drain()
 
 
+def _context():
+    """polyarray's CUDA context, held here: at exit pycuda's
+    ``autoprimaryctx`` drops its own reference before the last chunks die."""
+    if not _CONTEXT:
+        import pycuda.autoprimaryctx as primary
+        _CONTEXT.append(primary.context)
+    return _CONTEXT[0]
+
+
 def _drain():
     """Free the blocks in ``_GRAVE`` that nothing else holds, with
     polyarray's CUDA context pushed on this thread (any thread)."""
     if not _GRAVE:
         return
     try:
-        import pycuda.autoprimaryctx as primary
-        primary.context.push()
+        context = _context()
+        context.push()
     except Exception:       # noqa: BLE001  (no context left: kept until exit)
         return
     try:
@@ -324,7 +334,7 @@ def _drain():
             del a
         _GRAVE.extend(keep)
     finally:
-        primary.context.pop()
+        context.pop()
 
 
 def _allocate(nbytes):
@@ -348,27 +358,33 @@ def _owned(arr):
 def _exit_hook():
     if not _EXIT_HOOK:          # registered after the driver's: runs before it
         _EXIT_HOOK.append(True)
+        _context()
         atexit.register(_at_exit)
 
 
 def _at_exit():
     """At exit, before the CUDA driver's own handler: the programs this
-    process compiled and the blocks it holds are dropped with the context
-    pushed on the exiting thread, and the context stays pushed there, so
-    that the blocks freed later, at teardown, are freed with it (pycuda
-    warned once per block where the process's tasks ran in other threads)."""
-    if "pycuda.autoprimaryctx" in sys.modules:
-        try:
-            import pycuda.autoprimaryctx as primary
-            primary.context.push()      # not popped: the process is ending
-        except Exception:   # noqa: BLE001  (no context left: nothing can be freed)
-            return
-    _PROGRAMS.clear()
-    _FOLDS.clear()
-    _CONCATS.clear()
-    import gc
-    gc.collect()
-    _drain()
+    process compiled and the blocks nothing holds are freed with the context
+    pushed on the exiting thread (pycuda warned once per block where the
+    process's tasks ran in other threads), then the context is popped again:
+    pycuda aborts a process whose thread ends with it still pushed.  Chunks
+    that live on into teardown are ``_Block`` s, freed by ``_drain``."""
+    if "pycuda.autoprimaryctx" not in sys.modules:
+        return
+    try:
+        context = _context()
+        context.push()
+    except Exception:   # noqa: BLE001  (no context left: nothing can be freed)
+        return
+    try:
+        _PROGRAMS.clear()
+        _FOLDS.clear()
+        _CONCATS.clear()
+        import gc
+        gc.collect()
+        _drain()
+    finally:
+        context.pop()
 
 
 def checked_chunk(chunk, placeholder, block_info=None):

@@ -34,6 +34,17 @@ needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA compiler) i
 BATCH = 12          # cases per nvcc run: large enough to share nvcc's start-up
 
 
+@pytest.fixture
+def generated_products(monkeypatch):
+    """Code generation as where nvmath-python is not installed: the big
+    products stay generated kernels (where it is, cuBLAS takes them and the
+    source has no tiles to check)."""
+    from polyarray.codegen.emit import dialect
+    installed = dialect._installed
+    monkeypatch.setattr(dialect, "_installed",
+                        lambda package: package != "nvmath" and installed(package))
+
+
 def case_program(c):
     """The device-target program run_case would build for ``c``, as nodes."""
     rng = np.random.default_rng(0)
@@ -155,7 +166,7 @@ def test_every_parity_case_compiles_with_nvcc(batch, compile_batch):
 
 
 @needs_nvcc
-def test_nvcc_prints_nothing_for_the_usual_forms():
+def test_nvcc_prints_nothing_for_the_usual_forms(generated_products):
     """The kernel forms at sizes where the GPU policy picks its big forms
     (elementwise with elements per work-item, a transposed tile, group,
     two-stage and split-column reductions, fused rows, register-tiled,
@@ -206,7 +217,7 @@ def test_cuda_codegen_needs_no_gpu():
 
 @needs_nvcc
 @pytest.mark.parametrize("form", ["a @ b", "a.T @ b", "a @ b.T", "a.T @ b.T"])
-def test_default_big_matmul_reads_local_tiles_with_16_byte_loads(form):
+def test_default_big_matmul_reads_local_tiles_with_16_byte_loads(form, generated_products):
     """The default 128 x 128 register tiles (vector=4) are meant to read
     both operand tiles with 16-byte shared loads and no scalar ones: the
     difference between 0.66 and 0.87 of cuBLAS on the H100.  Transposed
