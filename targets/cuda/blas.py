@@ -47,7 +47,8 @@ def cublas():
     call (a Dask worker's) made meanwhile."""
     if "module" not in _STATE:
         try:
-            from nvmath.bindings import cublas as api
+            from .bindings import binding
+            api = binding("cublas")
             api.get_property(0)                 # loads the library: fails here if absent
             _STATE["module"] = api
         except Exception as e:      # noqa: BLE001  (not installed, or no cuBLAS library)

@@ -34,7 +34,8 @@ def _cufft():
     """``nvmath.bindings.cufft``, or None (the reason logged once)."""
     if "module" not in _STATE:
         try:
-            from nvmath.bindings import cufft
+            from .bindings import binding
+            cufft = binding("cufft")
             cufft.get_version()                 # loads the library: fails here if absent
             _STATE["module"] = cufft
         except Exception as e:      # noqa: BLE001  (not installed, or no cuFFT library)

@@ -34,7 +34,8 @@ def _cusolver():
     """``nvmath.bindings.cusolverDn``, or None (the reason logged once)."""
     if "module" not in _HANDLE:
         try:
-            from nvmath.bindings import cusolverDn
+            from .bindings import binding
+            cusolverDn = binding("cusolverDn")
             _HANDLE["module"] = cusolverDn
         except Exception as e:      # noqa: BLE001  (not installed, or no cuSOLVER library)
             _HANDLE["module"] = None
