@@ -118,11 +118,19 @@ def _as_key(sig):
     return tuple(key)
 
 
+def _low_high(r: range):
+    """A non-empty range's least and greatest values, in O(1) (``min`` and
+    ``max`` of a range walk it: a loop's writes read through made that
+    quadratic in the trip count)."""
+    return (r[0], r[-1]) if r.step > 0 else (r[-1], r[0])
+
+
 def _disjoint(a: range, b: range) -> bool:
     if not a or not b:
         return True
     if abs(a.step) == 1 and abs(b.step) == 1:
-        return max(a) < min(b) or max(b) < min(a)
+        (a0, a1), (b0, b1) = _low_high(a), _low_high(b)
+        return a1 < b0 or b1 < a0
     if min(len(a), len(b)) <= 4096:
         small, big = (a, b) if len(a) <= len(b) else (b, a)
         return not any(i in big for i in small)
@@ -192,7 +200,7 @@ def _inside(written, sig):
                 return None
             key.append(r - w.start)
             continue
-        if r and not (w.start <= min(r) and max(r) < w.stop):
+        if r and not (w.start <= _low_high(r)[0] and _low_high(r)[1] < w.stop):
             return None
         key.append(_range_key(range(r.start - w.start, r.stop - w.start, r.step)))
     return tuple(key)
