@@ -263,8 +263,8 @@ class Translator:
                 full=tuple(array.shape[a] for a in axes), dtype=pdtype,
                 meta=np.empty((0,) * array.ndim, pdtype))
         if op == "moments":
-            aggregate = partial(tasks.host_combine, fn=moments.aggregate, dtype=node.dtype)
-            combine = partial(tasks.host_combine, fn=moments.combine)
+            aggregate = partial(tasks.aggregate_moments, dtype=node.dtype)
+            combine = tasks.combine_moments
         else:
             aggregate = partial(tasks.aggregate, op=op, dtype=node.dtype, target=self.target)
             combine = partial(tasks.combine, op=op, dtype=None if rename else node.dtype,
@@ -273,10 +273,10 @@ class Translator:
 
     def _combined(self, partials, axes, chunks, pdtype, dtype, aggregate, combine):
         """``da.reduction`` of per-block partials over ``axes``: host partials
-        combined with NumPy; device partials of the ops that combine
-        elementwise (not argmax/argmin, whose (value, index) records and
-        variance's moments are made on the host) by polyarray programs on
-        the device, ``tasks.FOLD_WIDTH`` at a time (kernel arguments)."""
+        combined with NumPy; device partials by polyarray programs on the
+        device, ``tasks.FOLD_WIDTH`` at a time (kernel arguments): one field
+        elementwise, argmax's pairs and variance's moments as device records
+        (``device_records``)."""
         split = self.split_every
         if split is None:       # small partials: one combine (fewer tasks than dask's tree)
             kept = math.prod(max(c) for d, c in enumerate(chunks) if d not in axes)

@@ -491,21 +491,12 @@ def _partials(stage, made):
 def pick(record, names=(), rename=None):
     """One member's partials from a block's record: a field, or the fields
     ``names`` as a record of the fields ``rename``.  Device partials (a dict
-    of device arrays) stay on the device where one field is picked; records
-    of several (argmax's value and index, variance's moments) are made on
-    the host (small: one per block)."""
-    if isinstance(record, dict):
+    of device arrays) stay on the device: a field, or a dict of the fields
+    ``rename`` (``device_records``)."""
+    if isinstance(record, dict):        # device partials: a device record (device_records)
         if rename is None:
             return record[names[0]]
-        parts = {n: record[n] for n in names}
-        shape = next(np.shape(v) for v in parts.values() if not isinstance(v, int))
-        host = {n: v if isinstance(v, int) else to_host(v) for n, v in parts.items()}
-        dtype = np.dtype([(r, np.int64 if isinstance(host[n], int) else host[n].dtype)
-                          for n, r in zip(names, rename)])
-        out = np.empty(shape, dtype)
-        for n, r in zip(names, rename):
-            out[r] = host[n]
-        return out
+        return {r: record[n] for n, r in zip(names, rename)}
     if rename is None:
         return np.ascontiguousarray(record[names[0]])
     out = np.empty(record.shape, np.dtype([(r, record.dtype[n]) for n, r in zip(names, rename)]))
@@ -522,6 +513,9 @@ def add_offsets(pairs, axes, block_chunks, full, block_id=None):
     """Block-local flat indices within the reduced ``axes`` made global:
     unravelled in the block's shape, moved by the block's offsets, ravelled
     in the whole array's (``full``: the reduced axes' lengths)."""
+    if isinstance(pairs, dict):
+        from .device_records import add_offsets as on_device
+        return on_device(pairs, axes, block_chunks, full, block_id)
     local_shape = tuple(block_chunks[a][block_id[a]] for a in axes)
     offsets = tuple(sum(block_chunks[a][:block_id[a]]) for a in axes)
     out = pairs.copy()
@@ -535,6 +529,8 @@ def identity(x, axis=None, keepdims=True):
     asks it for the metadata with an array of 0 in every axis, which no real
     partial has (its reduced axes are 1): value/index pairs then answer
     with the index dtype that dask was told."""
+    if isinstance(x, dict):             # a device record
+        return x
     if x.dtype.names and all(n == 0 for n in x.shape):
         return np.empty(x.shape, np.int64)
     return x
@@ -642,11 +638,14 @@ def combine(x, axis=None, keepdims=True, op="sum", dtype=None, target=None):
     device arrays (elementwise: they differ only in their position along
     the reduced axes, each of length 1), else on the host."""
     blocks = _flat(x)
-    if op not in ("argmax", "argmin") and _on_device(blocks):
+    if op in ("argmax", "argmin"):
+        from . import device_records as R
+        if _pairs_on_device(blocks):
+            return R.combine_pairs(blocks, op)
+        return _best_pairs(_host(R.host_blocks(x, R.PAIR), axis), axis, op)
+    if _on_device(blocks):
         return fold(blocks, op, dtype, target)
     x = _host(x, axis)
-    if op in ("argmax", "argmin"):
-        return _best_pairs(x, axis, op)
     if op in ("sum", "prod"):
         return _COMBINE[op](x, axis=axis, keepdims=keepdims, dtype=dtype)
     return _COMBINE[op](x, axis=axis, keepdims=keepdims)
@@ -656,11 +655,19 @@ def aggregate(x, axis=None, keepdims=False, op="sum", dtype=None, target=None):
     """The last combine, as the reduction's dtype (argmax/argmin: the index)."""
     blocks = _flat(x)
     axes = axis if isinstance(axis, tuple) else (axis,)
+    if op in ("argmax", "argmin") and _pairs_on_device(blocks) \
+            and np.dtype(dtype or np.int64) == np.int64:
+        from . import device_records as R
+        out = R.combine_pairs(blocks, op)["i"]
+        return out if keepdims else R.squeezed(out, axes)
     if op not in ("argmax", "argmin") and _on_device(blocks):
         out = fold(blocks, op, dtype, target)
         if not keepdims:
             out = out.reshape(tuple(n for d, n in enumerate(out.shape) if d not in axes))
         return out
+    if op in ("argmax", "argmin"):
+        from . import device_records as R
+        x = R.host_blocks(x, R.PAIR)
     out = combine(_host(x, axis), axis=axis, keepdims=True, op=op, dtype=dtype)
     if op in ("argmax", "argmin"):
         out = out["i"]
@@ -669,9 +676,34 @@ def aggregate(x, axis=None, keepdims=False, op="sum", dtype=None, target=None):
     return np.asarray(out, dtype=dtype)
 
 
-def host_combine(x, axis=None, keepdims=True, fn=None, **options):
-    """``fn`` (a host combine: ``moments``) on the partials concatenated here."""
-    return fn(_host(x, axis), axis=axis, keepdims=keepdims, **options)
+def _pairs_on_device(blocks) -> bool:
+    """Device (value, index) records, of values the device orders as NumPy
+    does (complex values are ordered on the host)."""
+    from .device_records import on_device
+    return on_device(blocks) and np.dtype(blocks[0]["v"].dtype).kind != "c"
+
+
+def combine_moments(x, axis=None, keepdims=True):
+    """Variance's partials merged: on the device where they are device
+    records, else on the host (``moments.combine``)."""
+    from . import device_records as R
+    blocks = _flat(x)
+    if R.on_device(blocks):
+        return R.combine_moments(blocks)
+    return moments.combine(_host(R.host_blocks(x, R.MOMENTS), axis), axis=axis,
+                           keepdims=keepdims)
+
+
+def aggregate_moments(x, axis=None, keepdims=False, dtype=None):
+    """The last merge of variance's partials: the sum of squared deviations."""
+    from . import device_records as R
+    blocks = _flat(x)
+    if R.on_device(blocks) and (dtype is None or np.dtype(dtype) == blocks[0]["s"].dtype):
+        out = R.combine_moments(blocks)["m2"]
+        axes = axis if isinstance(axis, tuple) else (axis,)
+        return out if keepdims else R.squeezed(out, axes)
+    return moments.aggregate(_host(R.host_blocks(x, R.MOMENTS), axis), axis=axis,
+                             keepdims=keepdims, dtype=dtype)
 
 
 def to_output(chunk, out="host", target=None):

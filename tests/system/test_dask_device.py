@@ -108,15 +108,47 @@ def test_host_chunks_with_device_results(device_target):
 
 
 def test_argmax_and_variance_of_device_chunks(device_target):
-    """argmax's (value, index) and variance's (count, sum, M2) partials are
-    combined on the host: correct, and their bytes are counted."""
+    """argmax's (value, index) and variance's (count, sum, M2) partials stay
+    on the device as records of device arrays, combined there by programs:
+    nothing comes back, and only each argmax block's index offset (8 bytes,
+    a kernel's input) goes out.  Over 40 blocks of v the combine takes
+    several programs; x's blocks have two reduced axes for the flat argmax."""
     inputs = on_device(device_target)
-    outs = (pa.argmax(x, axis=0), pa.argmin(v), pa.var(x, axis=1), pa.std(v))
+    outs = (pa.argmax(x, axis=0), pa.argmin(v), pa.var(x, axis=1), pa.std(v),
+            pa.argmax(x), pa.var(x, axis=0, ddof=1), pa.argmin(x, axis=1))
     pa.dask.stats(reset=True)
     got = da.compute(*pa.dask.evaluate(outs, target=device_target, out="device",
                                        x=inputs["x"], v=inputs["v"]), scheduler="sync")
-    assert pa.dask.stats()["device_to_host"] > 0
+    crossed = pa.dask.stats(reset=True)
+    assert crossed["device_to_host"] == 0, crossed
+    # offsets: x's 2 x 2 blocks for three argmax/argmin, v's 40 blocks
+    assert crossed["host_to_device"] == 8 * (3 * 4 + 40), crossed
     for k, (g, r) in enumerate(zip(got, reference(outs))):
+        assert is_device(g), k
+        assert_same(as_host(g), r, f"output {k}")
+
+
+def test_argmax_of_device_chunks_orders_as_numpy(device_target):
+    """Ties go to the first index and a NaN wins, across blocks as within
+    one: NumPy's argmax/argmin over values that tie and hold NaNs."""
+    values = np.array([[1, 5, 5, 0], [5, 2, np.nan, 5], [0, 5, 1, np.nan],
+                       [3, 3, 3, 3], [-1, -1, 7, 7], [2, np.nan, 2, np.nan]], np.float32)
+    t = pa.placeholder("t", values.shape, np.float32)
+    chunks = pa.dask.to_device(da.from_array(values, chunks=(2, 2)), target=device_target)
+    outs = (pa.argmax(t, axis=0), pa.argmin(t, axis=0), pa.argmax(t, axis=1),
+            pa.argmin(t, axis=1), pa.argmax(t), pa.argmin(t * 0.0 + 3.0))
+    got = da.compute(*pa.dask.evaluate(outs, target=device_target, out="device", t=chunks),
+                     scheduler="sync")
+    ref = pa.compile(outs, target="numpy")(t=values)
+    ints = np.nan_to_num(values, nan=9).astype(np.int32)
+    n = pa.placeholder("n", ints.shape, np.int32)
+    int_outs = (pa.argmax(n, axis=0), pa.argmin(n, axis=1), pa.argmax(n))
+    got += da.compute(*pa.dask.evaluate(int_outs, target=device_target, out="device",
+                                        n=pa.dask.to_device(da.from_array(ints, chunks=(4, 3)),
+                                                            target=device_target)),
+                      scheduler="sync")
+    ref = tuple(ref) + tuple(pa.compile(int_outs, target="numpy")(n=ints))
+    for k, (g, r) in enumerate(zip(got, ref)):
         assert_same(as_host(g), r, f"output {k}")
 
 
