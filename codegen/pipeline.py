@@ -219,7 +219,8 @@ def _device(dialect, cpu, max_work_group):
     return Device(cpu, max_work_group, fp64_mma=dialect.fp64_mma,
                   vendor_solvers=dialect.vendor_solvers, vendor_fft=dialect.vendor_fft,
                   vendor_blas=dialect.vendor_blas, single_pass_scan=dialect.single_pass_scan,
-                  radix_sort=dialect.radix_sort, flash_attention=dialect.flash_attention)
+                  radix_sort=dialect.radix_sort, flash_attention=dialect.flash_attention,
+                  row_argmax=dialect.row_argmax)
 
 
 def _plan(outputs, device, t):

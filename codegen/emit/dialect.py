@@ -38,6 +38,7 @@ class Dialect:
                                 # onesweep passes)
     flash_attention: bool       # softmax(Q K^T) V as one kernel (CUDA: emit/attention_kernels.py,
                                 # warp shuffles; plan/attention.py finds the chain)
+    row_argmax: bool            # argmax/argmin of rows by warp shuffles (CUDA: emit/arg_kernels.py)
     loopy_macros: tuple         # macros loopy defines that a raw kernel must not see
     extern_c: bool              # raw kernels in ``extern "C"`` (as PyCUDA's SourceModule)
     float_as_bits: str          # a float's bits as a 32-bit unsigned integer, and back
@@ -70,6 +71,7 @@ class OpenCLDialect(Dialect):
     single_pass_scan = False    # OpenCL 1.2 promises no forward progress between groups
     radix_sort = False          # (its scans are single-pass ones)
     flash_attention = False     # the chain stays the generated kernels
+    row_argmax = False          # the generated reductions' trees
     loopy_macros = ("lid", "gid")
     extern_c = False
     float_as_bits, bits_as_float = "as_uint", "as_float"
@@ -98,6 +100,7 @@ class CudaDialect(Dialect):
     single_pass_scan = True
     radix_sort = True
     flash_attention = True
+    row_argmax = True
     loopy_macros = ("bIdx", "tIdx")
     extern_c = True
     float_as_bits, bits_as_float = "__float_as_uint", "__uint_as_float"

@@ -10,6 +10,9 @@ the DAG:
   kernels (another axis than the last);
 - ``Form.RADIX_SORT``: a radix sort (``emit/sort_kernels.py``: the digits'
   counts, then a onesweep kernel per pass), raw-kernel nodes too;
+- ``Form.ROW_ARGMAX``: argmax/argmin (``Reduce`` nodes) along the last
+  axis of a buffer, a work-group per row (``emit/arg_kernels.py``), where
+  the policy chooses it; else the reduction stays for the generated forms;
 - ``Form.BLOCKED_SCAN`` / ``Form.MERGE_SORT``: the compositions every
   target can run (``ops.scans.blocked_scan``, ``ops.ordering.merge_sort``,
   which the frontend registers: ``ir.nodes.composition``), whose nodes
@@ -20,10 +23,12 @@ The numpy target never sees this: it runs NumPy's own ``cumsum`` and
 """
 from __future__ import annotations
 
+import numpy as np
+
 from polyarray.ir import nodes as N
 
 from ..policy import choose
-from ..policy.classify import Call
+from ..policy.classify import ArgRows, Call
 from ..policy.rules import Form
 
 
@@ -46,14 +51,28 @@ def is_kernel_call(node) -> bool:
     return isinstance(node, N.LibraryCallOutput) and node.op in N.SCAN_OPS | N.SORT_OPS
 
 
+# nodes whose values are a buffer whatever reads them (a kernel of their own or the
+# caller's data): a raw kernel reads them where they are, at no extra pass
+_BUFFERS = (N.Placeholder, N.DataWrapper, N.Einsum, N.RawKernelOutput, N.LibraryCallOutput)
+
+
+def _arg_rows(node, device) -> bool:
+    """argmax/argmin along the last axis of a buffer, as int64 indices."""
+    return device.row_argmax and isinstance(node, N.Reduce) \
+        and node.op in ("argmax", "argmin") and node.dtype == np.int64 \
+        and isinstance(node.array, _BUFFERS) and node.array.ndim >= 2 \
+        and node.array.shape[-1] > 0 and tuple(node.axes) == (node.array.ndim - 1,)
+
+
 def lowered_kernel_calls(outputs, device, thresholds):
     """``(outputs, origin)``: ``outputs`` with every scan and sort call
+    (and each argmax/argmin of rows the policy gives its own kernel)
     replaced by its kernels' nodes (the same list where there is none), and
     for each node made here the node of ``outputs``' DAG it computes (by
     id; a call's kernels: the call), for what a kernel says it computes.
     O(N), no recursion."""
     order = N.topological_order(outputs)
-    if not any(map(is_kernel_call, order)):
+    if not any(is_kernel_call(n) or _arg_rows(n, device) for n in order):
         return list(outputs), {}
     new = {}
 
@@ -66,7 +85,16 @@ def lowered_kernel_calls(outputs, device, thresholds):
                 choice = choose(Call(node.op, x.dtype.str, tuple(x.shape),
                                      node.param.get("axis")), device, thresholds)
                 new[id(node)] = _kernels(node, x, choice.form, thresholds)
-            elif any(id(c) in new for c in node.children()):
+                continue
+            if _arg_rows(node, device):
+                x = get(node.array)
+                choice = choose(ArgRows(node.op, x.dtype.str, x.size // x.shape[-1],
+                                        x.shape[-1]), device, thresholds)
+                if choice.form == Form.ROW_ARGMAX:
+                    from ..emit.arg_kernels import arg_rows_node
+                    new[id(node)] = arg_rows_node(node.op, x, node.shape)
+                    continue
+            if any(id(c) in new for c in node.children()):
                 new[id(node)] = N.remade(node, get)
     made = [get(o) for o in outputs]
     return made, origins(order, new, made)

@@ -129,6 +129,16 @@ class Raw:
 
 
 @dataclass(frozen=True)
+class ArgRows:
+    """argmax/argmin (``op``) along the last axis of a buffer of ``rows``
+    rows of ``n`` values of ``dtype`` (a dtype str)."""
+    op: str
+    dtype: str
+    rows: int
+    n: int
+
+
+@dataclass(frozen=True)
 class Attention:
     """``softmax(scale(Q @ K^T)) @ V`` found on the DAG (``plan/attention.py``):
     ``batch`` products of ``n`` query rows by ``m`` keys of ``d`` values,

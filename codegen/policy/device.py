@@ -23,3 +23,4 @@ class Device:
     single_pass_scan: bool = False      # scans as one decoupled look-back kernel (CUDA)
     radix_sort: bool = False            # sorts of a row as radix passes (CUDA)
     flash_attention: bool = False       # softmax(Q K^T) V as one kernel (CUDA)
+    row_argmax: bool = False            # argmax/argmin of rows by warp shuffles (CUDA)

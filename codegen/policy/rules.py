@@ -32,7 +32,7 @@ from enum import Enum
 from typing import Callable
 
 from polyarray.ir.nodes import FFT_OPS, SCAN_OPS, SORT_OPS
-from .classify import Attention, Call, Contraction, Elementwise, Raw, Reduction, Rows, Steps
+from .classify import ArgRows, Attention, Call, Contraction, Elementwise, Raw, Reduction, Rows, Steps
 from .device import Device
 from ..lowering.index import ceil_div, pow2_floor
 from ..thresholds import Thresholds, current_thresholds
@@ -40,6 +40,7 @@ from ..thresholds import Thresholds, current_thresholds
 from ..emit.scan_kernels import PREFIX as SCAN_KERNEL_PREFIX
 from ..emit.sort_kernels import PREFIX as SORT_KERNEL_PREFIX
 from ..emit.attention_kernels import PREFIX as ATTENTION_KERNEL_PREFIX, config_for
+from ..emit.arg_kernels import ARG_DTYPES, PREFIX as ARG_KERNEL_PREFIX
 
 
 class Form(str, Enum):
@@ -75,6 +76,8 @@ class Form(str, Enum):
     FLASH_ATTENTION = "flash attention"     # softmax(Q K^T) V, the scores kept on chip
     ATTENTION_COMBINE = "attention ranges combined"     # ... its key ranges added
     ATTENTION_GENERATED = "attention as generated"      # ... the products and rows as any
+    ROW_ARGMAX = "row argmax"           # argmax/argmin of rows: a work-group each, warp shuffles
+    ARG_REDUCTION = "argmax as a reduction"     # ... as the generated reductions
 
     __str__ = str.__str__
     __format__ = str.__format__
@@ -480,6 +483,8 @@ RULES = (
          and c.name.endswith("_combine"), Form.ATTENTION_COMBINE),
     Rule("attention: one kernel, scores on chip (online softmax)", Raw,
          lambda c, d, t: c.name.startswith(ATTENTION_KERNEL_PREFIX), Form.FLASH_ATTENTION),
+    Rule("argmax: a work-group per row, warp shuffles", Raw,
+         lambda c, d, t: c.name.startswith(ARG_KERNEL_PREFIX), Form.ROW_ARGMAX),
     Rule("raw: the user's kernel", Raw, lambda c, d, t: True, Form.RAW),
 
     # scans (cumsum, cumprod in the dtypes of emit/scan_kernels.py) where the target has
@@ -511,6 +516,16 @@ RULES = (
          Form.FLASH_ATTENTION, _flash_params),
     Rule("attention: the products and rows as generated", Attention, lambda c, d, t: True,
          Form.ATTENTION_GENERATED),
+
+    # argmax/argmin along the last axis of a buffer (plan/kernel_calls.py asks): a
+    # work-group per row whose pairs meet by warp shuffles where the target has it (CUDA),
+    # many long rows of float32/float64/int32/int64; else the generated reductions (a
+    # tree of local-memory steps) as for any reduction
+    Rule("argmax: a work-group per row, warp shuffles", ArgRows,
+         lambda c, d, t: d.row_argmax and c.dtype in ARG_DTYPES
+         and t.ARG_ROWS_MIN_ROWS <= c.rows < 1 << 31 and c.n >= t.ARG_ROWS_MIN_LENGTH,
+         Form.ROW_ARGMAX),
+    Rule("argmax: as a reduction", ArgRows, lambda c, d, t: True, Form.ARG_REDUCTION),
 
     # transforms (pa.fft): cuFFT on CUDA, VkFFT on an OpenCL GPU (without
     # nvmath-python or pyvkfft the target says so and runs the host's), else

@@ -215,3 +215,90 @@ def test_argmax_of_empty_kept_axes_is_empty():
     for axis in (0, None):
         with pytest.raises(ValueError, match="empty sequence"):
             pa.argmax(x, axis=axis)
+
+
+# -- CUDA: rows of a buffer, a work-group each, warp shuffles (emit/arg_kernels.py) --
+
+CUDA_OK, CUDA_WHY = targets.availability("cuda")
+# under thresholds that give the row kernel every row (the last case: the real ones)
+ROW_CASES = [((64, 512), np.float32), ((31, 1000), np.float64), ((4, 30, 777), np.float32),
+             ((48, 4099), np.int32), ((24, 700), np.int64), ((12, 513), np.float32),
+             ((3, 5), np.float64), ((1024, 4100), np.float32)]
+
+
+def _row_sample(shape, dtype, rng):
+    """``sample``'s values, and rows made to test the order: all NaN, NaN
+    only at the end, all -inf / +inf, all ties, -0.0 before 0.0, the
+    extreme in the last value read by each work-item."""
+    x = sample(shape, dtype, rng).reshape(-1, shape[-1])
+    n = shape[-1]
+    if len(x) < 7:
+        return x.reshape(shape)
+    if np.dtype(dtype).kind == "f":
+        x[0] = np.nan
+        x[1] = 1.0
+        x[1, -1] = np.nan
+        x[2], x[3] = -np.inf, np.inf
+        x[5] = 0.0
+        x[5, n // 2] = -0.0
+    x[4] = 3
+    x[6] = 1
+    x[6, n - 1] = 9 if np.dtype(dtype).kind == "f" else np.iinfo(dtype).max
+    x[6, max(0, n - 257)] = x[6, n - 1]
+    return x.reshape(shape)
+
+
+def test_cuda_rows_of_a_buffer_get_the_warp_shuffle_kernel():
+    """The policy gives argmax/argmin along the last axis of a buffer (an
+    input, a product's result) to the row kernel on CUDA; an expression
+    keeps the fused generated pass, other axes theirs, and OpenCL never."""
+    import loopy as lp
+    from polyarray.codegen import lower_program
+    x = pa.placeholder("x", (4096, 4096), np.float32)
+    y, w = pa.placeholder("y", (4096, 64), np.float32), pa.placeholder("w", (64, 4096), np.float32)
+
+    def forms(e, target=lp.CudaTarget()):
+        return [str(k.form) for k in lower_program([e.node], target).kernels]
+    assert forms(pa.argmax(x, axis=1)) == ["row argmax"]
+    assert forms(pa.argmin(x, axis=-1, keepdims=True)) == ["row argmax", "elementwise"]
+    assert forms(pa.argmax(y @ w, axis=1))[-1] == "row argmax"
+    assert forms(pa.argmax(pa.exp(x), axis=1)) == ["group"]
+    assert "row argmax" not in forms(pa.argmax(x, axis=0)) + forms(pa.argmax(x))
+    # fewer rows than ARG_ROWS_MIN_ROWS: the generated forms
+    assert "row argmax" not in forms(pa.argmax(pa.placeholder("s", (512, 4096), np.float32),
+                                               axis=1))
+    assert forms(pa.argmax(x, axis=1), lp.PyOpenCLTarget()) == ["group"]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA compiler) is not on PATH")
+def test_cuda_row_kernels_compile_quietly_with_nvcc():
+    """Each op and dtype of the row kernel, with the target's flags: nvcc
+    prints nothing."""
+    from polyarray.codegen.emit.arg_kernels import ARG_DTYPES, arg_source
+    from polyarray.targets.cuda import NVCC_OPTIONS
+    source = "".join(arg_source(op, np.dtype(d)) for op in ("argmax", "argmin")
+                     for d in sorted(ARG_DTYPES))
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "rows.cu")
+        with open(path, "w") as f:
+            f.write(source)
+        r = subprocess.run([NVCC, "-cubin", "-arch=sm_90", *NVCC_OPTIONS, "-o", path + ".cubin",
+                            path], capture_output=True, text=True)
+    assert r.returncode == 0 and not (r.stdout + r.stderr).strip(), r.stdout + r.stderr
+
+
+@pytest.mark.skipif(not CUDA_OK, reason=f"cuda: {CUDA_WHY}")
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("k", range(len(ROW_CASES)),
+                         ids=[f"{s}-{np.dtype(d).name}" for s, d in ROW_CASES])
+def test_cuda_row_kernel_against_numpy(k, op):
+    shape, dtype = ROW_CASES[k]
+    from polyarray.codegen.thresholds import using_thresholds
+    xv = _row_sample(shape, dtype, np.random.default_rng(k))
+    x = pa.placeholder("x", shape, dtype)
+    small = {} if k == len(ROW_CASES) - 1 else dict(ARG_ROWS_MIN_ROWS=1, ARG_ROWS_MIN_LENGTH=1)
+    with using_thresholds(**small):
+        prog = pa.compile([getattr(pa, op)(x, axis=-1)], target="cuda")
+    assert [str(i.form) for i in prog.kernels.values()] == ["row argmax"], prog.kernels
+    got = prog(x=xv)[0]
+    np.testing.assert_array_equal(np.asarray(got), getattr(np, op)(xv, axis=-1))

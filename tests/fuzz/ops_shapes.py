@@ -126,6 +126,8 @@ def _long_scan_input(b, op):
 
 
 def op_argreduce(b):
+    if b.coin(0.25):
+        return _argreduce_rows(b)
     a = b.pick(lambda e: b.usable(e, True) and e.val.size > 0)
     if a is None:
         return None
@@ -134,6 +136,24 @@ def op_argreduce(b):
         return None
     op = b.choice(["argmax", "argmin"])
     return b.apply(f"{a.var}.{op}(axis={ax!r})", [a.var])
+
+
+def _argreduce_rows(b):
+    """argmax/argmin along the last axis of an input: CUDA's row kernel (a
+    work-group per row, warp shuffles) in its "any-size" layout.  Few
+    distinct values (ties across the work-items), a NaN or an infinity in
+    some rows, NaNs ending a row."""
+    rows, n = b.choice([(3, 300), (5, 257), (2, 1030), (7, 33)])
+    dtype = b.choice([np.float32, np.float64, np.int32, np.int64])
+    values = b.rng.integers(-3, 4, (rows, n)).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        for _ in range(int(b.rng.integers(0, 4))):
+            values.flat[int(b.rng.integers(values.size))] = b.choice([np.nan, np.inf, -np.inf])
+        if b.coin(0.3):
+            values[int(b.rng.integers(rows)), -int(b.rng.integers(1, 4)):] = np.nan
+    a = b.add_placeholder(shape=(rows, n), dtype=dtype, values=values)
+    op = b.choice(["argmax", "argmin"])
+    return b.apply(f"{a.var}.{op}(axis=-1)", [a.var])
 
 
 def op_gather(b):

@@ -24,13 +24,16 @@ CLI_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file
 
 def layouts(target):
     """The layouts a target is tested in: compile options per layout
-    (``thresholds``: numbers the compile runs under).  CUDA's "blas": every
-    matrix product the policy may give cuBLAS goes there, whatever its size
-    (where nvmath-python is installed; cases without a product skip it)."""
+    (``thresholds``: numbers the compile runs under).  CUDA's "any-size":
+    every matrix product the policy may give cuBLAS goes there, and every
+    argmax/argmin of a buffer's rows to the row kernel, whatever its size
+    (the products where nvmath-python is installed; cases without either
+    skip it)."""
     if target == "opencl":
         return {"cpu": {"device_kind": "cpu"}, "gpu": {"device_kind": "gpu"}}
     if target == "cuda":
-        return {"default": {}, "blas": {"thresholds": {"BLAS_MIN_WORK": 1}}}
+        return {"default": {}, "any-size": {"thresholds": {
+            "BLAS_MIN_WORK": 1, "ARG_ROWS_MIN_ROWS": 1, "ARG_ROWS_MIN_LENGTH": 1}}}
     return {"default": {}}
 
 
@@ -40,10 +43,13 @@ def _nodes_below(arrays) -> list:
     return N.topological_order([a.node for a in arrays if getattr(a, "node", None) is not None])
 
 
-def has_product(case) -> bool:
-    """Whether a case's outputs contain a contraction (an Einsum node)."""
+def has_size_gated_form(case) -> bool:
+    """Whether a case's outputs contain a contraction (an Einsum node) or
+    an argmax/argmin along a last axis: what the "any-size" layout changes."""
     from polyarray.ir import nodes as N
-    return any(isinstance(n, N.Einsum) for n in _nodes_below(case.arrays))
+    return any(isinstance(n, N.Einsum) or isinstance(n, N.Reduce) and n.op in ("argmax", "argmin")
+               and n.array.ndim >= 2 and tuple(n.axes) == (n.array.ndim - 1,)
+               for n in _nodes_below(case.arrays))
 
 
 def first_mismatch(got, want):
@@ -202,7 +208,7 @@ def run_seed(seed, target, only_layout=None, do_minimize=False):
     for lay, opts in layouts(target).items():
         if only_layout and lay != only_layout:
             continue
-        if "thresholds" in opts and not has_product(case):
+        if "thresholds" in opts and not has_size_gated_form(case):
             continue            # the same program as the default layout's
         reason = check_case(case, target, opts)
         if reason is None:
