@@ -12,7 +12,7 @@ import numpy as np
 
 from . import cluster       # worker settings (imports nothing of Dask's)
 
-__all__ = ["evaluate", "to_device", "stats", "cluster"]
+__all__ = ["evaluate", "to_device", "stats", "moves", "cluster"]
 
 
 def stats(reset=False) -> dict:
@@ -28,6 +28,14 @@ def stats(reset=False) -> dict:
     if reset:
         STATS.update(_ZERO)
     return out
+
+
+def moves(client=None, reset=False):
+    """The chunks that a ``distributed`` cluster's workers copied from one
+    another, and their bytes: a ``transfers.Moves`` table (``print`` it); see
+    ``polyarray/dask/transfers.py``."""
+    from .transfers import moves as gather
+    return gather(client, reset=reset)
 
 
 def to_device(x, target=None):
@@ -53,7 +61,8 @@ def to_device(x, target=None):
 
 def _register_concatenate():
     """Dask's ``concatenate`` (``compute()`` of a dask array, rechunking) for
-    polyarray's device chunks: on the device, by a polyarray program."""
+    polyarray's device chunks: on the device, by a polyarray program (their
+    ``sizeof``: ``tasks.register_sizeof``)."""
     from dask.array.dispatch import concatenate_lookup
     from . import tasks
     concatenate_lookup.register_lazy("pycuda", tasks.register_concatenate)

@@ -743,6 +743,19 @@ def concatenate(arrays, axis=0):
     return _like(result, kinds)
 
 
+def register_sizeof():
+    """Register dask's ``sizeof`` for pycuda's and pyopencl's arrays: their
+    bytes on the device (dask took them for Python objects of 56 bytes, so
+    its memory limits and its workers' transfer logs missed them).  Called
+    by dask the first time it sizes one, in any process that imports this
+    module (a worker unpickling a task)."""
+    from dask.sizeof import sizeof
+    for module, name in (("pycuda.gpuarray", "GPUArray"), ("pyopencl.array", "Array")):
+        mod = sys.modules.get(module)
+        if mod is not None:
+            sizeof.register(getattr(mod, name), lambda a: int(a.nbytes))
+
+
 def register_concatenate():
     """Register ``concatenate`` with dask for pycuda's and pyopencl's arrays
     (called by dask the first time it concatenates one)."""
@@ -751,3 +764,15 @@ def register_concatenate():
         mod = sys.modules.get(module)
         if mod is not None:
             concatenate_lookup.register(getattr(mod, name), concatenate)
+
+
+def _sizeof_lazily():
+    try:
+        from dask.sizeof import sizeof
+    except ImportError:         # (dask is an extra: nothing sizes chunks then)
+        return
+    sizeof.register_lazy("pycuda", register_sizeof)
+    sizeof.register_lazy("pyopencl", register_sizeof)
+
+
+_sizeof_lazily()

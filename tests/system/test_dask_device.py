@@ -287,6 +287,44 @@ def test_local_cuda_cluster_runs_device_chunks():
     assert sum(w["device_to_host"] for w in crossed.values()) == V.nbytes + 4, crossed
 
 
+def test_moves_between_workers_are_listed_with_their_bytes(device_target):
+    """x's blocks kept on one worker and w's on another: the product needs
+    some of each on the other, and ``pa.dask.moves`` lists those copies,
+    each with its chunk's bytes on the device (dask's ``sizeof`` of a
+    device chunk); ``reset=True`` empties the workers' logs."""
+    distributed = pytest.importorskip("distributed", reason="distributed is in the dask "
+                                      "extra (pip install 'polyarray[dask]')")
+    from dask.sizeof import sizeof
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None, silence_logs=50) as cluster, \
+            distributed.Client(cluster) as client:
+        first, second = sorted(client.scheduler_info()["workers"])
+        xs = client.persist(pa.dask.to_device(da.from_array(X, chunks=(4, 6)),
+                                              target=device_target), workers=[first])
+        ws = client.persist(pa.dask.to_device(da.from_array(W, chunks=(6, 5)),
+                                              target=device_target), workers=[second])
+        distributed.wait([xs, ws])
+        block = client.compute(xs.blocks[0, 0], workers=[first]).result()
+        assert sizeof(block) == 4 * 6 * 4          # the device chunk's bytes, not a handle's
+        pa.dask.moves(reset=True)
+        out, = pa.dask.evaluate((x @ w,), target=device_target, x=xs, w=ws)
+        got = out.compute()
+        moved = pa.dask.moves(client)
+        assert_same(np.asarray(got), reference((x @ w,))[0])
+        assert moved and moved.total_bytes == sum(m.nbytes for m in moved), str(moved)
+        sizes = {4 * 6 * 4, 3 * 6 * 4, 6 * 5 * 4, 4 * 5 * 4, 3 * 5 * 4}    # x, w, out blocks
+        for m in moved:
+            assert m.source != m.destination and {m.source, m.destination} == {first, second}
+            assert m.nbytes in sizes, str(moved)
+        assert any(m.nbytes == 6 * 5 * 4 and m.source == second for m in moved) or \
+            any(m.nbytes in (4 * 6 * 4, 3 * 6 * 4) and m.source == first for m in moved), str(moved)
+        text = str(moved)
+        assert f"{first} -> {second}" in text or f"{second} -> {first}" in text, text
+        assert len(pa.dask.moves(reset=True)) == len(moved)
+        assert len(pa.dask.moves()) == 0
+        assert str(pa.dask.moves()) == "no chunk moved between workers"
+
+
 def test_a_worker_killed_mid_computation_over_device_chunks(tmp_path):
     """Device chunks on a distributed cluster of two worker processes
     (OpenCL on the CPU): one worker dies while it makes its chunks, Dask
