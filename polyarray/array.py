@@ -699,7 +699,7 @@ def setitem(x: Array, key, value) -> None:
     current = x._node
     if not V.is_advanced(nodes):
         try:
-            if assign.getitem(current, nodes) is new_value:
+            if assign.holds(current, nodes, new_value):
                 return              # ``x[key] = x[key]``: the second half of ``x[key] += v``
         except (IndexError, TypeError, ValueError):
             pass                    # setitem raises NumPy's error below

@@ -44,10 +44,11 @@ from .creation import full
 from .indexing import _expand, _format_key, getitem as _getitem, scalar_bool
 from .scatter import all_of, fit, full_range, mask_of, range_test, scatter, set_mask, value_node
 from .shapes import expand_dims, reshape
-from .memo import memoized
+from .memo import memoized, peek
 
 _RECORDS = weakref.WeakKeyDictionary()    # node made here -> how (_Columns | _Region)
 _READ_DEPTH = 64                           # records looked through per read
+_HOLDS_DEPTH = 4                           # ... by ``holds``
 # a read spanning at most this many segments of a columns record is read piece
 # by piece (a stencil's edges and interior); more (the columns a loop wrote one
 # by one) stay one read of the concatenation, which the recurrence pass knows
@@ -144,6 +145,24 @@ def getitem(node: N.Node, key) -> N.Node:
     the replaced value itself when ``key`` is the replaced region (or one
     column of it), the array underneath when ``key`` avoids every update."""
     return _read(node, key, _READ_DEPTH)
+
+
+def holds(node: N.Node, key, value: N.Node) -> bool:
+    """Whether ``node[key]`` is ``value`` itself (``x[key] = x[key]``, the
+    second half of ``x[key] += v``), found without building a node: the
+    read that made ``value`` (remembered by ``getitem``), or a recorded
+    update's value within the last ``_HOLDS_DEPTH`` updates.  Building the
+    read to compare it cost a loop of writes half its trace."""
+    if peek(getitem, node, key) is value:
+        return True
+    if node in _RECORDS:
+        try:
+            sig = _basic_sig(node, key)
+        except (IndexError, TypeError):
+            return False
+        if sig is not None:
+            return _read_through(node, key, sig, _HOLDS_DEPTH)[1] is value
+    return False
 
 
 def _read(node, key, depth):

@@ -112,7 +112,19 @@ def memoized(builder):
             _TABLE[key] = weakref.ref(out, functools.partial(_forget, key))
             _RECENT.append(out)
         return out
+    build.memo_name = name
     return build
+
+
+def peek(build, *args):
+    """The node that memoized ``build`` made of ``args`` before, if it is
+    still alive, else None: nothing is built."""
+    try:
+        key = (build.memo_name, _tuple_key(args), ())
+    except _NoKey:
+        return None
+    ref = _TABLE.get(key)
+    return ref() if ref is not None else None
 
 
 def _forget(key, ref, table=_TABLE):
