@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from . import tasks
+from . import moments, tasks
 from .tasks import STATS
 
 _PROGRAMS: dict = {}
@@ -86,7 +86,7 @@ def _placeholder(name, shape, dtype):
     return placeholder(name, shape, dtype)
 
 
-def add_offsets(pairs, axes, block_chunks, full, block_id):
+def _device_offsets(pairs, axes, block_chunks, full, block_id):
     """``tasks.add_offsets`` on the device: ``i`` unravelled in the block's
     reduced shape, ravelled in the whole array's, plus the block's offset."""
     local = tuple(block_chunks[a][block_id[a]] for a in axes)
@@ -125,7 +125,7 @@ def _better(op, v, i, best_v, best_i):
     return (nan & (~best_nan | first)) | (~nan & ~best_nan & plain)
 
 
-def combine_pairs(blocks, op):
+def _fold_pairs(blocks, op):
     """``k`` device pairs of one shape combined: one pair (FOLD_WIDTH at a
     time per program)."""
     from ..api import elementwise as E
@@ -150,7 +150,7 @@ def combine_pairs(blocks, op):
     return blocks[0]
 
 
-def combine_moments(blocks):
+def _fold_moments(blocks):
     """``k`` device moments of one shape merged (``moments.combine``'s
     formula, in float64), FOLD_WIDTH at a time per program."""
     blocks = list(blocks)
@@ -187,3 +187,61 @@ def combine_moments(blocks):
 def squeezed(array, axes):
     """``array`` without the reduced ``axes`` (each of length 1)."""
     return array.reshape(tuple(n for d, n in enumerate(array.shape) if d not in axes))
+
+
+# -- the reduction's steps (``graph.py`` gives them to ``da.reduction``): device
+# records on the device, host records (or a mix) through the host
+
+def add_offsets(pairs, axes, block_chunks, full, block_id=None):
+    """A block's (value, index) pairs with global indices."""
+    if is_record(pairs):
+        return _device_offsets(pairs, axes, block_chunks, full, block_id)
+    return tasks.add_offsets(pairs, axes, block_chunks, full, block_id=block_id)
+
+
+def _pairs_on_device(blocks) -> bool:
+    """Device pairs of values the device orders as NumPy does (complex
+    values are ordered on the host)."""
+    return on_device(blocks) and np.dtype(blocks[0]["v"].dtype).kind != "c"
+
+
+def combine_args(x, axis=None, keepdims=True, op="argmax", dtype=None, target=None):
+    """argmax/argmin's pairs combined."""
+    blocks = tasks._flat(x)
+    if _pairs_on_device(blocks):
+        return _fold_pairs(blocks, op)
+    return tasks.combine(host_blocks(x, PAIR), axis=axis, keepdims=keepdims, op=op,
+                         dtype=dtype, target=target)
+
+
+def aggregate_args(x, axis=None, keepdims=False, op="argmax", dtype=None, target=None):
+    """The last combine of argmax/argmin's pairs: the indices."""
+    blocks = tasks._flat(x)
+    if _pairs_on_device(blocks) and np.dtype(dtype or np.int64) == np.int64:
+        out = _fold_pairs(blocks, op)["i"]
+        return out if keepdims else squeezed(out, _axes(axis))
+    return tasks.aggregate(host_blocks(x, PAIR), axis=axis, keepdims=keepdims, op=op,
+                           dtype=dtype, target=target)
+
+
+def combine_moments(x, axis=None, keepdims=True):
+    """Variance's partials merged (``moments.combine`` on the host)."""
+    blocks = tasks._flat(x)
+    if on_device(blocks):
+        return _fold_moments(blocks)
+    return moments.combine(tasks._host(host_blocks(x, MOMENTS), axis), axis=axis,
+                           keepdims=keepdims)
+
+
+def aggregate_moments(x, axis=None, keepdims=False, dtype=None):
+    """The last merge of variance's partials: the sum of squared deviations."""
+    blocks = tasks._flat(x)
+    if on_device(blocks) and (dtype is None or np.dtype(dtype) == blocks[0]["s"].dtype):
+        out = _fold_moments(blocks)["m2"]
+        return out if keepdims else squeezed(out, _axes(axis))
+    return moments.aggregate(tasks._host(host_blocks(x, MOMENTS), axis), axis=axis,
+                             keepdims=keepdims, dtype=dtype)
+
+
+def _axes(axis) -> tuple:
+    return axis if isinstance(axis, tuple) else (axis,)

@@ -19,7 +19,7 @@ import numpy as np
 from ..array import Array
 from ..ir import nodes as N
 from ..program import compile as compile_program
-from . import moments, tasks
+from . import device_records, moments, tasks
 from .regions import Leaf, align, is_fill
 
 LETTERS = string.ascii_lowercase + string.ascii_uppercase
@@ -259,12 +259,16 @@ class Translator:
                                    else np.empty((0,) * array.ndim, pdtype))
         if op in ("argmax", "argmin"):
             mine = mine.map_blocks(
-                tasks.add_offsets, axes=axes, block_chunks=chunks,
+                device_records.add_offsets, axes=axes, block_chunks=chunks,
                 full=tuple(array.shape[a] for a in axes), dtype=pdtype,
                 meta=np.empty((0,) * array.ndim, pdtype))
         if op == "moments":
-            aggregate = partial(tasks.aggregate_moments, dtype=node.dtype)
-            combine = tasks.combine_moments
+            aggregate = partial(device_records.aggregate_moments, dtype=node.dtype)
+            combine = device_records.combine_moments
+        elif op in ("argmax", "argmin"):
+            aggregate = partial(device_records.aggregate_args, op=op, dtype=node.dtype,
+                                target=self.target)
+            combine = partial(device_records.combine_args, op=op, target=self.target)
         else:
             aggregate = partial(tasks.aggregate, op=op, dtype=node.dtype, target=self.target)
             combine = partial(tasks.combine, op=op, dtype=None if rename else node.dtype,

@@ -513,9 +513,6 @@ def add_offsets(pairs, axes, block_chunks, full, block_id=None):
     """Block-local flat indices within the reduced ``axes`` made global:
     unravelled in the block's shape, moved by the block's offsets, ravelled
     in the whole array's (``full``: the reduced axes' lengths)."""
-    if isinstance(pairs, dict):
-        from .device_records import add_offsets as on_device
-        return on_device(pairs, axes, block_chunks, full, block_id)
     local_shape = tuple(block_chunks[a][block_id[a]] for a in axes)
     offsets = tuple(sum(block_chunks[a][:block_id[a]]) for a in axes)
     out = pairs.copy()
@@ -638,11 +635,8 @@ def combine(x, axis=None, keepdims=True, op="sum", dtype=None, target=None):
     device arrays (elementwise: they differ only in their position along
     the reduced axes, each of length 1), else on the host."""
     blocks = _flat(x)
-    if op in ("argmax", "argmin"):
-        from . import device_records as R
-        if _pairs_on_device(blocks):
-            return R.combine_pairs(blocks, op)
-        return _best_pairs(_host(R.host_blocks(x, R.PAIR), axis), axis, op)
+    if op in ("argmax", "argmin"):      # (device records: device_records.combine_args)
+        return _best_pairs(_host(x, axis), axis, op)
     if _on_device(blocks):
         return fold(blocks, op, dtype, target)
     x = _host(x, axis)
@@ -655,55 +649,17 @@ def aggregate(x, axis=None, keepdims=False, op="sum", dtype=None, target=None):
     """The last combine, as the reduction's dtype (argmax/argmin: the index)."""
     blocks = _flat(x)
     axes = axis if isinstance(axis, tuple) else (axis,)
-    if op in ("argmax", "argmin") and _pairs_on_device(blocks) \
-            and np.dtype(dtype or np.int64) == np.int64:
-        from . import device_records as R
-        out = R.combine_pairs(blocks, op)["i"]
-        return out if keepdims else R.squeezed(out, axes)
     if op not in ("argmax", "argmin") and _on_device(blocks):
         out = fold(blocks, op, dtype, target)
         if not keepdims:
             out = out.reshape(tuple(n for d, n in enumerate(out.shape) if d not in axes))
         return out
-    if op in ("argmax", "argmin"):
-        from . import device_records as R
-        x = R.host_blocks(x, R.PAIR)
     out = combine(_host(x, axis), axis=axis, keepdims=True, op=op, dtype=dtype)
     if op in ("argmax", "argmin"):
         out = out["i"]
     if not keepdims:
         out = np.squeeze(out, axis=axis)
     return np.asarray(out, dtype=dtype)
-
-
-def _pairs_on_device(blocks) -> bool:
-    """Device (value, index) records, of values the device orders as NumPy
-    does (complex values are ordered on the host)."""
-    from .device_records import on_device
-    return on_device(blocks) and np.dtype(blocks[0]["v"].dtype).kind != "c"
-
-
-def combine_moments(x, axis=None, keepdims=True):
-    """Variance's partials merged: on the device where they are device
-    records, else on the host (``moments.combine``)."""
-    from . import device_records as R
-    blocks = _flat(x)
-    if R.on_device(blocks):
-        return R.combine_moments(blocks)
-    return moments.combine(_host(R.host_blocks(x, R.MOMENTS), axis), axis=axis,
-                           keepdims=keepdims)
-
-
-def aggregate_moments(x, axis=None, keepdims=False, dtype=None):
-    """The last merge of variance's partials: the sum of squared deviations."""
-    from . import device_records as R
-    blocks = _flat(x)
-    if R.on_device(blocks) and (dtype is None or np.dtype(dtype) == blocks[0]["s"].dtype):
-        out = R.combine_moments(blocks)["m2"]
-        axes = axis if isinstance(axis, tuple) else (axis,)
-        return out if keepdims else R.squeezed(out, axes)
-    return moments.aggregate(_host(R.host_blocks(x, R.MOMENTS), axis), axis=axis,
-                             keepdims=keepdims, dtype=dtype)
 
 
 def to_output(chunk, out="host", target=None):
