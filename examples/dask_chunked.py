@@ -69,6 +69,10 @@ def main():
         for worker, stats in client.run(pa.dask.stats).items():
             print(f"worker {worker}: {stats['tasks']} tasks, {stats['compiles']} programs "
                   f"compiled, {stats['bytes_in'] + stats['bytes_out']} bytes to/from its device")
+        moved = pa.dask.moves(client)           # chunks copied between workers, from their logs
+        print(str(moved).splitlines()[0])
+        for (src, dst), (chunks, nbytes) in sorted(moved.by_pair().items()):
+            print(f"  {src} -> {dst}: {chunks} chunks, {nbytes} bytes")
         client.close()
         cluster.close()
 

@@ -240,6 +240,7 @@ def test_the_example_runs_on_a_local_cluster():
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "LocalCluster: 2 workers" in out.stdout and "OK: matches NumPy" in out.stdout
     assert "programs compiled" in out.stdout and " 0 tasks" not in out.stdout, out.stdout
+    assert "moved between workers" in out.stdout, out.stdout     # pa.dask.moves' table
 
 
 def test_cluster_settings():
