@@ -184,7 +184,9 @@ def to_host(chunk):
     if kind == "cuda" and hasattr(chunk, "gpudata"):
         from polyarray.targets.cuda.driver import driver
         driver()            # pycuda copies need the context current in this thread
-    if hasattr(chunk, "get"):           # pycuda, pyopencl, CuPy
+    if kind == "opencl" and not chunk.flags.c_contiguous:
+        host = _strided_download(chunk)
+    elif hasattr(chunk, "get"):         # pycuda, pyopencl, CuPy
         host = chunk.get()
     else:
         from polyarray.targets.foreign import cuda_view
@@ -192,6 +194,23 @@ def to_host(chunk):
         host = view_to_host(cuda_view(chunk))
     STATS["device_to_host"] += host.nbytes
     return np.asarray(host)
+
+
+def _strided_download(chunk):
+    """A strided pyopencl Array (a view: transposed, stepped, reversed) as a
+    host array: the bytes it spans copied down, viewed with its strides
+    (pyopencl's ``get`` refuses arrays that are not contiguous)."""
+    import pyopencl as cl
+    shape, strides, itemsize = tuple(chunk.shape), tuple(chunk.strides), chunk.dtype.itemsize
+    if chunk.size == 0:
+        return np.empty(shape, chunk.dtype)
+    low = chunk.offset + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    high = chunk.offset + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + itemsize
+    span = np.empty(high - low, np.uint8)
+    cl.enqueue_copy(chunk.queue, span, chunk.base_data, src_offset=low)
+    view = np.ndarray(shape, chunk.dtype, buffer=span, offset=chunk.offset - low,
+                      strides=strides)
+    return np.ascontiguousarray(view)
 
 
 def upload(chunk, target=None):
@@ -227,14 +246,51 @@ def upload(chunk, target=None):
 
 def _contiguous(block, kind):
     """pyopencl Arrays must be C-contiguous to be bound (a dask view of
-    one, as ``x.T``, is not): such a block is copied through the host,
-    counted both ways.  CUDA arrays are copied on the device by the target."""
+    one, as ``x.T``, is not): such a block is gathered on the device
+    (``_gathered``), or where its strides are no whole elements or run
+    backwards, copied through the host, counted both ways.  CUDA arrays are
+    copied on the device by the target."""
     if kind == "opencl" and not block.flags.c_contiguous:
+        gathered = _gathered(block)
+        if gathered is not None:
+            return gathered
         host = _c_order(to_host(block))
         STATS["host_to_device"] += host.nbytes
         import pyopencl.array as cla
         return cla.to_device(block.queue, host)
     return block
+
+
+_GATHERS: dict = {}
+
+
+def _gathered(block):
+    """A C-order copy of a strided pyopencl Array made on its device: its
+    buffer from the view's first element, read at ``sum(i_d * stride_d)``
+    by a polyarray program (one per shape and strides, whatever the
+    offset); None where a stride is negative or no whole element."""
+    itemsize = block.dtype.itemsize
+    if block.size == 0 or any(s < 0 or s % itemsize for s in block.strides):
+        return None
+    steps = tuple(s // itemsize for s in block.strides)
+    extent = sum((n - 1) * s for n, s in zip(block.shape, steps)) + 1
+    import pyopencl.array as cla
+    flat = cla.Array(block.queue, (extent,), block.dtype, data=block.base_data,
+                     offset=block.offset)
+    dtype = np.dtype(block.dtype)
+    key = (tuple(block.shape), steps, extent, dtype.str)
+    with _LOCK:
+        prog = _GATHERS.get(key)
+        if prog is None:
+            from ..api.creation import arange, placeholder
+            base = placeholder("flat", (extent,), dtype)
+            index = 0
+            for d, (n, s) in enumerate(zip(block.shape, steps)):
+                along = (1,) * d + (n,) + (1,) * (len(block.shape) - d - 1)
+                index = index + arange(n, dtype=np.int64).reshape(along) * s
+            prog = _GATHERS[key] = compile_program(base[index], target="opencl", out="device")
+            STATS["compiles"] += 1
+        return prog(flat=flat)
 
 
 def _like(result, kinds):

@@ -152,6 +152,32 @@ def test_argmax_of_device_chunks_orders_as_numpy(device_target):
         assert_same(as_host(g), r, f"output {k}")
 
 
+def test_views_of_device_chunks_stay_on_the_device(device_target):
+    """Dask views of device chunks (a transpose, a strided slice) are bound
+    without a trip through the host (OpenCL gathers them on the device,
+    CUDA binds them as views); on OpenCL a reversed view is correct too (it
+    goes through the host, counted: pyopencl's ``get`` refused it)."""
+    inputs = on_device(device_target)
+    xs = inputs["x"]
+    views = {"t": (xs.T, X.T), "s": (xs[1:6:2, ::2], X[1:6:2, ::2])}
+    pa.dask.stats(reset=True)
+    for name, (view, want) in views.items():
+        p = pa.placeholder(name, want.shape, np.float32)
+        outs = pa.dask.evaluate((p * 2.0 + 1.0, pa.sum(p, axis=0)), target=device_target,
+                                out="device", **{name: view})
+        got = da.compute(*outs, scheduler="sync")
+        assert_same(as_host(got[0]), want * np.float32(2.0) + np.float32(1.0), name)
+        assert_same(as_host(got[1]), want.sum(axis=0), name)
+    crossed = pa.dask.stats(reset=True)
+    assert crossed["host_to_device"] == 0 and crossed["device_to_host"] == 0, crossed
+    if device_target != "opencl":
+        return
+    r = pa.placeholder("r", X.shape, np.float32)
+    got, = da.compute(*pa.dask.evaluate((r - 1.0,), target=device_target, out="device",
+                                        r=xs[::-1, ::-1]), scheduler="sync")
+    assert_same(as_host(got), X[::-1, ::-1] - np.float32(1.0))
+
+
 def test_cupy_chunks_are_read_in_place():
     """dask.array with CuPy chunks (the usual GPU dask array): bound in
     place, results CuPy arrays, nothing through the host."""
