@@ -26,7 +26,6 @@ import numpy as np
 from . import moments, tasks
 from .tasks import STATS
 
-_PROGRAMS: dict = {}
 PAIR = ("v", "i")                  # argmax/argmin's fields
 MOMENTS = ("n", "s", "m2")          # variance's
 
@@ -70,12 +69,7 @@ def _run(key, make, blocks, inputs):
     target = tasks._device_target(None, kinds)
     with tasks._LOCK:
         tasks._drain()
-        prog = _PROGRAMS.get((key, target))
-        if prog is None:
-            prog = _PROGRAMS[(key, target)] = tasks.compile_program(
-                make(), target=target, out="device")
-            STATS["compiles"] += 1
-        got = prog(**inputs)
+        got = tasks.step_program(key, make, target)(**inputs)
         STATS["tasks"] += 1
     got = got if isinstance(got, (list, tuple)) else [got]
     return [tasks._like(tasks._owned(g), kinds) for g in got]
@@ -184,11 +178,6 @@ def _fold_moments(blocks):
     return blocks[0]
 
 
-def squeezed(array, axes):
-    """``array`` without the reduced ``axes`` (each of length 1)."""
-    return array.reshape(tuple(n for d, n in enumerate(array.shape) if d not in axes))
-
-
 # -- the reduction's steps (``graph.py`` gives them to ``da.reduction``): device
 # records on the device, host records (or a mix) through the host
 
@@ -219,7 +208,7 @@ def aggregate_args(x, axis=None, keepdims=False, op="argmax", dtype=None, target
     blocks = tasks._flat(x)
     if _pairs_on_device(blocks) and np.dtype(dtype or np.int64) == np.int64:
         out = _fold_pairs(blocks, op)["i"]
-        return out if keepdims else squeezed(out, _axes(axis))
+        return out if keepdims else tasks.squeezed(out, _axes(axis))
     return tasks.aggregate(host_blocks(x, PAIR), axis=axis, keepdims=keepdims, op=op,
                            dtype=dtype, target=target)
 
@@ -238,7 +227,7 @@ def aggregate_moments(x, axis=None, keepdims=False, dtype=None):
     blocks = tasks._flat(x)
     if on_device(blocks) and (dtype is None or np.dtype(dtype) == blocks[0]["s"].dtype):
         out = _fold_moments(blocks)["m2"]
-        return out if keepdims else squeezed(out, _axes(axis))
+        return out if keepdims else tasks.squeezed(out, _axes(axis))
     return moments.aggregate(tasks._host(host_blocks(x, MOMENTS), axis), axis=axis,
                              keepdims=keepdims, dtype=dtype)
 

@@ -201,15 +201,13 @@ def _strided_download(chunk):
     host array: the bytes it spans copied down, viewed with its strides
     (pyopencl's ``get`` refuses arrays that are not contiguous)."""
     import pyopencl as cl
-    shape, strides, itemsize = tuple(chunk.shape), tuple(chunk.strides), chunk.dtype.itemsize
     if chunk.size == 0:
-        return np.empty(shape, chunk.dtype)
-    low = chunk.offset + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
-    high = chunk.offset + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + itemsize
+        return np.empty(chunk.shape, chunk.dtype)
+    low, high = _span(chunk)
     span = np.empty(high - low, np.uint8)
     cl.enqueue_copy(chunk.queue, span, chunk.base_data, src_offset=low)
-    view = np.ndarray(shape, chunk.dtype, buffer=span, offset=chunk.offset - low,
-                      strides=strides)
+    view = np.ndarray(chunk.shape, chunk.dtype, buffer=span, offset=chunk.offset - low,
+                      strides=chunk.strides)
     return np.ascontiguousarray(view)
 
 
@@ -247,8 +245,8 @@ def upload(chunk, target=None):
 def _contiguous(block, kind):
     """pyopencl Arrays must be C-contiguous to be bound (a dask view of
     one, as ``x.T``, is not): such a block is gathered on the device
-    (``_gathered``), or where its strides are no whole elements or run
-    backwards, copied through the host, counted both ways.  CUDA arrays are
+    (``_gathered``), or where its strides are no whole elements, copied
+    through the host, counted both ways.  CUDA arrays are
     copied on the device by the target."""
     if kind == "opencl" and not block.flags.c_contiguous:
         gathered = _gathered(block)
@@ -261,36 +259,55 @@ def _contiguous(block, kind):
     return block
 
 
-_GATHERS: dict = {}
+# the programs of the device-side steps (views gathered, partials folded,
+# chunks joined, device records combined: ``device_records``), one per key and
+# target; dropped at exit with the stages' programs
+_STEPS: dict = {}
+
+
+def step_program(key, make, target):
+    """The program ``make()`` builds (its results left on the device),
+    compiled for ``target`` once per ``key``."""
+    prog = _STEPS.get((key, target))
+    if prog is None:
+        prog = _STEPS[(key, target)] = compile_program(make(), target=target, out="device")
+        STATS["compiles"] += 1
+    return prog
+
+
+def _span(chunk):
+    """The first and the end byte of the buffer that a strided device
+    array (a view: transposed, stepped, reversed) reads."""
+    shape, strides = tuple(chunk.shape), tuple(chunk.strides)
+    low = chunk.offset + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    high = chunk.offset + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+    return low, high + chunk.dtype.itemsize
 
 
 def _gathered(block):
-    """A C-order copy of a strided pyopencl Array made on its device: its
-    buffer from the view's first element, read at ``sum(i_d * stride_d)``
-    by a polyarray program (one per shape and strides, whatever the
-    offset); None where a stride is negative or no whole element."""
+    """A C-order copy of a strided pyopencl Array made on its device: the
+    buffer it spans (``_span``), read from its first element at
+    ``sum(i_d * stride_d)`` by a polyarray program (one per shape and
+    strides, whatever the offset); None where a stride is no whole element."""
     itemsize = block.dtype.itemsize
-    if block.size == 0 or any(s < 0 or s % itemsize for s in block.strides):
+    if block.size == 0 or any(s % itemsize for s in block.strides):
         return None
-    steps = tuple(s // itemsize for s in block.strides)
-    extent = sum((n - 1) * s for n, s in zip(block.shape, steps)) + 1
-    import pyopencl.array as cla
-    flat = cla.Array(block.queue, (extent,), block.dtype, data=block.base_data,
-                     offset=block.offset)
+    shape, steps = tuple(block.shape), tuple(s // itemsize for s in block.strides)
+    low, high = _span(block)
+    first, extent = (block.offset - low) // itemsize, (high - low) // itemsize
     dtype = np.dtype(block.dtype)
-    key = (tuple(block.shape), steps, extent, dtype.str)
+    import pyopencl.array as cla
+    flat = cla.Array(block.queue, (extent,), dtype, data=block.base_data, offset=low)
+
+    def make():
+        from ..api.creation import arange, placeholder
+        index = first
+        for d, (n, s) in enumerate(zip(shape, steps)):
+            along = (1,) * d + (n,) + (1,) * (len(shape) - d - 1)
+            index = index + arange(n, dtype=np.int64).reshape(along) * s
+        return placeholder("flat", (extent,), dtype)[index]
     with _LOCK:
-        prog = _GATHERS.get(key)
-        if prog is None:
-            from ..api.creation import arange, placeholder
-            base = placeholder("flat", (extent,), dtype)
-            index = 0
-            for d, (n, s) in enumerate(zip(block.shape, steps)):
-                along = (1,) * d + (n,) + (1,) * (len(block.shape) - d - 1)
-                index = index + arange(n, dtype=np.int64).reshape(along) * s
-            prog = _GATHERS[key] = compile_program(base[index], target="opencl", out="device")
-            STATS["compiles"] += 1
-        return prog(flat=flat)
+        return step_program(("gather", shape, steps, dtype.str), make, "opencl")(flat=flat)
 
 
 def _like(result, kinds):
@@ -434,8 +451,7 @@ def _at_exit():
         return
     try:
         _PROGRAMS.clear()
-        _FOLDS.clear()
-        _CONCATS.clear()
+        _STEPS.clear()
         import gc
         gc.collect()
         _drain()
@@ -634,13 +650,10 @@ def _host(x, axis):
 
 # at most this many partials per combining program (kernel arguments)
 FOLD_WIDTH = 16
-_FOLDS: dict = {}
 
 
 def _fold_program(op, shape, dtype, k, target):
-    key = (op, shape, np.dtype(dtype).str, k, target)
-    prog = _FOLDS.get(key)
-    if prog is None:
+    def make():
         from ..api import elementwise as E
         from ..api.creation import placeholder
         parts = [placeholder(f"p{i}", shape, dtype) for i in range(k)]
@@ -650,11 +663,8 @@ def _fold_program(op, shape, dtype, k, target):
         acc = parts[0]
         for b in parts[1:]:
             acc = step(acc, b)
-        if acc.dtype != np.dtype(dtype):
-            acc = acc.astype(dtype)
-        prog = _FOLDS[key] = compile_program(acc, target=target, out="device")
-        STATS["compiles"] += 1
-    return prog
+        return acc.astype(dtype) if acc.dtype != np.dtype(dtype) else acc
+    return step_program(("fold", op, shape, np.dtype(dtype).str, k), make, target)
 
 
 def fold(blocks, op, dtype=None, target=None):
@@ -682,6 +692,11 @@ def fold(blocks, op, dtype=None, target=None):
     return _like(blocks[0], kinds)
 
 
+def squeezed(array, axes):
+    """``array`` (a device array) without the reduced ``axes``, each of length 1."""
+    return array.reshape(tuple(n for d, n in enumerate(array.shape) if d not in axes))
+
+
 def _on_device(blocks) -> bool:
     return any(chunk_kind(b) in DEVICE_KINDS for b in blocks)
 
@@ -707,9 +722,7 @@ def aggregate(x, axis=None, keepdims=False, op="sum", dtype=None, target=None):
     axes = axis if isinstance(axis, tuple) else (axis,)
     if op not in ("argmax", "argmin") and _on_device(blocks):
         out = fold(blocks, op, dtype, target)
-        if not keepdims:
-            out = out.reshape(tuple(n for d, n in enumerate(out.shape) if d not in axes))
-        return out
+        return out if keepdims else squeezed(out, axes)
     out = combine(_host(x, axis), axis=axis, keepdims=True, op=op, dtype=dtype)
     if op in ("argmax", "argmin"):
         out = out["i"]
@@ -724,9 +737,6 @@ def to_output(chunk, out="host", target=None):
     return to_host(chunk) if out == "host" else upload(chunk, target)
 
 
-_CONCATS: dict = {}
-
-
 def concatenate(arrays, axis=0):
     """Device chunks joined along ``axis`` on their device (a polyarray
     program; dask's ``concatenate`` for them: ``compute()``, rechunking)."""
@@ -738,16 +748,14 @@ def concatenate(arrays, axis=0):
     shapes = tuple(tuple(np.shape(a)) for a in arrays)
     dtype = np.result_type(*[np.dtype(a.dtype) for a in arrays])
     axis = axis % len(shapes[0])
-    key = (shapes, dtype.str, axis, target)
+
+    def make():
+        from ..api.creation import placeholder
+        from ..api.shapes import concatenate as join
+        return join([placeholder(f"p{i}", s, dtype) for i, s in enumerate(shapes)], axis=axis)
     with _LOCK:
         _drain()
-        prog = _CONCATS.get(key)
-        if prog is None:
-            from ..api.creation import placeholder
-            from ..api.shapes import concatenate as join
-            parts = [placeholder(f"p{i}", s, dtype) for i, s in enumerate(shapes)]
-            prog = _CONCATS[key] = compile_program(join(parts, axis=axis), target=target,
-                                                   out="device")
+        prog = step_program(("concatenate", shapes, dtype.str, axis), make, target)
         for a in arrays:
             if chunk_kind(a) == "host":
                 STATS["host_to_device"] += _nbytes(a)

@@ -155,8 +155,8 @@ def test_argmax_of_device_chunks_orders_as_numpy(device_target):
 def test_views_of_device_chunks_stay_on_the_device(device_target):
     """Dask views of device chunks (a transpose, a strided slice) are bound
     without a trip through the host (OpenCL gathers them on the device,
-    CUDA binds them as views); on OpenCL a reversed view is correct too (it
-    goes through the host, counted: pyopencl's ``get`` refused it)."""
+    CUDA binds them as views); on OpenCL a reversed view is gathered on the
+    device too (pyopencl's ``get`` refused it)."""
     inputs = on_device(device_target)
     xs = inputs["x"]
     views = {"t": (xs.T, X.T), "s": (xs[1:6:2, ::2], X[1:6:2, ::2])}
@@ -175,6 +175,8 @@ def test_views_of_device_chunks_stay_on_the_device(device_target):
     r = pa.placeholder("r", X.shape, np.float32)
     got, = da.compute(*pa.dask.evaluate((r - 1.0,), target=device_target, out="device",
                                         r=xs[::-1, ::-1]), scheduler="sync")
+    crossed = pa.dask.stats(reset=True)
+    assert crossed["host_to_device"] == 0 and crossed["device_to_host"] == 0, crossed
     assert_same(as_host(got), X[::-1, ::-1] - np.float32(1.0))
 
 
