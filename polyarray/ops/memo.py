@@ -90,6 +90,12 @@ def _key(value):
     raise _NoKey
 
 
+def _call_key(name, args, kwargs):
+    """The table's key of builder ``name`` called with ``args`` and ``kwargs``."""
+    return (name, _tuple_key(args), _tuple_key(tuple(sorted(kwargs.items())))
+            if kwargs else ())
+
+
 def memoized(builder):
     """``builder`` (a pure function of its arguments returning a node) with
     its results remembered (see the module docstring)."""
@@ -98,8 +104,7 @@ def memoized(builder):
     @functools.wraps(builder)
     def build(*args, **kwargs):
         try:
-            key = (name, _tuple_key(args), _tuple_key(tuple(sorted(kwargs.items())))
-                   if kwargs else ())
+            key = _call_key(name, args, kwargs)
         except _NoKey:
             return builder(*args, **kwargs)
         ref = _TABLE.get(key)
@@ -120,7 +125,7 @@ def peek(build, *args):
     """The node that memoized ``build`` made of ``args`` before, if it is
     still alive, else None: nothing is built."""
     try:
-        key = (build.memo_name, _tuple_key(args), ())
+        key = _call_key(build.memo_name, args, {})
     except _NoKey:
         return None
     ref = _TABLE.get(key)
