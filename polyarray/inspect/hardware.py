@@ -149,13 +149,10 @@ def opencl_peak_flops(queue, dtype="float32"):
     iters = 4096 if gpu else 256
     wg = min(256 if gpu else 64, dev.max_work_group_size)
     groups = dev.max_compute_units * 8
-    import logging
-    from polyarray.codegen.logs import routed_warnings
-    # the compiler's remarks go to the log, as the target's builds' do (NVIDIA's
-    # OpenCL says something about this kernel: a CompilerWarning in the user's face)
-    with routed_warnings(logging.getLogger("polyarray.opencl"), "the FMA peak's build",
-                         everything=True):
-        knl = cl.Program(queue.context, _fma_source("opencl", dtype, width)).build().fma_peak
+    # built as the target builds its programs: the compiler's remarks go to the log
+    # (NVIDIA's OpenCL says something about this kernel: a CompilerWarning otherwise)
+    from polyarray.targets.opencl import OpenCLTarget
+    knl = OpenCLTarget._build(queue.context, _fma_source("opencl", dtype, width)).fma_peak
     out = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 8 * 1024 * 1024)
     a = np.dtype(dtype).type(1.0001)
 
