@@ -163,15 +163,18 @@ class Thresholds:
     # ATTENTION_MIN_KEYS is not measured
     ATTENTION_MIN_KEYS: int = 64
     ATTENTION_MIN_RANGE: int = 512
-    # argmax/argmin along the last axis of a buffer are a work-group per row combining by
-    # warp shuffles (emit/arg_kernels.py) where the target has it, for at least
-    # ARG_ROWS_MIN_ROWS rows (a work-group each fills the device) of at least
-    # ARG_ROWS_MIN_LENGTH values (16 per work-item).  H200, argmax over axis 1 of float32:
-    # 4096^2 32.4 us (the generated group form 38.0 us, torch 28.2 us); 1024 x 4096 14.9 us
-    # (torch 16.2); 2048 x 65536 147.6 us (torch 148.6); but shorter rows are slower than
-    # torch: 16384 x 512 47.9 us (torch 17.3), so they keep the generated forms
-    ARG_ROWS_MIN_ROWS: int = 1024
-    ARG_ROWS_MIN_LENGTH: int = 4096
+    # argmax/argmin along the last axis of a buffer are a kernel of work-items per row
+    # combining by warp shuffles (emit/arg_kernels.py) where the target has it, for at
+    # least ARG_ROWS_MIN_ROWS rows; a power of two of work-items per row, about
+    # ARG_ROWS_VALUES values each, more while rows x work-items < ARG_ROWS_FILL.  H200,
+    # argmax over axis 1, every width timed (torch in the same process): 4096^2 float32
+    # 19.2 us at 128 (torch 28.3; 1 work-item 210 us, 1024 41.8 us), 1024 x 4096 17.5 us at
+    # 256 (16.1), 100000 x 10 14.2 us at 1 (13.1; 11.4 at 16), 65536 x 64 11.0 us at 4
+    # (31.9), 128 x 100000 11.3 us at 1024 (35.1); 16 x 2^20 49.8 us at 1024 (torch 28.6),
+    # so fewer rows than ARG_ROWS_MIN_ROWS keep the generated forms
+    ARG_ROWS_MIN_ROWS: int = 64
+    ARG_ROWS_VALUES: int = 32
+    ARG_ROWS_FILL: int = 1 << 18
     GROUP_ROW: int = 64          # rows at least this long get a work-group each (GPU)
     # Work-group size and unrolling, measured on an H100 for softmax over (4096, 1024)
     # float32 (read + write over copy bandwidth): 128 work-items with every pass

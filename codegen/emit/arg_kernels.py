@@ -1,13 +1,18 @@
-"""argmax/argmin along the last axis on CUDA: a work-group per row, the
-(value, index) pairs combined by warp shuffles.
+"""argmax/argmin along the last axis on CUDA: ``threads`` work-items per
+row (a power of two, 1 to 1024), their (value, index) pairs combined by
+warp shuffles.
 
 The generated group form combines a row's pairs in a tree of local-memory
 steps, a barrier each, in two arrays: argmax over axis 1 of 4096^2 float32
 took 38 us on an H200, where the max of the same rows took 22 us.  Here each
-of ``THREADS`` work-items keeps the best pair of its strided values (loads
-issued four at a time), a warp's 32 pairs are combined by ``__shfl_down_sync``
-(no barrier), the warps' winners meet in shared memory, and the first warp
-combines them the same way.
+work-item keeps the best pair of its strided values, read as 16-byte vectors
+(``float4``, ``double2``, ...) where the rows allow, four in flight; indices
+within a row are 32-bit.  A group's pairs are combined by
+``__shfl_down_sync`` (no barrier); a row of more than a warp puts its warps'
+winners in shared memory, and its first warp combines them the same way.
+A row shorter than a warp shares its warp with other rows.  Its policy row
+chooses ``threads`` (about 32 values each, more work-items where few rows
+would leave the device idle); on an H200 it reads 4096^2 float32 at 3.4 TB/s.
 
 NumPy's order: the first NaN wins (a float row with a NaN gives its first
 NaN's index), else the greatest (argmax) or least (argmin) value, ties to
@@ -26,96 +31,136 @@ from polyarray.ir import nodes as N
 from polyarray.ir.raw_params import parse_params
 
 PREFIX = "pa_argrow_"           # the kernels' names (pa_: no user's raw kernel has it)
-THREADS = 256                   # work-items per row
+MIN_BLOCK = 256                 # work-items per block: rows of fewer share one
+MAX_THREADS = 1024              # work-items per row at most (a block)
 
 _TYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long"}
+_VECTORS = {"float32": ("float4", 4), "float64": ("double2", 2), "int32": ("int4", 4),
+            "int64": ("longlong2", 2)}
 ARG_DTYPES = frozenset(np.dtype(t).str for t in _TYPES)
 
 _SOURCE = r"""
-/* (v, i) replaces (bv, bi) in NumPy's order; bi < 0: nothing kept yet */
 #define NAME_NAN(a) NANTEST
-#define NAME_WINS(v, i, bv, bi) ((bi) < 0 || ((i) >= 0 && (NAME_NAN(v) ? \
-    (!NAME_NAN(bv) || (i) < (bi)) : \
-    (!NAME_NAN(bv) && ((v) CMP (bv) || ((v) == (bv) && (i) < (bi)))))))
 /* within a work-item: a later index, so only a strictly better value */
-#define NAME_STEP(a, j) \
-    if (i < 0 || (NAME_NAN(a) ? !NAME_NAN(v) : (!NAME_NAN(v) && (a) CMP v))) { v = (a); i = (j); }
-extern "C" __global__ void __launch_bounds__(THREADS) NAME(
-    const T *__restrict__ x, long long *__restrict__ out, long long n)
+#define NAME_STEP(a, j) if ((a) CMP v || (NAME_NAN(a) && !NAME_NAN(v))) { v = (a); i = (j); }
+/* (ov, oi) of another work-item replaces (v, i) in NumPy's order */
+#define NAME_WINS(ov, oi) (NAME_NAN(ov) ? (!NAME_NAN(v) || (oi) < i) : \
+    (!NAME_NAN(v) && ((ov) CMP v || ((ov) == v && (oi) < i))))
+#define NAME_MEET(width) \
+    for (int off = (width) / 2; off > 0; off >>= 1) { \
+        const TYPE ov = __shfl_down_sync(0xffffffffu, v, off); \
+        const int oi = __shfl_down_sync(0xffffffffu, i, off); \
+        if (NAME_WINS(ov, oi)) { v = ov; i = oi; } \
+    }
+extern "C" __global__ void __launch_bounds__(BLOCK) NAME(
+    const TYPE *__restrict__ x, long long *__restrict__ out, long long n, long long rows)
 {
-    __shared__ T warp_v[THREADS / 32];
-    __shared__ long long warp_i[THREADS / 32];
-    const T *row = x + (long long) blockIdx.x * n;
-    T v = 0;
-    long long i = -1;
-    long long j = threadIdx.x;
-    for (; j + 3 * THREADS < n; j += 4 * THREADS) {
-        const T a = row[j], b = row[j + THREADS], c = row[j + 2 * THREADS],
-                d = row[j + 3 * THREADS];
-        NAME_STEP(a, j)
-        NAME_STEP(b, j + THREADS)
-        NAME_STEP(c, j + 2 * THREADS)
-        NAME_STEP(d, j + 3 * THREADS)
+    /* TPR work-items per row, BLOCK / TPR rows per block; a row has n < 2^31 values */
+    const int t = threadIdx.x % TPR, nn = (int) n;
+    const long long r = (long long) blockIdx.x * (BLOCK / TPR) + threadIdx.x / TPR;
+    const TYPE *row = x + (r < rows ? r : 0) * n;
+    /* a pair of the row to start from (a work-item past its end takes the first) */
+    TYPE v = row[t < nn ? t : 0];
+    int i = t < nn ? t : 0;
+    if ((((unsigned long long) row) % sizeof(VTYPE)) == 0 && nn % VW == 0) {
+        const VTYPE *rv = (const VTYPE *) row;
+        const int nv = nn / VW;
+        int j = t;
+        for (; j + 3 * TPR < nv; j += 4 * TPR) {
+            VTYPE q[4];
+            #pragma unroll
+            for (int u = 0; u < 4; ++u)
+                q[u] = rv[j + u * TPR];
+            #pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                const int b = (j + u * TPR) * VW;
+                VSTEPS(q[u], b)
+            }
+        }
+        for (; j < nv; j += TPR) {
+            const VTYPE q = rv[j];
+            const int b = j * VW;
+            VSTEPS(q, b)
+        }
+    } else {
+        int j = t;
+        for (; j + 3 * TPR < nn; j += 4 * TPR) {
+            const TYPE a = row[j], b = row[j + TPR], c = row[j + 2 * TPR], d = row[j + 3 * TPR];
+            NAME_STEP(a, j) NAME_STEP(b, j + TPR) NAME_STEP(c, j + 2 * TPR)
+            NAME_STEP(d, j + 3 * TPR)
+        }
+        for (; j < nn; j += TPR) {
+            const TYPE a = row[j];
+            NAME_STEP(a, j)
+        }
     }
-    for (; j < n; j += THREADS) {
-        const T a = row[j];
-        NAME_STEP(a, j)
-    }
-    for (int off = 16; off > 0; off >>= 1) {
-        const T ov = __shfl_down_sync(0xffffffffu, v, off);
-        const long long oi = __shfl_down_sync(0xffffffffu, i, off);
-        if (NAME_WINS(ov, oi, v, i)) { v = ov; i = oi; }
-    }
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    NAME_MEET(TPR < 32 ? TPR : 32)
+#if TPR > 32
+    __shared__ TYPE warp_v[BLOCK / 32];
+    __shared__ int warp_i[BLOCK / 32];
+    const int lane = threadIdx.x % 32;
     if (lane == 0) {
-        warp_v[warp] = v;
-        warp_i[warp] = i;
+        warp_v[threadIdx.x / 32] = v;
+        warp_i[threadIdx.x / 32] = i;
     }
     __syncthreads();
-    if (warp != 0)
+    if (t >= 32)
         return;
-    v = lane < THREADS / 32 ? warp_v[lane] : (T) 0;
-    i = lane < THREADS / 32 ? warp_i[lane] : -1;
-    for (int off = 16; off > 0; off >>= 1) {
-        const T ov = __shfl_down_sync(0xffffffffu, v, off);
-        const long long oi = __shfl_down_sync(0xffffffffu, i, off);
-        if (NAME_WINS(ov, oi, v, i)) { v = ov; i = oi; }
-    }
-    if (lane == 0)
-        out[blockIdx.x] = i;
+    const int first = (threadIdx.x / TPR) * (TPR / 32) + (lane < TPR / 32 ? lane : 0);
+    v = warp_v[first];
+    i = warp_i[first];
+    NAME_MEET(TPR / 32)
+#endif
+    if (t == 0 && r < rows)
+        out[r] = i;
 }
 #undef NAME_NAN
-#undef NAME_WINS
 #undef NAME_STEP
+#undef NAME_WINS
+#undef NAME_MEET
 """
 
 
-def kernel_name(op, dtype) -> str:
-    return f"{PREFIX}{op}_{np.dtype(dtype).name}"
+def kernel_name(op, dtype, threads) -> str:
+    return f"{PREFIX}{op}_{np.dtype(dtype).name}_{threads}"
 
 
-def arg_source(op, dtype) -> str:
+def arg_source(op, dtype, threads) -> str:
     """The kernel's CUDA source for ``op`` ("argmax" | "argmin") over rows
-    of ``dtype``."""
+    of ``dtype``, ``threads`` work-items per row."""
     dtype = np.dtype(dtype)
-    return (_SOURCE.replace("NAME", kernel_name(op, dtype))
-            .replace("THREADS", str(THREADS))
+    if threads & (threads - 1) or not 1 <= threads <= MAX_THREADS:
+        raise ValueError(f"threads per row must be a power of two in [1, {MAX_THREADS}], "
+                         f"not {threads}")
+    name = kernel_name(op, dtype, threads)
+    vtype, width = _VECTORS[dtype.name]
+    steps = " ".join(f"{name}_STEP(q.{c}, b + {k})" for k, c in enumerate("xyzw"[:width]))
+    return (_SOURCE.replace("VSTEPS(q[u], b)", steps.replace("q.", "q[u]."))
+            .replace("VSTEPS(q, b)", steps)
+            .replace("NAME", name)
+            .replace("BLOCK", str(max(MIN_BLOCK, threads)))
+            .replace("TPR", str(threads))
             .replace("NANTEST", "isnan(a)" if dtype.kind == "f" else "false")
             .replace("CMP", ">" if op == "argmax" else "<")
-            .replace("const T", "const " + _TYPES[dtype.name])
-            .replace("T v", _TYPES[dtype.name] + " v")
-            .replace("T warp_v", _TYPES[dtype.name] + " warp_v")
-            .replace("(T) 0", f"({_TYPES[dtype.name]}) 0"))
+            .replace("VTYPE", vtype)
+            .replace("VW", str(width))
+            .replace("TYPE", _TYPES[dtype.name]))
 
 
-def arg_rows_node(op, x, shape) -> N.Node:
-    """``op`` of ``x`` (a node, C order) along its last axis, one launch:
-    the indices, of ``shape`` (``x``'s without its last axis), as int64."""
+def arg_rows_node(op, x, shape, threads) -> N.Node:
+    """``op`` of ``x`` (a node, C order) along its last axis, one launch of
+    ``threads`` work-items per row: the indices, of ``shape`` (``x``'s
+    without its last axis), as int64."""
     n = x.shape[-1]
     rows = x.size // n
-    name = kernel_name(op, x.dtype)
+    block = max(MIN_BLOCK, threads)
+    name = kernel_name(op, x.dtype, threads)
     ctype = _TYPES[x.dtype.name]
-    params = parse_params(f"const {ctype} *x, long long *out, long long n", "cuda", name)
-    spec = N.RawKernelSpec("cuda", name, arg_source(op, x.dtype), params)
-    return N.RawKernelOutput.make(shape, np.dtype(np.int64), spec, (x,), (("n", n),),
-                                  ((shape, np.dtype(np.int64).str),), (rows,), (THREADS,), 0)
+    params = parse_params(f"const {ctype} *x, long long *out, long long n, long long rows",
+                          "cuda", name)
+    spec = N.RawKernelSpec("cuda", name, arg_source(op, x.dtype, threads), params)
+    per_block = block // threads
+    return N.RawKernelOutput.make(shape, np.dtype(np.int64), spec, (x,),
+                                  (("n", n), ("rows", rows)),
+                                  ((shape, np.dtype(np.int64).str),),
+                                  (-(-rows // per_block),), (block,), 0)

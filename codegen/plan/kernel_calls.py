@@ -92,7 +92,8 @@ def lowered_kernel_calls(outputs, device, thresholds):
                                         x.shape[-1]), device, thresholds)
                 if choice.form == Form.ROW_ARGMAX:
                     from ..emit.arg_kernels import arg_rows_node
-                    new[id(node)] = arg_rows_node(node.op, x, node.shape)
+                    new[id(node)] = arg_rows_node(node.op, x, node.shape,
+                                                  choice.params["threads"])
                     continue
             if any(id(c) in new for c in node.children()):
                 new[id(node)] = N.remade(node, get)

@@ -340,6 +340,19 @@ def _flash_params(c, d, t):
     return dict(config=config, splits=splits)
 
 
+def _arg_rows_threads(c, d, t):
+    """Work-items per row: a power of two giving each about ARG_ROWS_VALUES
+    values, doubled (to 1024) while the rows' work-items would not fill the
+    device and each keeps at least ARG_ROWS_VALUES / 2."""
+    threads = 1
+    while threads < 1024 and c.n > t.ARG_ROWS_VALUES * threads:
+        threads *= 2
+    while threads < 1024 and c.rows * threads < t.ARG_ROWS_FILL \
+            and c.n >= t.ARG_ROWS_VALUES * threads:
+        threads *= 2
+    return dict(threads=threads)
+
+
 def _as_reduction(c):
     return c.reduction
 
@@ -483,7 +496,7 @@ RULES = (
          and c.name.endswith("_combine"), Form.ATTENTION_COMBINE),
     Rule("attention: one kernel, scores on chip (online softmax)", Raw,
          lambda c, d, t: c.name.startswith(ATTENTION_KERNEL_PREFIX), Form.FLASH_ATTENTION),
-    Rule("argmax: a work-group per row, warp shuffles", Raw,
+    Rule("argmax: work-items per row, warp shuffles", Raw,
          lambda c, d, t: c.name.startswith(ARG_KERNEL_PREFIX), Form.ROW_ARGMAX),
     Rule("raw: the user's kernel", Raw, lambda c, d, t: True, Form.RAW),
 
@@ -521,10 +534,10 @@ RULES = (
     # work-group per row whose pairs meet by warp shuffles where the target has it (CUDA),
     # many long rows of float32/float64/int32/int64; else the generated reductions (a
     # tree of local-memory steps) as for any reduction
-    Rule("argmax: a work-group per row, warp shuffles", ArgRows,
+    Rule("argmax: work-items per row, warp shuffles", ArgRows,
          lambda c, d, t: d.row_argmax and c.dtype in ARG_DTYPES
-         and t.ARG_ROWS_MIN_ROWS <= c.rows < 1 << 31 and c.n >= t.ARG_ROWS_MIN_LENGTH,
-         Form.ROW_ARGMAX),
+         and t.ARG_ROWS_MIN_ROWS <= c.rows < 1 << 31 and 1 <= c.n < 1 << 31,
+         Form.ROW_ARGMAX, _arg_rows_threads),
     Rule("argmax: as a reduction", ArgRows, lambda c, d, t: True, Form.ARG_REDUCTION),
 
     # transforms (pa.fft): cuFFT on CUDA, VkFFT on an OpenCL GPU (without

@@ -181,16 +181,19 @@ NVCC = shutil.which("nvcc")
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA compiler) is not on PATH")
 def test_cuda_source_compiles_with_nvcc():
-    """Every GPU form and dtype as CUDA, in one nvcc run."""
+    """Every generated GPU form and dtype as CUDA, in one nvcc run (the row
+    kernel, which would take the rows, is off)."""
     import loopy as lp
     from polyarray.codegen import lower_program
+    from polyarray.codegen.thresholds import using_thresholds
     sources = []
     for k, (shape, axis, layout, forms) in enumerate(FORMS):
         if layout != "gpu":
             continue
         nodes = [getattr(pa.placeholder(f"x{n}", shape, d), ("argmax", "argmin")[(k + n) % 2])(
             axis=axis).node for n, d in enumerate(DTYPES)]
-        low = lower_program(nodes, lp.CudaTarget())
+        with using_thresholds(ARG_ROWS_MIN_ROWS=1 << 62):
+            low = lower_program(nodes, lp.CudaTarget())
         assert {str(i.form) for i in low.kernels} == set(forms), low.kernels
         body = re.sub(r"\bk(\d+)_", rf"c{k}_k\1_", low.source)
         sources.append(f"namespace case{k} {{\n{body}\n}}\n")
@@ -265,19 +268,21 @@ def test_cuda_rows_of_a_buffer_get_the_warp_shuffle_kernel():
     assert forms(pa.argmax(pa.exp(x), axis=1)) == ["group"]
     assert "row argmax" not in forms(pa.argmax(x, axis=0)) + forms(pa.argmax(x))
     # fewer rows than ARG_ROWS_MIN_ROWS: the generated forms
-    assert "row argmax" not in forms(pa.argmax(pa.placeholder("s", (512, 4096), np.float32),
+    assert "row argmax" not in forms(pa.argmax(pa.placeholder("s", (32, 4096), np.float32),
                                                axis=1))
+    assert forms(pa.argmax(pa.placeholder("s", (100000, 10), np.float32), axis=1)) \
+        == ["row argmax"]
     assert forms(pa.argmax(x, axis=1), lp.PyOpenCLTarget()) == ["group"]
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA compiler) is not on PATH")
 def test_cuda_row_kernels_compile_quietly_with_nvcc():
-    """Each op and dtype of the row kernel, with the target's flags: nvcc
-    prints nothing."""
+    """Each op, dtype and width (1, a part of a warp, a warp, a block) of the
+    row kernel, with the target's flags: nvcc prints nothing."""
     from polyarray.codegen.emit.arg_kernels import ARG_DTYPES, arg_source
     from polyarray.targets.cuda import NVCC_OPTIONS
-    source = "".join(arg_source(op, np.dtype(d)) for op in ("argmax", "argmin")
-                     for d in sorted(ARG_DTYPES))
+    source = "".join(arg_source(op, np.dtype(d), width) for op in ("argmax", "argmin")
+                     for d in sorted(ARG_DTYPES) for width in (1, 8, 32, 128, 1024))
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "rows.cu")
         with open(path, "w") as f:
@@ -296,9 +301,47 @@ def test_cuda_row_kernel_against_numpy(k, op):
     from polyarray.codegen.thresholds import using_thresholds
     xv = _row_sample(shape, dtype, np.random.default_rng(k))
     x = pa.placeholder("x", shape, dtype)
-    small = {} if k == len(ROW_CASES) - 1 else dict(ARG_ROWS_MIN_ROWS=1, ARG_ROWS_MIN_LENGTH=1)
+    small = {} if k == len(ROW_CASES) - 1 else dict(ARG_ROWS_MIN_ROWS=1)
     with using_thresholds(**small):
         prog = pa.compile([getattr(pa, op)(x, axis=-1)], target="cuda")
     assert [str(i.form) for i in prog.kernels.values()] == ["row argmax"], prog.kernels
     got = prog(x=xv)[0]
     np.testing.assert_array_equal(np.asarray(got), getattr(np, op)(xv, axis=-1))
+
+
+@pytest.mark.skipif(not CUDA_OK, reason=f"cuda: {CUDA_WHY}")
+@pytest.mark.parametrize("values", [1, 5, 10 ** 9])
+@pytest.mark.parametrize("k", [0, 1, 3, 5, 6])
+def test_cuda_row_kernel_at_every_width(k, values):
+    """Rows read by 1 to 1024 work-items each (``ARG_ROWS_VALUES`` values per
+    work-item, the fill rule off), rows sharing warps and blocks."""
+    shape, dtype = ROW_CASES[k]
+    from polyarray.codegen.thresholds import using_thresholds
+    xv = _row_sample(shape, dtype, np.random.default_rng(k))
+    x = pa.placeholder("x", shape, dtype)
+    with using_thresholds(ARG_ROWS_MIN_ROWS=1, ARG_ROWS_VALUES=values, ARG_ROWS_FILL=0):
+        prog = pa.compile([pa.argmax(x, axis=-1), pa.argmin(x, axis=-1)], target="cuda")
+    n = shape[-1]
+    width = 1 if values > n else min(1024, 1 << (-(-n // values) - 1).bit_length())
+    assert re.search(rf"pa_argrow_argmax_\w+_{width}\(", prog.source), width
+    got = prog(x=xv)
+    np.testing.assert_array_equal(np.asarray(got[0]), np.argmax(xv, axis=-1))
+    np.testing.assert_array_equal(np.asarray(got[1]), np.argmin(xv, axis=-1))
+
+
+@pytest.mark.skipif(not CUDA_OK, reason=f"cuda: {CUDA_WHY}")
+def test_cuda_row_kernel_reads_rows_off_vector_alignment():
+    """A bound device array that starts 4 bytes past an aligned address (a
+    view of a larger allocation): the kernel reads it by scalars, correctly."""
+    import pycuda.gpuarray as ga
+    shape = (1100, 4096)
+    host = _row_sample((shape[0] * shape[1] + 1,), np.float32, np.random.default_rng(7))
+    xv = host[1:].reshape(shape)
+    xv[3, 100] = np.nan
+    whole = ga.to_gpu(np.concatenate([host[:1], xv.ravel()]))
+    view = whole[1:].reshape(shape)
+    assert int(view.gpudata) % 16 == 4
+    x = pa.placeholder("x", shape, np.float32)
+    prog = pa.compile([pa.argmax(x, axis=1)], target="cuda")
+    assert [str(i.form) for i in prog.kernels.values()] == ["row argmax"]
+    np.testing.assert_array_equal(np.asarray(prog(x=view)[0]), np.argmax(xv, axis=1))

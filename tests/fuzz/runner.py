@@ -33,7 +33,7 @@ def layouts(target):
         return {"cpu": {"device_kind": "cpu"}, "gpu": {"device_kind": "gpu"}}
     if target == "cuda":
         return {"default": {}, "any-size": {"thresholds": {
-            "BLAS_MIN_WORK": 1, "ARG_ROWS_MIN_ROWS": 1, "ARG_ROWS_MIN_LENGTH": 1}}}
+            "BLAS_MIN_WORK": 1, "ARG_ROWS_MIN_ROWS": 1}}}
     return {"default": {}}
 
 
