@@ -44,7 +44,11 @@ class Thresholds:
     #                              row pieces, unrolled 4 times, 1.13 MB of source)
     MANY_OUTPUTS: int = 1024     # enough outputs to fill a device one per work-item
     FILL_THREADS: int = 1 << 16  # work-items needed to keep a large GPU busy
-    LONG_REDUCTION: int = 4096   # worth two stages when outputs are few
+    # worth two stages when outputs are few: one work-group reads fewer values as fast as
+    # two launches.  H200, a sum of R values (kernel times; replayed as a CUDA graph): float32
+    # 4096 one group 6.3 us (two stages 12.3), 65536 9.8 us (16.3), 131072 12.5 us (17.4),
+    # 262144 16.2 us (15.7); float64 65536 12.8 us (13.0), 131072 15.8 us (12.9)
+    LONG_REDUCTION: int = 65536
     FEW_OUTPUTS: int = 64        # fewer outputs than this: a work-group each (GPU)
     GROUP_REDUCTION: int = 64    # contiguous reductions at least this long get a work-group (GPU)
     GROUP_ITEMS: int = 8         # ... of at most R / GROUP_ITEMS work-items: on an H100, A @ v for
@@ -141,6 +145,10 @@ class Thresholds:
     # 512 x 64^3 (2^27) 18.7 / 20.9 tiled, 19.5 / 17.6 cuBLAS; 1000^3 75.8 and 51.0, float64
     # 512^3 25.9 and 15.7.  A huge value turns the row off.
     BLAS_MIN_WORK: int = 1 << 27
+    # Contractions that share every operand but one and do at most this many multiply-adds
+    # each are one batched contraction (plan/siblings.py): launch-bound, one launch for all.
+    # NPBench's nbody: three (100, 100) @ (100, 1) products a step
+    SIBLING_MAX_WORK: int = 1 << 20
     # Scans (cumsum, cumprod) along rows at least this long are the single-pass kernel
     # (emit/scan_kernels.py) where the target has it; shorter rows the blocked scan of reductions.
     # H200, float32 cumsum, single-pass / blocked: 1 x 1024 12.0 / 28.6 us, 4096 x 1024

@@ -7,6 +7,7 @@ import numpy as np
 
 import polyarray as pa
 from fuzz import layouts
+from fuzz.runner import compile_in_layout
 from helpers import assert_same
 
 R = 4100        # not a multiple of the lanes: the tail is summed too
@@ -28,7 +29,7 @@ def test_long_float32_row_sums_match_numpy(target):
     scaled = x * x.sum(axis=-1, keepdims=True)
     ratio = x / x.mean(axis=-1, keepdims=True)
     for options in layouts(target).values():
-        prog = pa.compile([scaled, ratio], target=target, **options)
+        prog = compile_in_layout([scaled, ratio], target, options)
         got = prog(x=xv)
         assert_same(got[0], xv * xv.sum(axis=-1, keepdims=True), f"x * sum, {options}")
         assert_same(got[1], xv / xv.mean(axis=-1, keepdims=True), f"x / mean, {options}")

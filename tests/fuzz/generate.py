@@ -14,9 +14,9 @@ from fuzz.ops_complex import op_complex
 from fuzz.ops_functions import (op_composed, op_convolve, op_count, op_fft, op_order_stat,
                                 op_rearrange)
 from fuzz.ops_leaves import op_constant, op_data, op_pair, op_random
-from fuzz.ops_shapes import (op_argreduce, op_broadcast, op_concat, op_gather, op_layout,
-                             op_attention, op_matmul, op_nested_reduce, op_reduce,
-                             op_reshape, op_rows, op_scan, op_setitem)
+from fuzz.ops_shapes import (op_argreduce, op_attention, op_broadcast, op_concat, op_gather,
+                             op_layout, op_matmul, op_nested_reduce, op_reduce, op_reshape,
+                             op_rows, op_scan, op_setitem, op_sibling_products)
 from fuzz.ops_values import (op_arith, op_astype, op_bitcmp, op_bitwise, op_compare,
                              op_deep, op_divide, op_divmod, op_float, op_invert, op_logical,
                              op_maxmin, op_narrow_chain, op_power, op_shared, op_shift, op_unary_int,
@@ -28,8 +28,8 @@ OPS = [(op_arith, 10), (op_narrow_chain, 7), (op_bitwise, 5), (op_invert, 1),
        (op_reduce, 9), (op_argreduce, 3), (op_divmod, 3), (op_power, 2), (op_unary_int, 3),
        (op_float, 3), (op_maxmin, 2), (op_divide, 1), (op_gather, 4), (op_layout, 5),
        (op_reshape, 2), (op_broadcast, 1), (op_concat, 2), (op_matmul, 3), (op_shared, 2),
-       (op_constant, 1), (op_data, 1), (op_pair, 2), (op_rows, 3), (op_deep, 1),
-       (op_nested_reduce, 2), (op_shift, 2), (op_setitem, 3), (op_random, 1),
+       (op_sibling_products, 1), (op_constant, 1), (op_data, 1), (op_pair, 2), (op_rows, 3),
+       (op_deep, 1), (op_nested_reduce, 2), (op_shift, 2), (op_setitem, 3), (op_random, 1),
        (op_rearrange, 2), (op_order_stat, 1), (op_count, 1), (op_composed, 2),
        (op_convolve, 1), (op_complex, 5), (op_fft, 2), (op_scan, 2), (op_attention, 1)]
 

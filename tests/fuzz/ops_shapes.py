@@ -308,6 +308,23 @@ def op_matmul(b):
     return b.apply(f"({a.var} @ {w.var})", [a.var, w.var], ("matmul",))
 
 
+def op_sibling_products(b):
+    """Small products that share one operand, side by side (nbody's three
+    force products): one batched product in the kernels; and a product of
+    the same operands that reads another's result (never joined)."""
+    a = b.pick(lambda e: e.ndim in (1, 2) and e.kind != "b" and e.shape[-1] > 0)
+    if a is None:
+        return None
+    n = b.choice([1, 3, b.B])
+    w = b.add_placeholder(shape=(a.shape[-1], n), dtype=a.dtype)
+    form = b.choice([
+        "xp.concatenate([({0} * 2) @ {1}, ({0} + 1) @ {1}, ({0} - 3) @ {1}], axis=-1)",
+        "xp.stack([{0} @ {1}, {0} @ ({1} * 3), {0} @ ({1} + 2)])",
+        "xp.concatenate([{0} @ {1}, xp.abs({0}) @ {1}], axis=0)",
+        "(({0} * 2) @ {1}) + (((({0} * 2) @ {1}).sum() * {0}) @ {1})"])
+    return b.apply(form.format(a.var, w.var), [a.var, w.var], ("matmul",))
+
+
 def op_rows(b):
     """A reduction over the last axis read back by the rows it reduces (the
     fused ``rows`` kernels: softmax-like), on any dtype."""

@@ -28,12 +28,14 @@ def layouts(target):
     every matrix product the policy may give cuBLAS goes there, and every
     argmax/argmin of a buffer's rows to the row kernel, whatever its size
     (the products where nvmath-python is installed; cases without either
-    skip it)."""
+    skip it: ``size_gated``)."""
     if target == "opencl":
-        return {"cpu": {"device_kind": "cpu"}, "gpu": {"device_kind": "gpu"}}
+        # the GPU layout takes two stages from 4096 values: the generator's long inputs
+        return {"cpu": {"device_kind": "cpu"},
+                "gpu": {"device_kind": "gpu", "thresholds": {"LONG_REDUCTION": 4096}}}
     if target == "cuda":
-        return {"default": {}, "any-size": {"thresholds": {
-            "BLAS_MIN_WORK": 1, "ARG_ROWS_MIN_ROWS": 1}}}
+        return {"default": {}, "any-size": {"size_gated": True, "thresholds": {
+            "BLAS_MIN_WORK": 1, "ARG_ROWS_MIN_ROWS": 1, "LONG_REDUCTION": 4096}}}
     return {"default": {}}
 
 
@@ -41,6 +43,15 @@ def _nodes_below(arrays) -> list:
     """The DAG nodes of ``arrays`` (lazy arrays; other values have none)."""
     from polyarray.ir import nodes as N
     return N.topological_order([a.node for a in arrays if getattr(a, "node", None) is not None])
+
+
+def compile_in_layout(arrays, target, options):
+    """``pa.compile(arrays, target)`` under one of ``layouts``' options."""
+    from polyarray.codegen.thresholds import using_thresholds
+    options = dict(options)
+    options.pop("size_gated", None)
+    with using_thresholds(**options.pop("thresholds", {})):
+        return pa.compile(arrays, target=target, **options)
 
 
 def has_size_gated_form(case) -> bool:
@@ -106,11 +117,8 @@ def check_case(case, target, options=None, expected=None):
     if target == "cuda-nvcc":
         return nvcc_check(case)
     expected = case.expected if expected is None else expected
-    options = dict(options or {})
-    from polyarray.codegen.thresholds import using_thresholds
     try:
-        with using_thresholds(**options.pop("thresholds", {})):
-            prog = pa.compile(case.arrays, target=target, **options)
+        prog = compile_in_layout(case.arrays, target, options or {})
         # (an input whose value folds away, lexsort's one-element keys, is no placeholder)
         got = prog(**{k: v for k, v in case.bindings.items() if k in prog.placeholders})
     except Exception as err:                     # noqa: BLE001
@@ -208,7 +216,7 @@ def run_seed(seed, target, only_layout=None, do_minimize=False):
     for lay, opts in layouts(target).items():
         if only_layout and lay != only_layout:
             continue
-        if "thresholds" in opts and not has_size_gated_form(case):
+        if opts.get("size_gated") and not has_size_gated_form(case):
             continue            # the same program as the default layout's
         reason = check_case(case, target, opts)
         if reason is None:

@@ -23,14 +23,12 @@ import numpy as np
 import pytest
 from hypothesis import Phase, example, given, note, settings, strategies as st
 
-import polyarray as pa
 from polyarray import targets
 from conftest import TEST_TARGETS
 from fuzz import (GENERATED_NAMES, HOSTILE_NAMES, HOSTILE_PAIRS, INT_DTYPES, NARROW,
                   layouts, make_case, random_dag)
-from fuzz.runner import complex_product, nonfinite_as_expected
+from fuzz.runner import compile_in_layout, complex_product, nonfinite_as_expected
 from helpers import assert_same
-from polyarray.codegen.thresholds import using_thresholds
 
 EXAMPLES = int(os.environ.get("POLYARRAY_DAG_EXAMPLES", "40"))
 
@@ -57,9 +55,7 @@ def test_random_dag_matches_numpy(target_name, seed, pick):
     note(case.description)
     note(case.script(target_name, options.get("device_kind")))
     assert not case.build_errors, f"seed={seed}: {case.build_errors[0]}"
-    options = dict(options)
-    with using_thresholds(**options.pop("thresholds", {})):
-        prog = pa.compile(case.arrays, target=target_name, **options)
+    prog = compile_in_layout(case.arrays, target_name, options)
     # (an input whose value folds away, a zero-size one, is no placeholder: as runner.check_case)
     got = prog(**{k: v for k, v in case.bindings.items() if k in prog.placeholders})
     assert len(got) == len(case.expected)

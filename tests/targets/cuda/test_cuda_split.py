@@ -220,7 +220,7 @@ def test_a_failed_split_build_falls_back_to_the_whole_build(monkeypatch, caplog)
 _SPLITTING = []
 
 
-def _splitting_case(k, limit=80):
+def _splitting_case(k, limit=200):
     """The source of the ``k``-th fuzzer case (seeds from 0) whose program,
     every kernel outlined and every region of two statements or more split,
     makes more than two units: which seeds those are is the generator's
