@@ -44,11 +44,12 @@ class Thresholds:
     #                              row pieces, unrolled 4 times, 1.13 MB of source)
     MANY_OUTPUTS: int = 1024     # enough outputs to fill a device one per work-item
     FILL_THREADS: int = 1 << 16  # work-items needed to keep a large GPU busy
-    # worth two stages when outputs are few: one work-group reads fewer values as fast as
-    # two launches.  H200, a sum of R values (kernel times; replayed as a CUDA graph): float32
-    # 4096 one group 6.3 us (two stages 12.3), 65536 9.8 us (16.3), 131072 12.5 us (17.4),
-    # 262144 16.2 us (15.7); float64 65536 12.8 us (13.0), 131072 15.8 us (12.9)
-    LONG_REDUCTION: int = 65536
+    # worth two stages when outputs are few.  H200, a sum of R values of a buffer: one
+    # work-group is faster up to 2^17 float32 (65536: 9.8 us, two stages 16.3), but not a
+    # sum of heavier values: with NPBench nbody's energy sums (10^4 values, each a square
+    # root and a division) in one work-group, its preset L took 66 ms a call, not 26 (in a
+    # run that also joined its products: plan/siblings.py)
+    LONG_REDUCTION: int = 4096
     FEW_OUTPUTS: int = 64        # fewer outputs than this: a work-group each (GPU)
     GROUP_REDUCTION: int = 64    # contiguous reductions at least this long get a work-group (GPU)
     GROUP_ITEMS: int = 8         # ... of at most R / GROUP_ITEMS work-items: on an H100, A @ v for

@@ -23,16 +23,6 @@ DTYPES = [np.float32, np.float64, np.int32, np.uint8, np.bool_]
 
 # (shape, axis, layout) -> the forms of its kernels: one kernel, or a first
 # stage and its combine
-@pytest.fixture(autouse=True)
-def _two_stages_from_4096_values():
-    """The cases here are short: two-stage reductions from 4096 values (the
-    default LONG_REDUCTION is larger), so every form and its chunk edges
-    are reached at these sizes."""
-    from polyarray.codegen.thresholds import using_thresholds
-    with using_thresholds(LONG_REDUCTION=4096):
-        yield
-
-
 FORMS = [
     ((5, 300), 1, "gpu", ("group",)),
     ((40, 30), 0, "gpu", ("group",)),

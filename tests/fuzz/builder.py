@@ -31,7 +31,7 @@ class _Builder:
         rng = self.rng
         self.max_ops = max_ops if max_ops is not None else int(rng.integers(3, 15))
         # dimensions of this DAG: mostly small, sometimes long enough to reach the
-        # other kernel forms (rows >= 64, split columns R >= 256, two-stage R >= 4096 in the GPU layouts,
+        # other kernel forms (rows >= 64, split columns R >= 256, two-stage R >= 4096,
         # tiled matmuls, transposed tiles >= 32, 4 elements per work-item >= 65536)
         r = rng.random() if sizes is None else {"small": 0.0, "medium": 0.8,
                                                "large": 0.99}[sizes]

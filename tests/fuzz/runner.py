@@ -30,12 +30,10 @@ def layouts(target):
     (the products where nvmath-python is installed; cases without either
     skip it: ``size_gated``)."""
     if target == "opencl":
-        # the GPU layout takes two stages from 4096 values: the generator's long inputs
-        return {"cpu": {"device_kind": "cpu"},
-                "gpu": {"device_kind": "gpu", "thresholds": {"LONG_REDUCTION": 4096}}}
+        return {"cpu": {"device_kind": "cpu"}, "gpu": {"device_kind": "gpu"}}
     if target == "cuda":
         return {"default": {}, "any-size": {"size_gated": True, "thresholds": {
-            "BLAS_MIN_WORK": 1, "ARG_ROWS_MIN_ROWS": 1, "LONG_REDUCTION": 4096}}}
+            "BLAS_MIN_WORK": 1, "ARG_ROWS_MIN_ROWS": 1}}}
     return {"default": {}}
 
 
