@@ -177,18 +177,13 @@ def lower_program(outputs, target, cpu=False, schedules=None, max_work_group=Non
     from .plan.half import singles_for_halves
     from .plan.attention import fused_attention
     from .plan.kernel_calls import lowered_kernel_calls
-    from .plan.siblings import stacked_siblings
     device = _device(dialect, cpu, max_work_group)
     program_order = N.topological_order(outputs)    # what KernelInfo.nodes index
     # attention chains, then scans and sorts, as the kernels the policy chooses for them
     # (``between`` keeps the nodes the first pass made alive: ``first`` is keyed by id)
     between, first = fused_attention(outputs, device, thresholds)
-    called, origin = lowered_kernel_calls(between, device, thresholds)
+    outputs, origin = lowered_kernel_calls(between, device, thresholds)
     origin = {k: first.get(id(v), v) for k, v in origin.items()} | first
-    # small products that differ in one operand, as one batched product (``called``
-    # keeps the nodes it replaced alive, as ``between`` does)
-    outputs, joined = stacked_siblings(called, thresholds)
-    origin = {k: origin.get(id(v), v) for k, v in joined.items()} | origin
     # float16 computed in float32; its large products as the BLAS's half products
     outputs, halves = singles_for_halves(
         outputs, thresholds if dialect.vendor_blas == "cublas" else None)

@@ -44,11 +44,10 @@ class Thresholds:
     #                              row pieces, unrolled 4 times, 1.13 MB of source)
     MANY_OUTPUTS: int = 1024     # enough outputs to fill a device one per work-item
     FILL_THREADS: int = 1 << 16  # work-items needed to keep a large GPU busy
-    # worth two stages when outputs are few.  H200, a sum of R values of a buffer: one
-    # work-group is faster up to 2^17 float32 (65536: 9.8 us, two stages 16.3), but not a
-    # sum of heavier values: with NPBench nbody's energy sums (10^4 values, each a square
-    # root and a division) in one work-group, its preset L took 66 ms a call, not 26 (in a
-    # run that also joined its products: plan/siblings.py)
+    # worth two stages when outputs are few.  H200, a sum of R float32 values of a buffer:
+    # one work-group 6.3 us at 4096 (two stages 12.3 us), 9.8 us at 65536 (16.3 us), 16.2
+    # us at 262144 (15.7 us); sums of costlier values (a square root and a division each)
+    # are not measured, so the bound stays
     LONG_REDUCTION: int = 4096
     FEW_OUTPUTS: int = 64        # fewer outputs than this: a work-group each (GPU)
     GROUP_REDUCTION: int = 64    # contiguous reductions at least this long get a work-group (GPU)
@@ -146,10 +145,6 @@ class Thresholds:
     # 512 x 64^3 (2^27) 18.7 / 20.9 tiled, 19.5 / 17.6 cuBLAS; 1000^3 75.8 and 51.0, float64
     # 512^3 25.9 and 15.7.  A huge value turns the row off.
     BLAS_MIN_WORK: int = 1 << 27
-    # Contractions that share every operand but one and do at most this many multiply-adds
-    # each are one batched contraction (plan/siblings.py): launch-bound, one launch for all.
-    # NPBench's nbody: three (100, 100) @ (100, 1) products a step
-    SIBLING_MAX_WORK: int = 1 << 20
     # Scans (cumsum, cumprod) along rows at least this long are the single-pass kernel
     # (emit/scan_kernels.py) where the target has it; shorter rows the blocked scan of reductions.
     # H200, float32 cumsum, single-pass / blocked: 1 x 1024 12.0 / 28.6 us, 4096 x 1024

@@ -310,8 +310,8 @@ def op_matmul(b):
 
 def op_sibling_products(b):
     """Small products that share one operand, side by side (nbody's three
-    force products): one batched product in the kernels; and a product of
-    the same operands that reads another's result (never joined)."""
+    force products), and a product of the same operands that reads
+    another's result."""
     a = b.pick(lambda e: e.ndim in (1, 2) and e.kind != "b" and e.shape[-1] > 0)
     if a is None:
         return None
