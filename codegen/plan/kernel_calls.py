@@ -11,7 +11,7 @@ the DAG:
 - ``Form.RADIX_SORT``: a radix sort (``emit/sort_kernels.py``: the digits'
   counts, then a onesweep kernel per pass), raw-kernel nodes too;
 - ``Form.ROW_ARGMAX``: argmax/argmin (``Reduce`` nodes) along the last
-  axis of a buffer, a work-group per row (``emit/arg_kernels.py``), where
+  axis of a buffer, 1 to 1024 work-items per row (``emit/arg_kernels.py``), where
   the policy chooses it; else the reduction stays for the generated forms;
 - ``Form.BLOCKED_SCAN`` / ``Form.MERGE_SORT``: the compositions every
   target can run (``ops.scans.blocked_scan``, ``ops.ordering.merge_sort``,

@@ -76,7 +76,7 @@ class Form(str, Enum):
     FLASH_ATTENTION = "flash attention"     # softmax(Q K^T) V, the scores kept on chip
     ATTENTION_COMBINE = "attention ranges combined"     # ... its key ranges added
     ATTENTION_GENERATED = "attention as generated"      # ... the products and rows as any
-    ROW_ARGMAX = "row argmax"           # argmax/argmin of rows: a work-group each, warp shuffles
+    ROW_ARGMAX = "row argmax"           # argmax/argmin of rows: work-items each, warp shuffles
     ARG_REDUCTION = "argmax as a reduction"     # ... as the generated reductions
 
     __str__ = str.__str__
@@ -530,10 +530,10 @@ RULES = (
     Rule("attention: the products and rows as generated", Attention, lambda c, d, t: True,
          Form.ATTENTION_GENERATED),
 
-    # argmax/argmin along the last axis of a buffer (plan/kernel_calls.py asks): a
-    # work-group per row whose pairs meet by warp shuffles where the target has it (CUDA),
-    # many long rows of float32/float64/int32/int64; else the generated reductions (a
-    # tree of local-memory steps) as for any reduction
+    # argmax/argmin along the last axis of a buffer (plan/kernel_calls.py asks): 1 to 1024
+    # work-items per row whose pairs meet by warp shuffles where the target has it (CUDA),
+    # at least ARG_ROWS_MIN_ROWS rows of float32/float64/int32/int64; else the generated
+    # reductions (a tree of local-memory steps) as for any reduction
     Rule("argmax: work-items per row, warp shuffles", ArgRows,
          lambda c, d, t: d.row_argmax and c.dtype in ARG_DTYPES
          and t.ARG_ROWS_MIN_ROWS <= c.rows < 1 << 31 and 1 <= c.n < 1 << 31,
