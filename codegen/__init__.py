@@ -17,7 +17,7 @@ from polyarray.ir import nodes as N
 from .lowered import BufferSpec, KernelInfo, Lowered
 from .pipeline import (LAUNCHES_PER_NEW_KERNEL, REPEATING_MAX_KERNELS, TooManyKernels, c_name,
                        data_nodes, index_dtype_for, kernel_budget, lower_program,
-                       repeating_budget)
+                       refuse_beyond_budget, repeating_budget)
 
 
 def program_key(outputs) -> str:
@@ -40,4 +40,4 @@ def program_key(outputs) -> str:
 
 __all__ = ["BufferSpec", "KernelInfo", "LAUNCHES_PER_NEW_KERNEL", "Lowered", "REPEATING_MAX_KERNELS",
            "TooManyKernels", "c_name", "data_nodes", "index_dtype_for", "kernel_budget",
-           "lower_program", "program_key", "repeating_budget"]
+           "lower_program", "program_key", "refuse_beyond_budget", "repeating_budget"]

@@ -85,6 +85,19 @@ def data_nodes(order):
     return [n for n in order if isinstance(n, N.DataWrapper)]
 
 
+def refuse_beyond_budget(outputs) -> None:
+    """``TooManyKernels`` now, where a new-kernel budget is in force
+    (``kernel_budget``) and the program's reductions and products of
+    distinct shapes exceed it: a target asks before it computes the cache
+    key, which digests every node (covariance at NPBench's preset L, 6400
+    writes: 2.9 s of the 8.1 s its first call spent compiling before it fell
+    back to the host, on a 2-core CPU)."""
+    from .thresholds import current_thresholds
+    budget = _KERNEL_BUDGET.get()
+    if budget is not None:
+        _refuse_many_shapes(outputs, budget, current_thresholds())
+
+
 def _refuse_many_shapes(outputs, budget, t):
     """``TooManyKernels`` before planning where the program holds more than
     ``budget`` reductions and contractions of distinct shapes (each is a

@@ -438,9 +438,10 @@ class CudaTarget(Target):
         if options:
             raise TypeError(f"cuda target: unknown options {sorted(options)}")
         import loopy as lp
-        from polyarray.codegen import program_key
+        from polyarray.codegen import program_key, refuse_beyond_budget
         from polyarray.codegen.schedule import schedule_key
         skey = schedule_key(schedule)
+        refuse_beyond_budget(outputs)       # before the key digests every node
         key = None if skey is None else key_digest(
             "cuda", program_key(outputs), lp.VERSION, code_version(), skey)
         from polyarray.codegen.schedule import CUDA_MAX_GRID, CUDA_MAX_WORK_GROUP

@@ -445,12 +445,13 @@ class OpenCLTarget(Target):
         if options:
             raise TypeError(f"opencl target: unknown options {sorted(options)}")
         import loopy as lp
-        from polyarray.codegen import program_key
+        from polyarray.codegen import program_key, refuse_beyond_budget
         import pyopencl as cl
         ctx, dev, desc, queue = self._device(device)
         cpu = (device_kind == "cpu") if device_kind else not (dev.type & cl.device_type.GPU)
         from polyarray.codegen.schedule import schedule_key
         skey = schedule_key(schedule)
+        refuse_beyond_budget(outputs)       # before the key digests every node
         key = None if skey is None else key_digest(
             "opencl", program_key(outputs), desc, dev.driver_version, lp.VERSION,
             code_version(), cpu, skey)

@@ -500,6 +500,31 @@ def test_many_reduction_shapes_are_refused_before_planning(monkeypatch):
     assert planned
 
 
+@pytest.mark.parametrize("target", ["opencl", "cuda"])
+def test_many_reduction_shapes_are_refused_before_the_cache_key(target, monkeypatch):
+    """A device target refuses such a program before it digests every node
+    for its cache key (covariance's 6400 writes: seconds)."""
+    import numpy as np
+    import polyarray as pa
+    import polyarray.codegen as codegen
+    from polyarray import targets as _targets
+    from polyarray.codegen import TooManyKernels, kernel_budget
+    ok, why = _targets.availability(target)
+    if not ok:
+        pytest.skip(f"{target}: {why}")
+    keyed = []
+    real = codegen.program_key
+    monkeypatch.setattr(codegen, "program_key", lambda o: keyed.append(1) or real(o))
+    x = pa.placeholder("x", (400,), np.float64)
+    many = [x[:k].sum() for k in range(20, 40)]
+    with kernel_budget(8), pytest.raises(TooManyKernels, match="distinct shapes"):
+        pa.compile(many, target=target)
+    assert not keyed
+    with kernel_budget(8):
+        pa.compile(many[:3], target=target)
+    assert keyed
+
+
 def _step_forms(x, steps):
     """Each step: a sum, then an update reading ``x`` at another offset:
     a few kernel forms, launched once per step."""
