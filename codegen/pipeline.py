@@ -92,9 +92,9 @@ def refuse_beyond_budget(outputs) -> None:
     key, which digests every node (covariance at NPBench's preset L, 6400
     writes: 2.9 s of the 8.1 s its first call spent compiling before it fell
     back to the host, on a 2-core CPU)."""
-    from .thresholds import current_thresholds
     budget = _KERNEL_BUDGET.get()
-    if budget is not None:
+    if budget is not None:      # (a disk hit outside pa.jit imports no thresholds)
+        from .thresholds import current_thresholds
         _refuse_many_shapes(outputs, budget, current_thresholds())
 
 

@@ -33,6 +33,9 @@ from polyarray.ir.raw_params import parse_params
 PREFIX = "pa_argrow_"           # the kernels' names (pa_: no user's raw kernel has it)
 MIN_BLOCK = 256                 # work-items per block: rows of fewer share one
 MAX_THREADS = 1024              # work-items per row at most (a block)
+# values per row at most: a work-item's 32-bit index steps 4 * MAX_THREADS past its last
+# value before the loop test stops it, and must not pass 2^31 - 1
+MAX_LENGTH = (1 << 31) - 1 - 4 * MAX_THREADS
 
 _TYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long"}
 _VECTORS = {"float32": ("float4", 4), "float64": ("double2", 2), "int32": ("int4", 4),
@@ -55,7 +58,8 @@ _SOURCE = r"""
 extern "C" __global__ void __launch_bounds__(BLOCK) NAME(
     const TYPE *__restrict__ x, long long *__restrict__ out, long long n, long long rows)
 {
-    /* TPR work-items per row, BLOCK / TPR rows per block; a row has n < 2^31 values */
+    /* TPR work-items per row, BLOCK / TPR rows per block; a row has at most
+       2^31 - 1 - 4 * 1024 values (MAX_LENGTH: the indices below stay ints) */
     const int t = threadIdx.x % TPR, nn = (int) n;
     const long long r = (long long) blockIdx.x * (BLOCK / TPR) + threadIdx.x / TPR;
     const TYPE *row = x + (r < rows ? r : 0) * n;

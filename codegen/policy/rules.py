@@ -40,7 +40,7 @@ from ..thresholds import Thresholds, current_thresholds
 from ..emit.scan_kernels import PREFIX as SCAN_KERNEL_PREFIX
 from ..emit.sort_kernels import PREFIX as SORT_KERNEL_PREFIX
 from ..emit.attention_kernels import PREFIX as ATTENTION_KERNEL_PREFIX, config_for
-from ..emit.arg_kernels import ARG_DTYPES, PREFIX as ARG_KERNEL_PREFIX
+from ..emit.arg_kernels import ARG_DTYPES, MAX_LENGTH as ARG_MAX_LENGTH, PREFIX as ARG_KERNEL_PREFIX
 
 
 class Form(str, Enum):
@@ -536,7 +536,7 @@ RULES = (
     # reductions (a tree of local-memory steps) as for any reduction
     Rule("argmax: work-items per row, warp shuffles", ArgRows,
          lambda c, d, t: d.row_argmax and c.dtype in ARG_DTYPES
-         and t.ARG_ROWS_MIN_ROWS <= c.rows < 1 << 31 and 1 <= c.n < 1 << 31,
+         and t.ARG_ROWS_MIN_ROWS <= c.rows < 1 << 31 and 1 <= c.n <= ARG_MAX_LENGTH,
          Form.ROW_ARGMAX, _arg_rows_threads),
     Rule("argmax: as a reduction", ArgRows, lambda c, d, t: True, Form.ARG_REDUCTION),
 

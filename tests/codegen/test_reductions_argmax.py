@@ -275,6 +275,21 @@ def test_cuda_rows_of_a_buffer_get_the_warp_shuffle_kernel():
     assert forms(pa.argmax(x, axis=1), lp.PyOpenCLTarget()) == ["group"]
 
 
+def test_row_kernel_takes_rows_whose_indices_stay_ints():
+    """A work-item's 32-bit index steps 4 x 1024 past its last value before
+    its loop stops: rows longer than ``MAX_LENGTH`` keep the generated forms."""
+    from polyarray.codegen.emit.arg_kernels import MAX_LENGTH
+    from polyarray.codegen.policy import choose
+    from polyarray.codegen.policy.classify import ArgRows
+    from polyarray.codegen.policy.device import Device
+    device = Device(row_argmax=True)
+    for n, form in ((MAX_LENGTH, "row argmax"), (MAX_LENGTH + 1, "argmax as a reduction"),
+                    ((1 << 31) - 1, "argmax as a reduction"), (1, "row argmax")):
+        choice = choose(ArgRows("argmax", "<f4", 64, n), device)
+        assert choice.form == form, (n, choice)
+    assert (1 << 31) - 1 - MAX_LENGTH == 4 * 1024
+
+
 @pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA compiler) is not on PATH")
 def test_cuda_row_kernels_compile_quietly_with_nvcc():
     """Each op, dtype and width (1, a part of a warp, a warp, a block) of the
