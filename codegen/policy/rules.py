@@ -40,7 +40,8 @@ from ..thresholds import Thresholds, current_thresholds
 from ..emit.scan_kernels import PREFIX as SCAN_KERNEL_PREFIX
 from ..emit.sort_kernels import PREFIX as SORT_KERNEL_PREFIX
 from ..emit.attention_kernels import PREFIX as ATTENTION_KERNEL_PREFIX, config_for
-from ..emit.arg_kernels import ARG_DTYPES, MAX_LENGTH as ARG_MAX_LENGTH, PREFIX as ARG_KERNEL_PREFIX
+from ..emit.arg_kernels import (ARG_DTYPES, MAX_LENGTH as ARG_MAX_LENGTH,
+                                MAX_THREADS as ARG_MAX_THREADS, PREFIX as ARG_KERNEL_PREFIX)
 
 
 class Form(str, Enum):
@@ -342,12 +343,12 @@ def _flash_params(c, d, t):
 
 def _arg_rows_threads(c, d, t):
     """Work-items per row: a power of two giving each about ARG_ROWS_VALUES
-    values, doubled (to 1024) while the rows' work-items would not fill the
-    device and each keeps at least ARG_ROWS_VALUES / 2."""
+    values, doubled (to the kernel's most) while the rows' work-items would
+    not fill the device and each keeps at least ARG_ROWS_VALUES / 2."""
     threads = 1
-    while threads < 1024 and c.n > t.ARG_ROWS_VALUES * threads:
+    while threads < ARG_MAX_THREADS and c.n > t.ARG_ROWS_VALUES * threads:
         threads *= 2
-    while threads < 1024 and c.rows * threads < t.ARG_ROWS_FILL \
+    while threads < ARG_MAX_THREADS and c.rows * threads < t.ARG_ROWS_FILL \
             and c.n >= t.ARG_ROWS_VALUES * threads:
         threads *= 2
     return dict(threads=threads)
